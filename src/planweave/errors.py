@@ -1,0 +1,224 @@
+"""planweave's one error tree.
+
+    PlanweaveError
+    ├── UserError ................ a mistake by the developer using the library (bad tool, bad config)
+    ├── ToolSignal ............... raised *by a tool* to steer the runtime
+    │   ├── RetryTool ............ "try me again" (transient)
+    │   └── ToolFailed ........... "I failed for good" (permanent)
+    └── RunError ................. something went wrong during a run; carries run_id / task_id
+        ├── PlanError ............ the planner wrote something that cannot run (names the line)
+        │   ├── PlanSyntaxError
+        │   ├── UnknownToolError
+        │   ├── ArgumentError
+        │   ├── InvalidReferenceError
+        │   ├── DuplicateTaskError
+        │   └── MissingJoinError
+        ├── TaskError ............ one task failed (names task, tool, arguments and cause)
+        │   ├── ToolTimeout
+        │   ├── ToolCrashed
+        │   ├── ToolArgumentError  resolved arguments that do not fit the tool's schema
+        │   ├── ProjectionError .. `$2.population` did not resolve
+        │   └── DependencyFailed . an upstream task failed, so this one was skipped
+        ├── LLMError ............. the LLM backend failed (translated once, at the backend boundary)
+        │   ├── LLMConnectionError
+        │   ├── LLMRateLimitError  (retry_after)
+        │   ├── LLMContextOverflow
+        │   └── LLMStreamError ... the stream broke off mid-response
+        ├── JoinerError
+        └── BudgetExceeded
+
+Model-caused failures (plan errors, tool errors) become observations for the planner and joiner;
+programming errors in planweave itself propagate unchanged.  Every error pickles with its fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _rebuild(cls: type[PlanweaveError], message: str, state: dict[str, Any]) -> PlanweaveError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class PlanweaveError(Exception):
+    """Base class of every error planweave raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description, the form observations, events and `--json` output use."""
+        data: dict[str, Any] = {"type": type(self).__name__, "message": self.message}
+        for key, value in self.__dict__.items():
+            if value is None or key.startswith("_"):
+                continue
+            data[key] = value if isinstance(value, str | int | float | bool | list) else repr(value)
+        return data
+
+
+class UserError(PlanweaveError):
+    """The developer using planweave made a mistake: a tool that cannot be described, bad config."""
+
+
+class ToolSignal(PlanweaveError):
+    """Raised by a tool to tell the runtime how to treat its failure."""
+
+
+class RetryTool(ToolSignal):
+    """A transient failure: the call may succeed if made again."""
+
+
+class ToolFailed(ToolSignal):
+    """A permanent failure: calling again with the same arguments will not help."""
+
+
+class RunError(PlanweaveError):
+    """A failure during a run."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class PlanError(RunError):
+    """The plan cannot run as written.  `line` is the offending plan line, `lineno` its 1-based
+    number in the planner's output (counting across one LLM response)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: str | None = None,
+        lineno: int | None = None,
+        task_id: int | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.line = line
+        self.lineno = lineno
+        self.task_id = task_id
+
+    def __str__(self) -> str:
+        where = f"line {self.lineno}" if self.lineno is not None else "plan"
+        if self.line is not None:
+            return f"{where}: {self.message} (in {self.line.strip()!r})"
+        return f"{where}: {self.message}"
+
+
+class PlanSyntaxError(PlanError):
+    """A plan line that does not parse."""
+
+
+class UnknownToolError(PlanError):
+    """A plan line names a tool that is not registered."""
+
+
+class ArgumentError(PlanError):
+    """Arguments that do not match the tool's signature or schema."""
+
+
+class InvalidReferenceError(PlanError):
+    """A `$N` that names no earlier task."""
+
+
+class DuplicateTaskError(PlanError):
+    """Two tasks with the same id, or ids that do not count up."""
+
+
+class MissingJoinError(PlanError):
+    """The plan ended without `join()`."""
+
+
+class TaskError(RunError):
+    """One task failed.  Names the task, the tool, its rendered arguments and the cause."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task_id: int | None = None,
+        tool: str | None = None,
+        arguments: str | None = None,
+        cause: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.task_id = task_id
+        self.tool = tool
+        self.arguments = arguments
+        self.cause = cause
+
+    def __str__(self) -> str:
+        if self.tool is None:
+            return self.message
+        call = f"{self.tool}({self.arguments or ''})"
+        prefix = f"task {self.task_id} {call}" if self.task_id is not None else call
+        return f"{prefix}: {self.message}"
+
+
+class ToolTimeout(TaskError):
+    """The tool did not return within its timeout."""
+
+
+class ToolCrashed(TaskError):
+    """The tool raised an exception."""
+
+
+class ToolArgumentError(TaskError):
+    """The resolved arguments do not fit the tool's schema."""
+
+
+class ProjectionError(TaskError):
+    """A projection such as `$2.population` or `$2[0]` did not resolve on the upstream result."""
+
+
+class DependencyFailed(TaskError):
+    """An upstream task failed, so this task was not run."""
+
+
+class LLMError(RunError):
+    """The LLM backend failed."""
+
+
+class LLMConnectionError(LLMError):
+    """The endpoint could not be reached."""
+
+
+class LLMRateLimitError(LLMError):
+    """The endpoint answered 429; `retry_after` is in seconds when the server said."""
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, run_id: str | None = None
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.retry_after = retry_after
+
+
+class LLMContextOverflow(LLMError):
+    """The prompt does not fit the model's context window."""
+
+
+class LLMStreamError(LLMError):
+    """The response stream broke off before it was complete."""
+
+
+class JoinerError(RunError):
+    """The joiner's output could not be understood."""
+
+
+class BudgetExceeded(RunError):
+    """A budget (LLM calls, replans, repairs, wall time) ran out; `limit` says which."""
+
+    def __init__(self, message: str, *, limit: str, run_id: str | None = None) -> None:
+        super().__init__(message, run_id=run_id)
+        self.limit = limit

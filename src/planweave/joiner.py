@@ -1,0 +1,99 @@
+"""The joiner: after a plan has run, answer with `Finish(...)` or ask for a `Replan(...)`."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .llm.base import LLMRequest, Message
+from .planner import format_observations
+from .scheduler import TaskRecord
+
+__all__ = ["JOINER_HEAD", "Decision", "Joiner", "parse_decision"]
+
+JOINER_HEAD = "You answer a question from the results of a plan of tool calls that has already run."
+
+_FORMAT = """\
+Reply in exactly this form:
+Thought: <brief reasoning over the results>
+Action: Finish(<the answer to the question>)
+
+Only if the results cannot answer the question and another plan of tool calls could get what
+is missing, reply instead:
+Thought: <what is missing>
+Action: Replan(<what to find out next>)
+
+Answer from the results only; state numbers with their units."""
+
+_LAST_ROUND = (
+    "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "
+    "saying plainly what could not be found if the results are incomplete."
+)
+
+_ACTION_RE = re.compile(r"(?:^|\n)\s*(?:Action\s*:\s*)?(Finish|Replan)\s*\(", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Literal["finish", "replan"]
+    text: str
+    thought: str | None = None
+
+
+def _unquote(text: str) -> str:
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
+        try:
+            value = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError):
+            return stripped
+        if isinstance(value, str):
+            return value
+    return stripped
+
+
+def parse_decision(output: str) -> Decision:
+    """Read the joiner's output.  The answer inside `Finish(...)` comes through whole:
+    parentheses, quotes and newlines included, up to the last closing parenthesis."""
+    matches = list(_ACTION_RE.finditer(output))
+    thought_match = re.search(r"Thought\s*:\s*(.*?)(?:\n\s*(?:Action\s*:|Finish\s*\(|Replan\s*\()|$)", output, re.S | re.I)
+    thought = thought_match.group(1).strip() if thought_match else None
+    if not matches:
+        # No action at all: a small model that simply answered.  Take its text as the answer.
+        text = re.sub(r"^\s*Thought\s*:.*?(?:\n|$)", "", output, flags=re.I).strip()
+        return Decision("finish", text or output.strip(), thought)
+    match = matches[0]
+    body = output[match.end() :]
+    close = body.rfind(")")
+    if close >= 0:
+        body = body[:close]
+    action: Literal["finish", "replan"] = "finish" if match.group(1).lower() == "finish" else "replan"
+    return Decision(action, _unquote(body), thought)
+
+
+class Joiner:
+    def __init__(self, *, max_tokens: int | None = 512, observation_limit: int = 2000) -> None:
+        self.max_tokens = max_tokens
+        self.observation_limit = observation_limit
+
+    def messages(
+        self,
+        question: str,
+        records: Sequence[TaskRecord],
+        *,
+        last_round: bool,
+        notes: Sequence[str] = (),
+    ) -> list[Message]:
+        system = f"{JOINER_HEAD}\n\n{_FORMAT}"
+        if last_round:
+            system += f"\n\n{_LAST_ROUND}"
+        body = format_observations(records, self.observation_limit) or "(no task ran)"
+        extra = "".join(f"\nNote: {n}" for n in notes)
+        user = f"Question: {question}\n\nPlan and results:\n{body}{extra}"
+        return [Message("system", system), Message("user", user)]
+
+    def request(self, messages: list[Message]) -> LLMRequest:
+        return LLMRequest(messages=messages, max_tokens=self.max_tokens)

@@ -1,0 +1,72 @@
+"""The contract every LLM backend meets: stream text deltas for a chat request, report usage."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["LLM", "Delta", "LLMRequest", "Message", "Usage", "estimate_tokens"]
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(slots=True)
+class LLMRequest:
+    """One chat completion.  `grammar` is a GBNF grammar for backends that take one; `json_schema`
+    likewise for backends with structured output.  Backends ignore what they cannot use."""
+
+    messages: list[Message]
+    stop: list[str] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float = 0.0
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """A piece of streamed text; the last delta of a response may carry only `usage`."""
+
+    text: str = ""
+    usage: Usage | None = None
+
+
+class LLM(ABC):
+    """A chat model that streams.
+
+    `stream()` yields text deltas as the model produces them and, where the backend knows it, a
+    final delta with token usage.  Backends translate their own errors into `LLMError`s once,
+    here at the boundary; nothing from a provider SDK leaks past `stream()`.
+    """
+
+    model: str
+
+    @abstractmethod
+    def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+        """Stream one response."""
+
+    async def aclose(self) -> None:
+        """Release connections; the default has none."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token) for backends that report none."""
+    return max(1, (len(text) + 3) // 4) if text else 0

@@ -1,0 +1,135 @@
+"""Any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, llama.cpp server, Ollama),
+through the official `openai` SDK, streaming."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import openai
+
+from ..errors import (
+    LLMConnectionError,
+    LLMContextOverflow,
+    LLMError,
+    LLMRateLimitError,
+    LLMStreamError,
+    UserError,
+)
+from .base import LLM, Delta, LLMRequest, Usage
+
+__all__ = ["OpenAICompatible"]
+
+_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class OpenAICompatible(LLM):
+    """Streams chat completions from an OpenAI-compatible server.
+
+    Settings fall back to the environment: `PLANWEAVE_BASE_URL`, `PLANWEAVE_MODEL`, and
+    `PLANWEAVE_API_KEY` then `OPENAI_API_KEY`.  `grammar_field` names the request field that
+    carries a GBNF grammar where the server takes one (`"grammar"` for llama.cpp server,
+    `"guided_grammar"` for vLLM); None sends no grammar.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        grammar_field: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        base_url = base_url or os.environ.get("PLANWEAVE_BASE_URL") or None
+        model = model or os.environ.get("PLANWEAVE_MODEL")
+        api_key = api_key or os.environ.get("PLANWEAVE_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if not model:
+            raise UserError("no model given: pass --model or set PLANWEAVE_MODEL")
+        self.model = model
+        self.base_url = base_url
+        self.grammar_field = grammar_field
+        self.extra_body = dict(extra_body or {})
+        # Local servers (llama.cpp, vLLM, Ollama) accept any key; the SDK insists on one.
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    def __repr__(self) -> str:
+        # Never show the key.
+        return f"OpenAICompatible(base_url={self.base_url!r}, model={self.model!r})"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+        body = dict(self.extra_body)
+        if request.grammar is not None and self.grammar_field:
+            body[self.grammar_field] = request.grammar
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_dict() for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": request.temperature,
+        }
+        if request.stop:
+            kwargs["stop"] = request.stop[:4]
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if body:
+            kwargs["extra_body"] = body
+        received = False
+        finished = False
+        try:
+            response = await self._client.chat.completions.create(**kwargs)
+            async with response:
+                async for chunk in response:
+                    if chunk.choices:
+                        choice = chunk.choices[0]
+                        text = choice.delta.content if choice.delta is not None else None
+                        if text:
+                            received = True
+                            yield Delta(text=text)
+                        if choice.finish_reason is not None:
+                            finished = True
+                    if chunk.usage is not None:
+                        yield Delta(
+                            usage=Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                        )
+        except openai.RateLimitError as exc:
+            raise LLMRateLimitError(
+                f"rate limited by {self.base_url or 'the API'}: {exc.message}",
+                retry_after=_retry_after(exc),
+            ) from exc
+        except openai.BadRequestError as exc:
+            if any(hint in exc.message.lower() for hint in _CONTEXT_HINTS):
+                raise LLMContextOverflow(f"prompt too long for {self.model}: {exc.message}") from exc
+            raise LLMError(f"the endpoint rejected the request (400): {exc.message}") from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the endpoint answered {exc.status_code}: {exc.message}") from exc
+        except (openai.APIConnectionError, httpx.TransportError) as exc:
+            if received:
+                raise LLMStreamError(f"the response stream broke off: {exc}") from exc
+            raise LLMConnectionError(
+                f"cannot reach {self.base_url or 'the OpenAI API'}: {exc}"
+            ) from exc
+        except openai.APIError as exc:
+            raise LLMStreamError(f"the response stream broke off: {exc.message}") from exc
+        if not finished:
+            raise LLMStreamError("the response stream ended before the model finished")

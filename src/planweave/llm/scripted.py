@@ -1,0 +1,288 @@
+"""A scripted LLM for tests and benchmarks.
+
+`Script` decides each reply (in order, by a function, or by what the request is for);
+`ScriptedLLM` plays it in-process, and `ScriptedServer` serves it as a real OpenAI-compatible
+HTTP endpoint on loopback (real SSE chunks, real usage numbers), so the real client path of
+`OpenAICompatible` is exercised.  Replies can stream slowly, wait before the first token, break off
+mid-stream, or answer with an HTTP error such as 429 with `Retry-After`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ..errors import LLMError, LLMRateLimitError, LLMStreamError, UserError
+from .base import LLM, Delta, LLMRequest, Message, Usage, estimate_tokens
+
+__all__ = ["Reply", "Script", "ScriptedLLM", "ScriptedServer", "purpose_of"]
+
+
+@dataclass(slots=True)
+class Reply:
+    """One scripted response.
+
+    `chunk_size` characters per streamed chunk, `delay` seconds between chunks, `ttft` seconds
+    before the first; `cut_after` breaks the stream after that many characters; a `status` other
+    than 200 answers with an error body (and `retry_after` for 429).
+    """
+
+    text: str = ""
+    chunk_size: int = 4
+    delay: float = 0.0
+    ttft: float = 0.0
+    cut_after: int | None = None
+    status: int = 200
+    retry_after: float | None = None
+
+    def chunks(self) -> list[str]:
+        text = self.text if self.cut_after is None else self.text[: self.cut_after]
+        size = max(1, self.chunk_size)
+        return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+ReplySource = Reply | str
+Responder = Callable[[list[Message]], ReplySource]
+
+
+def purpose_of(messages: Sequence[Message]) -> str:
+    """What a planweave request is for: "planner", "repair", "joiner" or "react"."""
+    from ..joiner import JOINER_HEAD
+    from ..planner import PLANNER_HEAD, REPAIR_HEAD
+    from ..react import REACT_HEAD
+
+    system = messages[0].content if messages and messages[0].role == "system" else ""
+    if system.startswith(PLANNER_HEAD):
+        last = messages[-1].content if messages else ""
+        return "repair" if last.startswith(REPAIR_HEAD) else "planner"
+    if system.startswith(JOINER_HEAD):
+        return "joiner"
+    if system.startswith(REACT_HEAD):
+        return "react"
+    return "other"
+
+
+class Script:
+    """Decides the reply to each request and records every request it saw.
+
+    Build it from a list of replies (served in order), a function of the messages, or per
+    purpose with `Script.by_purpose(planner=[...], joiner=[...])`.
+    """
+
+    def __init__(self, replies: Iterable[ReplySource] | Responder) -> None:
+        self.requests: list[list[Message]] = []
+        self._lock = threading.Lock()
+        if callable(replies):
+            self._responder: Responder = replies
+        else:
+            queue = list(replies)
+
+            def in_order(messages: list[Message]) -> ReplySource:
+                if not queue:
+                    raise UserError("the script has no reply left for this request")
+                return queue.pop(0)
+
+            self._responder = in_order
+
+    @classmethod
+    def by_purpose(cls, **replies: Iterable[ReplySource]) -> Script:
+        """Replies per purpose (planner, repair, joiner, react), each served in order."""
+        queues = {purpose: list(items) for purpose, items in replies.items()}
+
+        def route(messages: list[Message]) -> ReplySource:
+            purpose = purpose_of(messages)
+            queue = queues.get(purpose)
+            if not queue:
+                raise UserError(f"the script has no {purpose} reply left")
+            return queue.pop(0)
+
+        return cls(route)
+
+    def reply(self, messages: list[Message]) -> Reply:
+        with self._lock:
+            self.requests.append(list(messages))
+            source = self._responder(list(messages))
+        return Reply(source) if isinstance(source, str) else source
+
+
+def _usage(messages: Sequence[Message], text: str) -> Usage:
+    prompt = sum(estimate_tokens(m.content) + 4 for m in messages)
+    return Usage(prompt, estimate_tokens(text))
+
+
+class ScriptedLLM(LLM):
+    """Plays a `Script` in-process (no HTTP); the fast path for scheduler and runtime tests."""
+
+    def __init__(self, script: Script | Iterable[ReplySource] | Responder, *, model: str = "scripted") -> None:
+        self.script = script if isinstance(script, Script) else Script(script)
+        self.model = model
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+        reply = self.script.reply(request.messages)
+        if reply.status == 429:
+            raise LLMRateLimitError("rate limited (scripted)", retry_after=reply.retry_after)
+        if reply.status != 200:
+            raise LLMError(f"the endpoint answered {reply.status} (scripted)")
+        if reply.ttft:
+            await anyio.sleep(reply.ttft)
+        sent = []
+        for i, chunk in enumerate(reply.chunks()):
+            if i and reply.delay:
+                await anyio.sleep(reply.delay)
+            sent.append(chunk)
+            yield Delta(text=chunk)
+        if reply.cut_after is not None:
+            raise LLMStreamError("the response stream broke off (scripted)")
+        yield Delta(usage=_usage(request.messages, "".join(sent)))
+
+
+def _sse(data: dict[str, Any] | str) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return f"data: {payload}\n\n".encode()
+
+
+class ScriptedServer:
+    """A real OpenAI-compatible chat completions server on loopback, replying from a `Script`.
+
+    Use as a context manager; `base_url` is ready inside it.  Needs `planweave[testing]`.
+    """
+
+    def __init__(
+        self,
+        script: Script | Iterable[ReplySource] | Responder,
+        *,
+        model: str = "scripted",
+        host: str = "127.0.0.1",
+    ) -> None:
+        try:
+            import uvicorn
+            from starlette.applications import Starlette
+            from starlette.requests import Request
+            from starlette.responses import JSONResponse, Response, StreamingResponse
+            from starlette.routing import Route
+        except ImportError as exc:
+            raise UserError(
+                "ScriptedServer needs the testing extra: pip install 'planweave[testing]'"
+            ) from exc
+        self.script = script if isinstance(script, Script) else Script(script)
+        self.model = model
+        script_ref = self.script
+
+        async def completions(request: Request) -> Response:
+            body = await request.json()
+            messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
+            try:
+                reply = script_ref.reply(messages)
+            except UserError as exc:
+                return JSONResponse({"error": {"message": str(exc), "type": "script"}}, 500)
+            if reply.status != 200:
+                headers = {}
+                if reply.retry_after is not None:
+                    headers["retry-after"] = str(reply.retry_after)
+                return JSONResponse(
+                    {"error": {"message": f"scripted error {reply.status}", "type": "scripted"}},
+                    reply.status,
+                    headers=headers,
+                )
+            created = int(time.time())
+            ident = f"chatcmpl-scripted-{len(script_ref.requests)}"
+            model_name = body.get("model", model)
+            usage = _usage(messages, reply.text)
+            if not body.get("stream"):
+                return JSONResponse(
+                    {
+                        "id": ident,
+                        "object": "chat.completion",
+                        "created": created,
+                        "model": model_name,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": reply.text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": usage.prompt_tokens,
+                            "completion_tokens": usage.completion_tokens,
+                            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                        },
+                    }
+                )
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+            def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+                return {
+                    "id": ident,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model_name,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+
+            async def events() -> AsyncIterator[bytes]:
+                if reply.ttft:
+                    await asyncio.sleep(reply.ttft)
+                yield _sse(chunk({"role": "assistant", "content": ""}))
+                for i, piece in enumerate(reply.chunks()):
+                    if i and reply.delay:
+                        await asyncio.sleep(reply.delay)
+                    yield _sse(chunk({"content": piece}))
+                if reply.cut_after is not None:
+                    # Drop the connection mid-response, as a crashed server would.
+                    raise ConnectionAbortedError("scripted cut-off")
+                yield _sse(chunk({}, "stop"))
+                if include_usage:
+                    final = chunk({})
+                    final["choices"] = []
+                    final["usage"] = {
+                        "prompt_tokens": usage.prompt_tokens,
+                        "completion_tokens": usage.completion_tokens,
+                        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                    }
+                    yield _sse(final)
+                yield _sse("[DONE]")
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+        config = uvicorn.Config(
+            app, host=host, port=0, log_level="critical", lifespan="off", ws="none", http="h11"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    @property
+    def requests(self) -> list[list[Message]]:
+        return self.script.requests
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._server.run, name="scripted-llm", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the scripted LLM server did not start")
+            time.sleep(0.005)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

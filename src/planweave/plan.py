@@ -1,0 +1,640 @@
+"""The plan language: the Task model, references, the incremental parser and validation.
+
+A plan is LLMCompiler's format, one task per line:
+
+    Thought: I need both populations.
+    1. country_facts("France")
+    2. country_facts(name="Belgium")
+    3. calculator("${1.population} / ${2.population}")
+    4. join()
+    <END_OF_PLAN>
+
+`$N` / `${N}` used as a whole argument passes task N's result object unchanged; inside a string it
+is interpolated as text.  Projections `$2.population` and `$2[0]` reach into structured results.
+Literals are read with Python's `ast` (never `eval`).  The same plan may arrive as JSON, a list of
+`{"id", "tool", "args"}` objects; both compile to the same `Task`s.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import (
+    ArgumentError,
+    DuplicateTaskError,
+    InvalidReferenceError,
+    MissingJoinError,
+    PlanError,
+    PlanSyntaxError,
+    ProjectionError,
+    UnknownToolError,
+)
+from .tools import JOIN, ToolRegistry
+
+__all__ = [
+    "END_OF_PLAN",
+    "PlanParser",
+    "Ref",
+    "Task",
+    "Template",
+    "format_call",
+    "parse_call",
+    "parse_json_plan",
+    "parse_plan",
+    "render_text",
+    "resolve",
+]
+
+END_OF_PLAN = "<END_OF_PLAN>"
+_TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*?)\s*$")
+_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*?)\s*$", re.IGNORECASE)
+_REF_PREFIX = "__pw_ref_"
+# Inside strings: ${N}, ${N.key[0]} (strict) and bare $N (only when N is an earlier task).
+_STRING_REF_RE = re.compile(
+    r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*-?\d+\s*\]|\s*\[\s*(?:'[^']*'|\"[^\"]*\")\s*\])*)\s*\}"
+    r"|\$(\d+)(?![\d.]*\d)"
+)
+_PATH_PART_RE = re.compile(r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]")
+_JSON_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A reference to task `task_id`'s result, optionally projected by `path`."""
+
+    task_id: int
+    path: tuple[str | int, ...] = ()
+
+    def __str__(self) -> str:
+        tail = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in self.path)
+        return f"${self.task_id}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A string argument with references inside, interpolated as text when the task runs."""
+
+    parts: tuple[str | Ref, ...]
+
+    def __str__(self) -> str:
+        out = []
+        for part in self.parts:
+            if isinstance(part, Ref):
+                tail = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in part.path)
+                out.append(f"${{{part.task_id}{tail}}}")
+            else:
+                out.append(part)
+        return "".join(out)
+
+
+@dataclass(slots=True)
+class Task:
+    """One tool call of a plan.  `deps` are the ids of the tasks whose results it needs."""
+
+    id: int
+    tool: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    deps: tuple[int, ...] = ()
+    thought: str | None = None
+    line: str = ""
+    lineno: int | None = None
+
+    @property
+    def is_join(self) -> bool:
+        return self.tool == JOIN
+
+    def call_text(self) -> str:
+        return f"{self.tool}({format_args(self.args, self.kwargs)})"
+
+    def __str__(self) -> str:
+        return f"{self.id}. {self.call_text()}"
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, Ref):
+        return str(value)
+    if isinstance(value, Template):
+        return json.dumps(str(value), ensure_ascii=False)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_format_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_format_value(k)}: {_format_value(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def format_args(args: Iterable[Any], kwargs: Mapping[str, Any]) -> str:
+    parts = [_format_value(a) for a in args]
+    parts.extend(f"{k}={_format_value(v)}" for k, v in kwargs.items())
+    return ", ".join(parts)
+
+
+def format_call(tool: str, args: Iterable[Any], kwargs: Mapping[str, Any]) -> str:
+    return f"{tool}({format_args(args, kwargs)})"
+
+
+# --------------------------------------------------------------------------- line parsing
+
+
+def _mask_refs(body: str) -> str:
+    """Replace `$N` / `${N}` outside string literals by identifiers `ast` can read."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        ch = body[i]
+        if ch in "'\"":
+            quote = body[i : i + 3] if body[i : i + 3] in ("'''", '"""') else ch
+            j = i + len(quote)
+            while j < n and not body.startswith(quote, j):
+                j += 2 if body[j] == "\\" else 1
+            j = min(n, j + len(quote))
+            out.append(body[i:j])
+            i = j
+        elif ch == "$":
+            m = re.match(r"\$\{\s*(\d+)\s*\}|\$(\d+)", body[i:])
+            if m is None:
+                out.append(ch)
+                i += 1
+            else:
+                out.append(f"{_REF_PREFIX}{m.group(1) or m.group(2)}")
+                i += m.end()
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _parse_path(text: str) -> tuple[str | int, ...]:
+    path: list[str | int] = []
+    for m in _PATH_PART_RE.finditer(text):
+        attr, index, sq, dq = m.groups()
+        if attr is not None:
+            path.append(attr)
+        elif index is not None:
+            path.append(int(index))
+        else:
+            path.append(sq if sq is not None else dq)
+    return tuple(path)
+
+
+class _Converter:
+    """Turns the `ast` of a call's arguments into plan values, collecting dependencies."""
+
+    def __init__(self, task_id: int, known: Mapping[int, bool]) -> None:
+        self.task_id = task_id
+        self.known = known
+        self.deps: set[int] = set()
+
+    def ref(self, task_id: int, path: tuple[str | int, ...] = ()) -> Ref:
+        self.deps.add(task_id)
+        return Ref(task_id, path)
+
+    def string(self, text: str) -> str | Template:
+        if "$" not in text:
+            return text
+        parts: list[str | Ref] = []
+        pos = 0
+        for m in _STRING_REF_RE.finditer(text):
+            braced, path_text, bare = m.groups()
+            if bare is not None:
+                ref_id = int(bare)
+                # A bare "$5" in prose is only a reference when task 5 is an earlier task.
+                if ref_id >= self.task_id or ref_id not in self.known:
+                    continue
+                ref = self.ref(ref_id)
+            else:
+                ref = self.ref(int(braced), _parse_path(path_text or ""))
+            if m.start() > pos:
+                parts.append(text[pos : m.start()])
+            parts.append(ref)
+            pos = m.end()
+        if not parts:
+            return text
+        if pos < len(text):
+            parts.append(text[pos:])
+        return Template(tuple(parts))
+
+    def value(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return self.string(node.value)
+            if node.value is Ellipsis or isinstance(node.value, bytes | complex):
+                raise ValueError(f"unsupported literal {ast.unparse(node)}")
+            return node.value
+        if isinstance(node, ast.List):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Tuple):
+            return tuple(self.value(e) for e in node.elts)
+        if isinstance(node, ast.Set):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            out: dict[Any, Any] = {}
+            for k, v in zip(node.keys, node.values, strict=True):
+                if k is None:
+                    raise ValueError("** in a dict literal is not supported")
+                key = self.value(k)
+                if isinstance(key, Ref | Template | list | dict):
+                    raise ValueError(f"dict keys must be plain literals, not {ast.unparse(k)}")
+                out[key] = self.value(v)
+            return out
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            operand = self.value(node.operand)
+            if isinstance(operand, bool) or not isinstance(operand, int | float):
+                raise ValueError(f"unsupported expression {ast.unparse(node)}")
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if isinstance(node, ast.Name):
+            if node.id.startswith(_REF_PREFIX):
+                return self.ref(int(node.id[len(_REF_PREFIX) :]))
+            if node.id in _JSON_NAMES:
+                return _JSON_NAMES[node.id]
+            raise ValueError(f"bare name {node.id!r} is not a value (quote strings)")
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            path: list[str | int] = []
+            cur: ast.expr = node
+            while isinstance(cur, ast.Attribute | ast.Subscript):
+                if isinstance(cur, ast.Attribute):
+                    path.append(cur.attr)
+                else:
+                    key = cur.slice
+                    if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
+                        if isinstance(key.operand, ast.Constant) and isinstance(key.operand.value, int):
+                            path.append(-key.operand.value)
+                            cur = cur.value
+                            continue
+                    if not isinstance(key, ast.Constant) or not isinstance(key.value, int | str):
+                        raise ValueError(f"unsupported projection {ast.unparse(node)}")
+                    path.append(key.value)
+                cur = cur.value
+            if isinstance(cur, ast.Name) and cur.id.startswith(_REF_PREFIX):
+                return self.ref(int(cur.id[len(_REF_PREFIX) :]), tuple(reversed(path)))
+            raise ValueError(f"unsupported expression {ast.unparse(node)}")
+        raise ValueError(f"unsupported expression {ast.unparse(node)}")
+
+
+def _parse_call(
+    body: str, task_id: int, known: Mapping[int, bool]
+) -> tuple[str, tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
+    """Parse `tool(arg, key=value)`; raises ValueError with a readable reason."""
+    text = body.strip().rstrip(";").strip()
+    if re.fullmatch(r"[A-Za-z_]\w*", text):
+        text += "()"  # a bare `join` is forgiven
+    try:
+        tree = ast.parse(_mask_refs(text), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"not a tool call: {exc.msg}") from None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise ValueError("expected `tool_name(arguments)`")
+    conv = _Converter(task_id, known)
+    args: list[Any] = []
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            raise ValueError("*args is not supported")
+        args.append(conv.value(a))
+    kwargs: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise ValueError("**kwargs is not supported")
+        if kw.arg in kwargs:
+            raise ValueError(f"keyword argument {kw.arg!r} repeated")
+        kwargs[kw.arg] = conv.value(kw.value)
+    return call.func.id, tuple(args), kwargs, tuple(sorted(conv.deps))
+
+
+def parse_call(body: str, task_id: int, known: Iterable[int] = ()) -> Task:
+    """Parse one call such as `search("x", k=3)` into task `task_id` (ReAct mode's actions).
+
+    `known` are the ids whose results may be referenced.  Raises PlanSyntaxError.
+    """
+    try:
+        name, args, kwargs, deps = _parse_call(body, task_id, dict.fromkeys(known, True))
+    except ValueError as exc:
+        raise PlanSyntaxError(str(exc), line=body, task_id=task_id) from None
+    return Task(task_id, name, args, kwargs, deps, None, body.strip(), None)
+
+
+def _iter_values(value: Any) -> Iterable[Any]:
+    yield value
+    if isinstance(value, list | tuple):
+        for v in value:
+            yield from _iter_values(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _iter_values(v)
+
+
+def _has_ref(value: Any) -> bool:
+    return any(isinstance(v, Ref | Template) for v in _iter_values(value))
+
+
+# --------------------------------------------------------------------------- validation + parser
+
+
+class PlanParser:
+    """Incremental parser and validator: feed it the planner's stream chunk by chunk.
+
+    `feed()` returns each task the moment its line is complete and valid; invalid input raises a
+    `PlanError` naming the line, and the parser keeps every task accepted before it, so the
+    planner can be asked to continue from there.  Replans reuse the parser: ids keep counting up
+    and new tasks may reference results of earlier plans.
+    """
+
+    def __init__(self, tools: ToolRegistry) -> None:
+        self.tools = tools
+        self.tasks: dict[int, Task] = {}
+        self._known: dict[int, bool] = {}  # id -> True for every accepted non-join task
+        self._buffer = ""
+        self._lineno = 0
+        self._thought: list[str] = []
+        self.joined = False
+        self.ended = False
+
+    @property
+    def last_id(self) -> int:
+        return max(self.tasks, default=0)
+
+    def start_plan(self) -> None:
+        """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
+        self._buffer = ""
+        self._lineno = 0
+        self._thought = []
+        self.joined = False
+        self.ended = False
+
+    @property
+    def done(self) -> bool:
+        """True once `join()` or `<END_OF_PLAN>` was seen: the rest of the stream can be dropped."""
+        return self.joined or self.ended
+
+    def feed(self, chunk: str) -> list[Task]:
+        if self.done:
+            return []
+        self._buffer += chunk
+        out: list[Task] = []
+        while not self.done:
+            nl = self._buffer.find("\n")
+            if nl < 0:
+                # <END_OF_PLAN> can close a plan without a trailing newline.
+                if END_OF_PLAN in self._buffer:
+                    line, _, _ = self._buffer.partition(END_OF_PLAN)
+                    self._buffer = ""
+                    self._line(line, out)
+                    self.ended = True
+                break
+            line = self._buffer[:nl]
+            self._buffer = self._buffer[nl + 1 :]
+            self._line(line, out)
+        return out
+
+    def close(self) -> list[Task]:
+        """The stream ended: parse what is left and check the plan has a join."""
+        out: list[Task] = []
+        if not self.done and self._buffer:
+            line, self._buffer = self._buffer, ""
+            self._line(line, out)
+        if not self.joined:
+            raise MissingJoinError(
+                "the plan ended without join(); every plan must end with `N. join()`",
+                lineno=self._lineno or None,
+            )
+        return out
+
+    def _line(self, raw: str, out: list[Task]) -> None:
+        self._lineno += 1
+        line = raw
+        if END_OF_PLAN in line:
+            line = line.partition(END_OF_PLAN)[0]
+            self.ended = True
+        text = line.strip()
+        if not text or text.startswith("```"):
+            return
+        thought = _THOUGHT_RE.match(text)
+        if thought:
+            self._thought.append(thought.group(1))
+            return
+        m = _TASK_RE.match(text)
+        if m is None:
+            return  # prose between plan lines is allowed and ignored
+        task = self._task(int(m.group(1)), m.group(2), raw)
+        self._accept(task)
+        out.append(task)
+
+    def _task(self, task_id: int, body: str, raw: str) -> Task:
+        lineno = self._lineno
+        if task_id in self.tasks:
+            raise DuplicateTaskError(f"task id {task_id} is used twice", line=raw, lineno=lineno)
+        if task_id <= self.last_id:
+            raise DuplicateTaskError(
+                f"task ids must count up: {task_id} comes after {self.last_id}",
+                line=raw,
+                lineno=lineno,
+            )
+        try:
+            name, args, kwargs, deps = _parse_call(body, task_id, self._known)
+        except ValueError as exc:
+            raise PlanSyntaxError(str(exc), line=raw, lineno=lineno, task_id=task_id) from None
+        thought = " ".join(self._thought) or None
+        self._thought = []
+        task = Task(task_id, name, args, kwargs, deps, thought, raw.strip(), lineno)
+        self.validate(task)
+        return task
+
+    def validate(self, task: Task) -> None:
+        """Check one task against the registry and the tasks accepted so far."""
+        raw, lineno = task.line, task.lineno
+        for dep in task.deps:
+            if dep >= task.id:
+                raise InvalidReferenceError(
+                    f"${dep} refers to a task that is not earlier than task {task.id}",
+                    line=raw,
+                    lineno=lineno,
+                    task_id=task.id,
+                )
+            if dep not in self._known:
+                what = "join" if dep in self.tasks else "no task"
+                raise InvalidReferenceError(
+                    f"${dep} refers to {what} with that id", line=raw, lineno=lineno, task_id=task.id
+                )
+        if task.is_join:
+            if task.args or task.kwargs:
+                raise ArgumentError("join() takes no arguments", line=raw, lineno=lineno)
+            return
+        tool = self.tools.get(task.tool)
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            raise UnknownToolError(
+                f"unknown tool {task.tool!r} (tools: {known}, join)",
+                line=raw,
+                lineno=lineno,
+                task_id=task.id,
+            )
+        try:
+            bound = tool.bind(task.args, task.kwargs)
+        except TypeError as exc:
+            raise ArgumentError(
+                f"{tool.signature_text()}: {exc}", line=raw, lineno=lineno, task_id=task.id
+            ) from None
+        for name, value in bound.items():
+            if _has_ref(value):
+                continue  # checked when the reference is resolved
+            try:
+                tool.check_value(name, value)
+            except ValueError as exc:
+                raise ArgumentError(
+                    f"argument {name!r} of {tool.name}: {exc}", line=raw, lineno=lineno, task_id=task.id
+                ) from None
+
+    def _accept(self, task: Task) -> None:
+        self.tasks[task.id] = task
+        if task.is_join:
+            self.joined = True
+        else:
+            self._known[task.id] = True
+
+    def add(self, task: Task) -> Task:
+        """Validate and accept a task built elsewhere (the JSON plan form)."""
+        if task.id in self.tasks:
+            raise DuplicateTaskError(f"task id {task.id} is used twice", line=task.line)
+        if task.id <= self.last_id:
+            raise DuplicateTaskError(
+                f"task ids must count up: {task.id} comes after {self.last_id}", line=task.line
+            )
+        self.validate(task)
+        self._accept(task)
+        return task
+
+
+def parse_plan(text: str, tools: ToolRegistry) -> list[Task]:
+    """Parse a whole plan in the text form."""
+    parser = PlanParser(tools)
+    tasks = parser.feed(text)
+    tasks.extend(parser.close())
+    return tasks
+
+
+def _json_value(value: Any, conv: _Converter) -> Any:
+    if isinstance(value, str):
+        whole = re.fullmatch(r"\$\{?\s*(\d+)\s*\}?((?:\.[A-Za-z_]\w*|\[-?\d+\])*)", value.strip())
+        if whole:
+            return conv.ref(int(whole.group(1)), _parse_path(whole.group(2)))
+        return conv.string(value)
+    if isinstance(value, list):
+        return [_json_value(v, conv) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v, conv) for k, v in value.items()}
+    return value
+
+
+def parse_json_plan(data: str | list[Any], tools: ToolRegistry) -> list[Task]:
+    """Parse the JSON form: `[{"id": 1, "tool": "search", "args": {...} or [...]}, ...]`.
+
+    A string that is exactly a reference (`"$1"`, `"$1.population"`) passes the result object;
+    references inside longer strings are interpolated as text, as in the text form.
+    """
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise PlanSyntaxError(f"plan is not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise PlanSyntaxError("a JSON plan must be a list of tasks")
+    parser = PlanParser(tools)
+    out: list[Task] = []
+    for index, item in enumerate(data, 1):
+        line = json.dumps(item, ensure_ascii=False, default=str)
+        if not isinstance(item, dict) or "tool" not in item or "id" not in item:
+            raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
+        task_id, name = item["id"], item["tool"]
+        if not isinstance(task_id, int) or isinstance(task_id, bool) or not isinstance(name, str):
+            raise PlanSyntaxError("id must be an integer and tool a string", line=line, lineno=index)
+        conv = _Converter(task_id, parser._known)
+        raw_args = item.get("args", {})
+        if isinstance(raw_args, dict):
+            args: tuple[Any, ...] = ()
+            kwargs = {str(k): _json_value(v, conv) for k, v in raw_args.items()}
+        elif isinstance(raw_args, list):
+            args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
+        else:
+            raise PlanSyntaxError("args must be an object or a list", line=line, lineno=index)
+        task = Task(
+            task_id, name, args, kwargs, tuple(sorted(conv.deps)), item.get("thought"), line, index
+        )
+        out.append(parser.add(task))
+    if not parser.joined:
+        raise MissingJoinError("the plan has no join task", lineno=len(data))
+    return out
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def render_text(value: Any) -> str:
+    """How a result reads when interpolated into a string or shown to the LLM."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Mapping | list | tuple):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(value)
+    return str(value)
+
+
+def project(value: Any, ref: Ref) -> Any:
+    """Follow `ref.path` into `value`; raises ProjectionError naming the failing step."""
+    cur = value
+    for i, key in enumerate(ref.path):
+        try:
+            if isinstance(cur, Mapping):
+                cur = cur[key]
+            elif isinstance(key, int):
+                cur = cur[key]
+            else:
+                cur = getattr(cur, key)
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            done = Ref(ref.task_id, ref.path[:i])
+            if isinstance(cur, Mapping):
+                keys = ", ".join(map(str, list(cur)[:20]))
+                hint = f"; it has keys: {keys}"
+            elif isinstance(cur, list | tuple):
+                hint = f"; it has {len(cur)} items"
+            else:
+                hint = f"; it is a {type(cur).__name__}"
+            raise ProjectionError(
+                f"cannot take {key!r} of {done}{hint}", cause=type(exc).__name__
+            ) from None
+    return cur
+
+
+def resolve(value: Any, results: Mapping[int, Any]) -> Any:
+    """Substitute references in an argument value with the results they name."""
+    if isinstance(value, Ref):
+        return project(results[value.task_id], value)
+    if isinstance(value, Template):
+        return "".join(
+            render_text(project(results[p.task_id], p)) if isinstance(p, Ref) else p
+            for p in value.parts
+        )
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    if isinstance(value, tuple):
+        return tuple(resolve(v, results) for v in value)
+    if isinstance(value, dict):
+        return {k: resolve(v, results) for k, v in value.items()}
+    return value
+
+

@@ -1,0 +1,179 @@
+"""The planner: its prompts, and streaming a plan into the scheduler with bounded repairs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import aclosing
+
+from .errors import PlanError
+from .events import EventBus, PlanInvalid
+from .llm.base import LLMRequest, Message
+from .llm.meter import MeteredLLM
+from .plan import END_OF_PLAN, PlanParser, Task
+from .scheduler import TaskRecord
+from .tools import ToolRegistry
+
+__all__ = ["PLANNER_HEAD", "REPAIR_HEAD", "Planner", "format_observations"]
+
+PLANNER_HEAD = "You are a planner: you turn a question into a plan of tool calls that run in parallel."
+REPAIR_HEAD = "Your plan was rejected at this line:"
+
+_RULES = """\
+Write the plan one task per line, in this form:
+Thought: <optional, one short line of reasoning before a task>
+<id>. <tool>(<arguments>)
+
+Rules:
+- Use only the tools listed above, and join.  Follow each tool's argument names and types.
+- Arguments are literals (strings in quotes, numbers, lists, dicts) or results of earlier
+  tasks: $<id> passes the whole result, $<id>.field or $<id>[0] a part of it, and "${<id>}" or
+  "${<id>.field}" inside a string inserts it as text.
+- Ids start at {first_id} and count up by one; a task may only use results of earlier tasks.
+- Make every task that does not need another's result independent, so they run at the same time.
+- End with `<id>. join()` and then {end}.  join() collects the results; an answer is written
+  after the plan has run, so never compute the final answer yourself in the plan."""
+
+_FORMAT_EXAMPLE = """\
+Example of the form (tool names here are only illustrations):
+Question: Is the tallest building in Paris taller than the tallest in Rome?
+Thought: The two heights are independent lookups.
+1. search("tallest building in Paris height")
+2. search("tallest building in Rome height")
+3. join()
+{end}"""
+
+
+def format_observations(records: Sequence[TaskRecord], limit: int = 2000) -> str:
+    """Each task of a plan with what came of it, as the joiner and the replanner read it."""
+    lines = []
+    for rec in records:
+        if rec.task.thought:
+            lines.append(f"Thought: {rec.task.thought}")
+        lines.append(str(rec.task))
+        lines.append(f"Observation: {rec.observation(limit)}")
+    return "\n".join(lines)
+
+
+class Planner:
+    """Builds planner prompts and streams the plan into the scheduler as it is decoded."""
+
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        *,
+        examples: str | None = None,
+        max_tokens: int | None = 1024,
+        max_repairs: int = 2,
+    ) -> None:
+        self.tools = tools
+        self.examples = examples
+        self.max_tokens = max_tokens
+        self.max_repairs = max_repairs
+
+    def system_prompt(self, first_id: int = 1) -> str:
+        join_n = len(self.tools) + 1
+        parts = [
+            PLANNER_HEAD,
+            "",
+            "Tools:",
+            self.tools.render(),
+            f"{join_n}. join(): collects the results of the plan; always the last task.",
+            "",
+            _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
+            "",
+            (self.examples or _FORMAT_EXAMPLE).replace("{end}", END_OF_PLAN),
+        ]
+        return "\n".join(parts)
+
+    def messages(self, question: str) -> list[Message]:
+        return [
+            Message("system", self.system_prompt()),
+            Message("user", f"Question: {question}"),
+        ]
+
+    def replan_messages(
+        self, question: str, records: Sequence[TaskRecord], reason: str, next_id: int
+    ) -> list[Message]:
+        user = (
+            f"Question: {question}\n\n"
+            "A plan already ran; its tasks and results:\n"
+            f"{format_observations(records)}\n\n"
+            f"Why that was not enough: {reason}\n\n"
+            f"Write a new plan for what is still missing.  Start at id {next_id}; you may use "
+            "$<id> of the tasks above.  End with join() and " + END_OF_PLAN + "."
+        )
+        return [Message("system", self.system_prompt(next_id)), Message("user", user)]
+
+    def repair_messages(
+        self, messages: Sequence[Message], accepted: Sequence[Task], error: PlanError, next_id: int
+    ) -> list[Message]:
+        plan_so_far = "\n".join(str(t) for t in accepted) or "(no task was accepted)"
+        line = error.line.strip() if error.line else "(end of plan)"
+        fix = (
+            f"{REPAIR_HEAD} {line}\n"
+            f"Error: {error.message}\n"
+            f"Tasks accepted so far (they are running; do not repeat them):\n{plan_so_far}\n"
+            f"Continue the plan from id {next_id} with valid lines only, "
+            "and end with join() and " + END_OF_PLAN + "."
+        )
+        base = [m for m in messages if not m.content.startswith(REPAIR_HEAD)]
+        return [*base, Message("user", fix)]
+
+    def request(self, messages: list[Message]) -> LLMRequest:
+        return LLMRequest(messages=messages, stop=[END_OF_PLAN], max_tokens=self.max_tokens)
+
+    async def stream_plan(
+        self,
+        llm: MeteredLLM,
+        messages: list[Message],
+        parser: PlanParser,
+        add: Callable[[Task], object],
+        bus: EventBus,
+        *,
+        streaming: bool = True,
+    ) -> PlanError | None:
+        """Stream one plan into `add`, task by task; repair invalid plans a bounded number of times.
+
+        Returns None when a complete plan (ending in join) was accepted, or the last PlanError
+        once repairs ran out: the error then becomes an observation for the joiner.  Tasks
+        accepted before an error keep running; `add` never sees a task that failed validation.
+        """
+        parser.start_plan()
+        accepted: list[Task] = []
+        held: list[Task] = []
+        purpose: str = "planner"
+        repairs = 0
+
+        def take(tasks: list[Task]) -> None:
+            for task in tasks:
+                accepted.append(task)
+                if streaming:
+                    add(task)
+                else:
+                    held.append(task)
+
+        while True:
+            try:
+                async with aclosing(
+                    llm.stream(self.request(messages), "repair" if purpose == "repair" else "planner")
+                ) as stream:
+                    async for chunk in stream:
+                        take(parser.feed(chunk))
+                        if parser.done:
+                            break
+                take(parser.close())
+                break
+            except PlanError as err:
+                will_repair = repairs < self.max_repairs
+                bus.emit(PlanInvalid(error=err.to_dict() | {"text": str(err)}, repair=repairs, will_repair=will_repair))
+                if not will_repair:
+                    for task in held:
+                        add(task)
+                    return err
+                repairs += 1
+                purpose = "repair"
+                messages = self.repair_messages(messages, accepted, err, parser.last_id + 1)
+                parser.start_plan()
+        for task in held:
+            add(task)
+        return None

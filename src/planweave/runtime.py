@@ -1,0 +1,250 @@
+"""The runtime: plan, schedule, join, replan; or ReAct.  The Python API lives here."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from .errors import BudgetExceeded, LLMError, PlanError, RunError, UserError
+from .events import (
+    AnswerEvent,
+    Event,
+    EventBus,
+    ReplanEvent,
+    RunFinished,
+    RunStarted,
+)
+from .executor import DEFAULT_TIMEOUT, Executor
+from .joiner import Joiner, parse_decision
+from .llm.base import LLM
+from .llm.meter import LLMUsage, MeteredLLM
+from .plan import PlanParser
+from .planner import Planner
+from .react import ReAct
+from .scheduler import Scheduler, TaskRecord
+from .tools import ToolRegistry, ToolSource
+
+__all__ = ["Mode", "RunFailed", "RunResult", "Runtime"]
+
+Mode = Literal["compiled", "react"]
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything a run produced.  `to_dict()` is the `planweave run --json` object."""
+
+    run_id: str
+    question: str
+    mode: Mode
+    status: Literal["finished", "failed", "cancelled"]
+    answer: str | None
+    tasks: list[TaskRecord]
+    llm: LLMUsage
+    wall_s: float
+    replans: int = 0
+    error: RunError | None = None
+    events: list[Event] = field(default_factory=list, repr=False)
+
+    @property
+    def results(self) -> dict[int, Any]:
+        """Every finished task's result, by task id."""
+        return {r.task.id: r.result for r in self.tasks if r.status == "done"}
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.run_id,
+            "question": self.question,
+            "answer": self.answer,
+            "mode": self.mode,
+            "status": self.status,
+            "tasks": [r.to_dict() for r in self.tasks],
+            "llm": self.llm.to_dict(),
+            "wall_s": round(self.wall_s, 6),
+            "replans": self.replans,
+        }
+        if self.error is not None:
+            data["error"] = self.error.to_dict() | {"text": str(self.error)}
+        return data
+
+
+class RunFailed(RunError):
+    """A run ended without an answer.  `result` holds every task that did finish; `cause` is
+    the error that ended it."""
+
+    def __init__(self, message: str, *, result: RunResult, cause: RunError) -> None:
+        super().__init__(message, run_id=result.run_id)
+        self.result = result
+        self.cause = cause
+
+
+class Runtime:
+    """Answers questions with tools and an LLM.
+
+    `mode="compiled"` plans a DAG of tool calls and runs each call the moment its inputs are
+    ready, while the plan is still streaming; `mode="react"` is the one-call-per-turn baseline.
+    """
+
+    def __init__(
+        self,
+        tools: ToolSource,
+        llm: LLM,
+        *,
+        mode: Mode = "compiled",
+        max_replans: int = 2,
+        max_repairs: int = 2,
+        max_concurrency: int = 64,
+        tool_timeout: float = DEFAULT_TIMEOUT,
+        streaming: bool = True,
+        react_max_steps: int = 10,
+        examples: str | None = None,
+        subscribers: list[Callable[[Event], None]] | None = None,
+    ) -> None:
+        if mode not in ("compiled", "react"):
+            raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
+        if max_replans < 0 or max_repairs < 0 or max_concurrency < 1:
+            raise UserError("max_replans and max_repairs must be >= 0, max_concurrency >= 1")
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.llm = llm
+        self.mode: Mode = mode
+        self.max_replans = max_replans
+        self.max_concurrency = max_concurrency
+        self.tool_timeout = tool_timeout
+        self.streaming = streaming
+        self.planner = Planner(self.tools, examples=examples, max_repairs=max_repairs)
+        self.joiner = Joiner()
+        self.react = ReAct(self.tools, max_steps=react_max_steps)
+        self.subscribers = list(subscribers or ())
+
+    # ------------------------------------------------------------------ public entry points
+
+    def run(self, question: str, *, mode: Mode | None = None) -> RunResult:
+        """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
+        return anyio.run(lambda: self.arun(question, mode=mode))
+
+    async def arun(
+        self,
+        question: str,
+        *,
+        mode: Mode | None = None,
+        subscribers: list[Callable[[Event], None]] | None = None,
+    ) -> RunResult:
+        """Answer `question`.  Raises RunFailed (with every finished result) on failure."""
+        result = await self._run(question, mode or self.mode, [*self.subscribers, *(subscribers or ())])
+        if result.error is not None:
+            raise RunFailed(str(result.error), result=result, cause=result.error)
+        return result
+
+    async def events(self, question: str, *, mode: Mode | None = None) -> AsyncIterator[Event]:
+        """Run `question` and yield its events as they happen; the last is `RunFinished`.
+
+        A failed run ends with a `RunFinished` whose status is "failed"; nothing is raised.
+        """
+        send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
+
+        async def drive() -> None:
+            async with send:
+                await self._run(question, mode or self.mode, [*self.subscribers, send.send_nowait])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive)
+            async with receive:
+                async for event in receive:
+                    yield event
+
+    # ------------------------------------------------------------------ the run itself
+
+    async def _run(
+        self, question: str, mode: Mode, subscribers: list[Callable[[Event], None]]
+    ) -> RunResult:
+        run_id = uuid.uuid4().hex[:12]
+        bus = EventBus(subscribers)
+        llm = MeteredLLM(self.llm, bus)
+        scheduler = Scheduler(
+            self.tools,
+            Executor(default_timeout=self.tool_timeout),
+            bus,
+            max_concurrency=self.max_concurrency,
+        )
+        bus.emit(RunStarted(run_id=run_id, question=question, mode=mode))
+        result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
+        try:
+            if mode == "react":
+                result.answer = await self.react.run(question, llm, scheduler, bus)
+            else:
+                result.answer = await self._compiled(question, llm, scheduler, bus, result)
+            result.status = "finished"
+        except RunError as err:
+            err.run_id = run_id
+            result.error = err
+        except anyio.get_cancelled_exc_class():
+            result.status = "cancelled"
+            with anyio.CancelScope(shield=True):
+                self._finish(result, scheduler, bus)
+            raise
+        self._finish(result, scheduler, bus)
+        return result
+
+    def _finish(self, result: RunResult, scheduler: Scheduler, bus: EventBus) -> None:
+        result.tasks = list(scheduler.records.values())
+        result.wall_s = bus.now()
+        if result.answer is not None and result.status == "finished":
+            bus.emit(AnswerEvent(answer=result.answer))
+        bus.emit(
+            RunFinished(
+                status=result.status,
+                answer=result.answer,
+                error=None if result.error is None else result.error.to_dict() | {"text": str(result.error)},
+            )
+        )
+        result.events = bus.events
+
+    async def _compiled(
+        self,
+        question: str,
+        llm: MeteredLLM,
+        scheduler: Scheduler,
+        bus: EventBus,
+        result: RunResult,
+    ) -> str:
+        parser = PlanParser(self.tools)
+        messages = self.planner.messages(question)
+        for round_ in range(self.max_replans + 1):
+            scheduler.plan_round = round_
+            llm_error: LLMError | None = None
+            plan_error: PlanError | None = None
+            async with scheduler.running():
+                try:
+                    plan_error = await self.planner.stream_plan(
+                        llm, messages, parser, scheduler.add, bus, streaming=self.streaming
+                    )
+                except LLMError as err:
+                    # Let the tasks already running finish and be recorded, then fail.
+                    llm_error = err
+            if llm_error is not None:
+                raise llm_error
+            records = list(scheduler.records.values())
+            notes = [f"the planner's last plan was invalid: {plan_error}"] if plan_error else []
+            last_round = round_ == self.max_replans
+            output = await llm.complete(
+                self.joiner.request(
+                    self.joiner.messages(question, records, last_round=last_round, notes=notes)
+                ),
+                "joiner",
+            )
+            decision = parse_decision(output)
+            if decision.action == "finish":
+                return decision.text
+            if last_round:
+                break
+            result.replans += 1
+            bus.emit(ReplanEvent(reason=decision.text, plan_round=round_ + 1))
+            messages = self.planner.replan_messages(
+                question, records, decision.text, parser.last_id + 1
+            )
+        raise BudgetExceeded(
+            f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
+        )

@@ -1,0 +1,273 @@
+"""The task fetching unit: dependency counting, dispatch, concurrency limits, cancellation.
+
+Event-driven, never polling: each task holds the number of its unfinished dependencies; when the
+last one lands, the task is started in the run's task group at once, even while the planner is
+still streaming the rest of the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic_core import to_jsonable_python
+
+from .errors import DependencyFailed, TaskError
+from .events import (
+    EventBus,
+    TaskCancelled,
+    TaskFailed,
+    TaskFinished,
+    TaskPlanned,
+    TaskSkipped,
+    TaskStarted,
+)
+from .executor import Executor
+from .plan import Ref, Task, Template, format_args, render_text
+from .tools import ToolRegistry
+
+__all__ = ["Scheduler", "TaskRecord", "TaskStatus", "jsonable", "plan_json"]
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+_ENDED = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+_BROKEN = frozenset({TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+
+
+def plan_json(value: Any) -> Any:
+    """A planned argument as JSON: references and templates read as they do in the plan."""
+    if isinstance(value, Ref | Template):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [plan_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plan_json(v) for k, v in value.items()}
+    return jsonable(value)
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a tool result; objects JSON cannot hold become their `str()`."""
+    return to_jsonable_python(value, fallback=str)
+
+
+@dataclass(slots=True, eq=False)
+class TaskRecord:
+    """A task and everything that happened to it."""
+
+    task: Task
+    plan_round: int = 0
+    status: TaskStatus = TaskStatus.PENDING
+    start: float | None = None
+    end: float | None = None
+    result: Any = None
+    error: TaskError | None = None
+    waiting: int = 0
+    dependents: list[TaskRecord] = field(default_factory=list)
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return self.status in _ENDED
+
+    def observation(self, limit: int = 2000) -> str:
+        """What the joiner and replanner read about this task."""
+        if self.status is TaskStatus.DONE:
+            text = render_text(self.result)
+        elif self.error is not None:
+            text = f"ERROR: {self.error.message}"
+        else:
+            text = f"({self.status.value})"
+        return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+
+    def to_dict(self) -> dict[str, Any]:
+        task = self.task
+        data: dict[str, Any] = {
+            "id": task.id,
+            "tool": task.tool,
+            "args": {name: plan_json(value) for name, value in self.arguments.items()},
+            "call": task.call_text(),
+            "dependencies": list(task.deps),
+            "status": self.status.value,
+            "start": self.start,
+            "end": self.end,
+            "plan_round": self.plan_round,
+        }
+        if self.status is TaskStatus.DONE:
+            data["result"] = jsonable(self.result)
+        if self.error is not None:
+            data["error"] = self.error.to_dict()
+        if task.thought:
+            data["thought"] = task.thought
+        return data
+
+
+class Scheduler:
+    """Dispatches every task the moment its inputs are ready, within concurrency limits."""
+
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        executor: Executor,
+        bus: EventBus,
+        *,
+        max_concurrency: int = 64,
+    ) -> None:
+        self.tools = tools
+        self.executor = executor
+        self.bus = bus
+        self.records: dict[int, TaskRecord] = {}
+        self.results: dict[int, Any] = {}
+        self.plan_round = 0
+        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._tool_limiters: Mapping[str, anyio.CapacityLimiter] = {
+            t.name: anyio.CapacityLimiter(t.max_concurrency)
+            for t in tools.values()
+            if t.max_concurrency is not None
+        }
+        self._tg: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Scheduler]:
+        """A scope in which added tasks run; leaving it waits for every task that was added.
+
+        If the scope is cancelled, every tool in flight is cancelled and recorded as such.
+        """
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                yield self
+        finally:
+            self._tg = None
+            for rec in self.records.values():
+                if not rec.ended:
+                    self._cancelled(rec)
+
+    def add(self, task: Task) -> TaskRecord | None:
+        """Accept a validated task; start it now if its inputs are ready."""
+        if task.is_join:
+            return None
+        rec = TaskRecord(task, self.plan_round)
+        rec.arguments = self.tools[task.tool].bind(task.args, task.kwargs)
+        self.records[task.id] = rec
+        self.bus.emit(
+            TaskPlanned(
+                task_id=task.id,
+                tool=task.tool,
+                args=format_args(task.args, task.kwargs),
+                deps=list(task.deps),
+                thought=task.thought,
+                plan_round=self.plan_round,
+            )
+        )
+        for dep_id in task.deps:
+            dep = self.records[dep_id]
+            if dep.status is TaskStatus.DONE:
+                continue
+            if dep.status in _BROKEN:
+                self._skip(rec, dep)
+                return rec
+            rec.waiting += 1
+            dep.dependents.append(rec)
+        if rec.waiting == 0:
+            self._dispatch(rec)
+        return rec
+
+    def _dispatch(self, rec: TaskRecord) -> None:
+        if self._tg is None:
+            raise RuntimeError("Scheduler.add() called outside Scheduler.running()")
+        self._tg.start_soon(self._run, rec, name=f"task {rec.task.id}")
+
+    async def _run(self, rec: TaskRecord) -> None:
+        tool_limiter = self._tool_limiters.get(rec.task.tool)
+        async with self._limiter:
+            if tool_limiter is None:
+                await self._call(rec)
+            else:
+                async with tool_limiter:
+                    await self._call(rec)
+
+    async def _call(self, rec: TaskRecord) -> None:
+        task = rec.task
+        tool = self.tools[task.tool]
+        rec.status = TaskStatus.RUNNING
+        rec.start = self.bus.now()
+        try:
+            arguments = self.executor.resolve_arguments(task, tool, self.results)
+            self.bus.emit(
+                TaskStarted(task_id=task.id, tool=task.tool, arguments=format_args((), arguments))
+            )
+            result = await self.executor.execute(task, tool, arguments)
+        except TaskError as err:
+            self._failed(rec, err)
+        else:
+            self._done(rec, result)
+
+    def _done(self, rec: TaskRecord, result: Any) -> None:
+        rec.end = self.bus.now()
+        rec.status = TaskStatus.DONE
+        rec.result = result
+        self.results[rec.task.id] = result
+        # Subscribers (a journal) see the result before any dependent starts.
+        self.bus.emit(
+            TaskFinished(
+                task_id=rec.task.id,
+                tool=rec.task.tool,
+                duration=rec.end - (rec.start or rec.end),
+                result=result,
+            )
+        )
+        for dependent in rec.dependents:
+            if dependent.status is TaskStatus.PENDING:
+                dependent.waiting -= 1
+                if dependent.waiting == 0:
+                    self._dispatch(dependent)
+
+    def _failed(self, rec: TaskRecord, err: TaskError) -> None:
+        rec.end = self.bus.now()
+        rec.status = TaskStatus.FAILED
+        rec.error = err
+        self.bus.emit(
+            TaskFailed(
+                task_id=rec.task.id,
+                tool=rec.task.tool,
+                duration=rec.end - (rec.start or rec.end),
+                error=err.to_dict(),
+            )
+        )
+        for dependent in rec.dependents:
+            if dependent.status is TaskStatus.PENDING:
+                self._skip(dependent, rec)
+
+    def _skip(self, rec: TaskRecord, upstream: TaskRecord) -> None:
+        task = rec.task
+        rec.status = TaskStatus.SKIPPED
+        rec.error = DependencyFailed(
+            f"not run because task {upstream.task.id} ({upstream.task.tool}) {upstream.status.value}",
+            task_id=task.id,
+            tool=task.tool,
+            arguments=format_args(task.args, task.kwargs),
+            cause=f"task {upstream.task.id}",
+        )
+        self.bus.emit(TaskSkipped(task_id=task.id, tool=task.tool, error=rec.error.to_dict()))
+        for dependent in rec.dependents:
+            if dependent.status is TaskStatus.PENDING:
+                self._skip(dependent, rec)
+
+    def _cancelled(self, rec: TaskRecord) -> None:
+        if rec.start is not None:
+            rec.end = self.bus.now()
+        rec.status = TaskStatus.CANCELLED
+        self.bus.emit(TaskCancelled(task_id=rec.task.id, tool=rec.task.tool))

@@ -1,0 +1,371 @@
+"""Tools: the `@tool` decorator, schemas from type hints and docstrings, and registries."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, cast, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from .errors import UserError
+
+__all__ = ["Param", "Tool", "ToolRegistry", "load_tools", "tool"]
+
+JOIN = "join"
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECTION_RE = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
+_OTHER_SECTION_RE = re.compile(r"^\s*(Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+_ARG_LINE_RE = re.compile(r"^\s*\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and per-argument descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section = "description"
+    current: str | None = None
+    for line in lines:
+        if _SECTION_RE.match(line):
+            section, current = "args", None
+            continue
+        if _OTHER_SECTION_RE.match(line):
+            section, current = "other", None
+            continue
+        if section == "description":
+            description.append(line)
+        elif section == "args":
+            match = _ARG_LINE_RE.match(line)
+            indent = len(line) - len(line.lstrip())
+            if match and (current is None or indent <= 4):
+                current = match.group(1)
+                params[current] = match.group(2).strip()
+            elif current is not None and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    text = " ".join(part.strip() for part in "\n".join(description).strip().split("\n\n")[0].split())
+    return text, params
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return "any"
+    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of a tool, as the planner sees it."""
+
+    name: str
+    annotation: Any
+    default: Any
+    description: str
+    positional_only: bool
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass(eq=False)
+class Tool:
+    """A function the planner may call.
+
+    Build one with `@tool`.  `timeout` bounds every call (seconds; None uses the run's default),
+    `max_concurrency` caps how many calls of this tool run at once, and `side_effects` says the
+    tool changes the world, so it must never be re-run on a guess (retries and resume read it).
+    """
+
+    fn: Callable[..., Any]
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    returns: Any = inspect.Parameter.empty
+    timeout: float | None = None
+    max_concurrency: int | None = None
+    side_effects: bool = False
+    is_async: bool = False
+    _model: type[BaseModel] = field(init=False, repr=False)
+    _signature: inspect.Signature = field(init=False, repr=False)
+    _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name) or self.name == JOIN:
+            raise UserError(f"tool name {self.name!r} is not a valid identifier or is reserved")
+        fields: dict[str, Any] = {}
+        for p in self.params:
+            annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
+            default = ... if p.required else p.default
+            fields[p.name] = (annotation, Field(default, description=p.description or None))
+        try:
+            self._model = create_model(
+                f"{self.name}_arguments",
+                __config__=ConfigDict(arbitrary_types_allowed=True),
+                **fields,
+            )
+        except Exception as exc:
+            raise UserError(f"tool {self.name!r}: its parameters cannot be described: {exc}") from exc
+        self._signature = inspect.Signature(
+            [
+                inspect.Parameter(
+                    p.name,
+                    inspect.Parameter.POSITIONAL_ONLY
+                    if p.positional_only
+                    else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                    default=p.default,
+                )
+                for p in self.params
+            ]
+        )
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        max_concurrency: int | None = None,
+        side_effects: bool = False,
+    ) -> Tool:
+        signature = inspect.signature(fn)
+        try:
+            hints = get_type_hints(fn)
+        except Exception as exc:
+            raise UserError(f"cannot read the type hints of {fn!r}: {exc}") from exc
+        doc_text, doc_params = _parse_docstring(fn.__doc__)
+        params: list[Param] = []
+        for p in signature.parameters.values():
+            if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise UserError(f"tool {fn.__name__!r}: *args and **kwargs cannot be planned")
+            params.append(
+                Param(
+                    name=p.name,
+                    annotation=hints.get(p.name, inspect.Parameter.empty),
+                    default=p.default,
+                    description=doc_params.get(p.name, ""),
+                    positional_only=p.kind is inspect.Parameter.POSITIONAL_ONLY,
+                )
+            )
+        if max_concurrency is not None and max_concurrency < 1:
+            raise UserError("max_concurrency must be at least 1")
+        if timeout is not None and timeout <= 0:
+            raise UserError("timeout must be positive")
+        return cls(
+            fn=fn,
+            name=name or fn.__name__,
+            description=description if description is not None else doc_text,
+            params=tuple(params),
+            returns=hints.get("return", inspect.Parameter.empty),
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            side_effects=side_effects,
+            is_async=inspect.iscoroutinefunction(fn),
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def signature_text(self) -> str:
+        """`name(a: str, b: int = 3) -> float`, as shown to the planner."""
+        parts = []
+        for p in self.params:
+            text = f"{p.name}: {_type_name(p.annotation)}"
+            if not p.required:
+                text += f" = {p.default!r}"
+            parts.append(text)
+        ret = "" if self.returns is inspect.Parameter.empty else f" -> {_type_name(self.returns)}"
+        return f"{self.name}({', '.join(parts)}){ret}"
+
+    def render(self) -> str:
+        """The tool's entry in the planner prompt."""
+        lines = [f"{self.signature_text()}: {self.description}".rstrip(": ")]
+        lines.extend(f"  - {p.name}: {p.description}" for p in self.params if p.description)
+        return "\n".join(lines)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The OpenAI function-calling schema of this tool."""
+        schema = self._model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
+
+    def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Map a call's positional and keyword arguments to parameter names.
+
+        Raises TypeError with a readable message when they do not fit the signature.
+        """
+        bound = self._signature.bind(*args, **kwargs)
+        return dict(bound.arguments)
+
+    def check_value(self, name: str, value: Any) -> None:
+        """Check one literal argument against its parameter's type; raises ValueError."""
+        adapter = self._adapters.get(name)
+        if adapter is None:
+            annotation = next(p.annotation for p in self.params if p.name == name)
+            if annotation is inspect.Parameter.empty:
+                return
+            adapter = TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
+            self._adapters[name] = adapter
+        try:
+            adapter.validate_python(value)
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc)) from None
+
+    def validate(self, arguments: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate resolved arguments and split them into call positionals and keywords.
+
+        Raises ValueError with the first validation problem.
+        """
+        try:
+            model = self._model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc)) from None
+        positional: list[Any] = []
+        keywords: dict[str, Any] = {}
+        for p in self.params:
+            if p.name not in arguments and not p.required:
+                continue
+            value = getattr(model, p.name)
+            # Hand the caller's own object through when validation did not change it.
+            original = arguments.get(p.name, value)
+            if value is not original and type(value) is type(original) and value == original:
+                value = original
+            if p.positional_only:
+                positional.append(value)
+            else:
+                keywords[p.name] = value
+        return positional, keywords
+
+    def invoke(self, arguments: Mapping[str, Any]) -> Any | Awaitable[Any]:
+        positional, keywords = self.validate(arguments)
+        return self.fn(*positional, **keywords)
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(part) for part in err.get("loc", ()))
+    return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    side_effects: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    side_effects: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a sync or async function into a planner-callable tool.
+
+    The schema comes from the type hints, the description from the docstring's first paragraph
+    and each parameter's description from its `Args:` section.  Use bare (`@tool`) or with options
+    (`@tool(timeout=5, max_concurrency=2, side_effects=True)`).
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            side_effects=side_effects,
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+ToolSource: TypeAlias = "Tool | Callable[..., Any] | Iterable[Any] | ToolRegistry"
+
+
+class ToolRegistry(Mapping[str, Tool]):
+    """An ordered set of tools by name.  Combine registries with `+` or by passing several."""
+
+    def __init__(self, *sources: ToolSource) -> None:
+        self._tools: dict[str, Tool] = {}
+        for source in sources:
+            self.add(source)
+
+    def add(self, source: ToolSource) -> None:
+        if isinstance(source, ToolRegistry):
+            for t in source.values():
+                self._add_one(t)
+        elif isinstance(source, Tool):
+            self._add_one(source)
+        elif callable(source):
+            self._add_one(Tool.from_function(source))
+        elif isinstance(source, Iterable) and not isinstance(source, str | bytes | Mapping):
+            for item in source:
+                self.add(cast(ToolSource, item))
+        else:
+            raise UserError(f"not a tool, a list of tools or a registry: {source!r}")
+
+    def _add_one(self, t: Tool) -> None:
+        existing = self._tools.get(t.name)
+        if existing is not None and existing is not t:
+            raise UserError(f"two different tools are named {t.name!r}")
+        self._tools[t.name] = t
+
+    def __add__(self, other: ToolSource) -> ToolRegistry:
+        return ToolRegistry(self, other)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({', '.join(self._tools)})"
+
+    def render(self) -> str:
+        """The tool section of the planner prompt, numbered like LLMCompiler's."""
+        return "\n".join(f"{i}. {t.render()}" for i, t in enumerate(self._tools.values(), 1))
+
+
+def load_tools(spec: str) -> ToolRegistry:
+    """Resolve `package.module:attr` to a registry; attr may be a tool, a list or a registry."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserError(f"--tools expects MODULE:ATTR, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"cannot import {module_name!r} for --tools {spec}: {exc}") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise UserError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return ToolRegistry(obj)
