@@ -1,7 +1,7 @@
 """planweave's one error tree.
 
     PlanweaveError
-    ├── UserError ................ a mistake by the developer using the library (bad tool, bad config)
+    ├── UserError ................ a mistake by the developer using planweave (bad tool, config)
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
     │   └── ToolFailed ........... "I failed for good" (permanent)

@@ -42,7 +42,11 @@ class Executor:
             args = tuple(resolve(a, results) for a in task.args)
             kwargs = {k: resolve(v, results) for k, v in task.kwargs.items()}
         except ProjectionError as err:
-            err.task_id, err.tool, err.arguments = task.id, task.tool, format_args(task.args, task.kwargs)
+            err.task_id, err.tool, err.arguments = (
+                task.id,
+                task.tool,
+                format_args(task.args, task.kwargs),
+            )
             raise
         return tool.bind(args, kwargs)
 

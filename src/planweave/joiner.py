@@ -33,6 +33,9 @@ _LAST_ROUND = (
     "saying plainly what could not be found if the results are incomplete."
 )
 
+_THOUGHT_RE = re.compile(
+    r"Thought\s*:\s*(.*?)(?:\n\s*(?:Action\s*:|Finish\s*\(|Replan\s*\()|$)", re.S | re.I
+)
 _ACTION_RE = re.compile(r"(?:^|\n)\s*(?:Action\s*:\s*)?(Finish|Replan)\s*\(", re.IGNORECASE)
 
 
@@ -59,7 +62,7 @@ def parse_decision(output: str) -> Decision:
     """Read the joiner's output.  The answer inside `Finish(...)` comes through whole:
     parentheses, quotes and newlines included, up to the last closing parenthesis."""
     matches = list(_ACTION_RE.finditer(output))
-    thought_match = re.search(r"Thought\s*:\s*(.*?)(?:\n\s*(?:Action\s*:|Finish\s*\(|Replan\s*\()|$)", output, re.S | re.I)
+    thought_match = _THOUGHT_RE.search(output)
     thought = thought_match.group(1).strip() if thought_match else None
     if not matches:
         # No action at all: a small model that simply answered.  Take its text as the answer.
@@ -70,7 +73,9 @@ def parse_decision(output: str) -> Decision:
     close = body.rfind(")")
     if close >= 0:
         body = body[:close]
-    action: Literal["finish", "replan"] = "finish" if match.group(1).lower() == "finish" else "replan"
+    action: Literal["finish", "replan"] = (
+        "finish" if match.group(1).lower() == "finish" else "replan"
+    )
     return Decision(action, _unquote(body), thought)
 
 

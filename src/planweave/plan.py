@@ -29,7 +29,6 @@ from .errors import (
     DuplicateTaskError,
     InvalidReferenceError,
     MissingJoinError,
-    PlanError,
     PlanSyntaxError,
     ProjectionError,
     UnknownToolError,
@@ -59,8 +58,17 @@ _STRING_REF_RE = re.compile(
     r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*-?\d+\s*\]|\s*\[\s*(?:'[^']*'|\"[^\"]*\")\s*\])*)\s*\}"
     r"|\$(\d+)(?![\d.]*\d)"
 )
-_PATH_PART_RE = re.compile(r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]")
-_JSON_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_PATH_PART_RE = re.compile(
+    r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
+)
+_JSON_NAMES = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "True": True,
+    "False": False,
+    "None": None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +137,11 @@ def _format_value(value: Any) -> str:
         inner = ", ".join(_format_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_format_value(k)}: {_format_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{_format_value(k)}: {_format_value(v)}" for k, v in value.items())
+            + "}"
+        )
     return repr(value)
 
 
@@ -265,15 +277,13 @@ class _Converter:
                 if isinstance(cur, ast.Attribute):
                     path.append(cur.attr)
                 else:
-                    key = cur.slice
-                    if isinstance(key, ast.UnaryOp) and isinstance(key.op, ast.USub):
-                        if isinstance(key.operand, ast.Constant) and isinstance(key.operand.value, int):
-                            path.append(-key.operand.value)
-                            cur = cur.value
-                            continue
-                    if not isinstance(key, ast.Constant) or not isinstance(key.value, int | str):
+                    try:
+                        key = ast.literal_eval(cur.slice)
+                    except ValueError:
+                        key = None
+                    if isinstance(key, bool) or not isinstance(key, int | str):
                         raise ValueError(f"unsupported projection {ast.unparse(node)}")
-                    path.append(key.value)
+                    path.append(key)
                 cur = cur.value
             if isinstance(cur, ast.Name) and cur.id.startswith(_REF_PREFIX):
                 return self.ref(int(cur.id[len(_REF_PREFIX) :]), tuple(reversed(path)))
@@ -463,7 +473,10 @@ class PlanParser:
             if dep not in self._known:
                 what = "join" if dep in self.tasks else "no task"
                 raise InvalidReferenceError(
-                    f"${dep} refers to {what} with that id", line=raw, lineno=lineno, task_id=task.id
+                    f"${dep} refers to {what} with that id",
+                    line=raw,
+                    lineno=lineno,
+                    task_id=task.id,
                 )
         if task.is_join:
             if task.args or task.kwargs:
@@ -491,7 +504,10 @@ class PlanParser:
                 tool.check_value(name, value)
             except ValueError as exc:
                 raise ArgumentError(
-                    f"argument {name!r} of {tool.name}: {exc}", line=raw, lineno=lineno, task_id=task.id
+                    f"argument {name!r} of {tool.name}: {exc}",
+                    line=raw,
+                    lineno=lineno,
+                    task_id=task.id,
                 ) from None
 
     def _accept(self, task: Task) -> None:
@@ -556,7 +572,9 @@ def parse_json_plan(data: str | list[Any], tools: ToolRegistry) -> list[Task]:
             raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
         task_id, name = item["id"], item["tool"]
         if not isinstance(task_id, int) or isinstance(task_id, bool) or not isinstance(name, str):
-            raise PlanSyntaxError("id must be an integer and tool a string", line=line, lineno=index)
+            raise PlanSyntaxError(
+                "id must be an integer and tool a string", line=line, lineno=index
+            )
         conv = _Converter(task_id, parser._known)
         raw_args = item.get("args", {})
         if isinstance(raw_args, dict):
@@ -599,9 +617,7 @@ def project(value: Any, ref: Ref) -> Any:
     cur = value
     for i, key in enumerate(ref.path):
         try:
-            if isinstance(cur, Mapping):
-                cur = cur[key]
-            elif isinstance(key, int):
+            if isinstance(cur, Mapping) or isinstance(key, int):
                 cur = cur[key]
             else:
                 cur = getattr(cur, key)
@@ -636,5 +652,3 @@ def resolve(value: Any, results: Mapping[int, Any]) -> Any:
     if isinstance(value, dict):
         return {k: resolve(v, results) for k, v in value.items()}
     return value
-
-

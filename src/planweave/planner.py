@@ -15,7 +15,9 @@ from .tools import ToolRegistry
 
 __all__ = ["PLANNER_HEAD", "REPAIR_HEAD", "Planner", "format_observations"]
 
-PLANNER_HEAD = "You are a planner: you turn a question into a plan of tool calls that run in parallel."
+PLANNER_HEAD = (
+    "You are a planner: you turn a question into a plan of tool calls that run in parallel."
+)
 REPAIR_HEAD = "Your plan was rejected at this line:"
 
 _RULES = """\
@@ -155,7 +157,9 @@ class Planner:
         while True:
             try:
                 async with aclosing(
-                    llm.stream(self.request(messages), "repair" if purpose == "repair" else "planner")
+                    llm.stream(
+                        self.request(messages), "repair" if purpose == "repair" else "planner"
+                    )
                 ) as stream:
                     async for chunk in stream:
                         take(parser.feed(chunk))
@@ -165,7 +169,13 @@ class Planner:
                 break
             except PlanError as err:
                 will_repair = repairs < self.max_repairs
-                bus.emit(PlanInvalid(error=err.to_dict() | {"text": str(err)}, repair=repairs, will_repair=will_repair))
+                bus.emit(
+                    PlanInvalid(
+                        error=err.to_dict() | {"text": str(err)},
+                        repair=repairs,
+                        will_repair=will_repair,
+                    )
+                )
                 if not will_repair:
                     for task in held:
                         add(task)

@@ -40,14 +40,17 @@ class ReAct:
     def system_prompt(self) -> str:
         return f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
 
-    async def run(
-        self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
-    ) -> str:
+    async def run(self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus) -> str:
         """Answer `question`, recording every action in `scheduler` like a compiled plan."""
-        messages = [Message("system", self.system_prompt()), Message("user", f"Question: {question}")]
+        messages = [
+            Message("system", self.system_prompt()),
+            Message("user", f"Question: {question}"),
+        ]
         parser = PlanParser(self.tools)
         for _ in range(self.max_steps):
-            request = LLMRequest(messages=messages, stop=["Observation:"], max_tokens=self.max_tokens)
+            request = LLMRequest(
+                messages=messages, stop=["Observation:"], max_tokens=self.max_tokens
+            )
             output = await llm.complete(request, "react")
             match = _ACTION_RE.search(output)
             action = match.group(1).strip() if match else ""

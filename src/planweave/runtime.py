@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -131,10 +132,14 @@ class Runtime:
         *,
         mode: Mode | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
+        check: bool = True,
     ) -> RunResult:
-        """Answer `question`.  Raises RunFailed (with every finished result) on failure."""
-        result = await self._run(question, mode or self.mode, [*self.subscribers, *(subscribers or ())])
-        if result.error is not None:
+        """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
+        with `check=False` returns the result with `status="failed"` and `error` set."""
+        result = await self._run(
+            question, mode or self.mode, [*self.subscribers, *(subscribers or ())]
+        )
+        if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
         return result
 
@@ -145,9 +150,14 @@ class Runtime:
         """
         send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
 
+        def forward(event: Event) -> None:
+            # The consumer may have stopped listening; the run is then being cancelled.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(event)
+
         async def drive() -> None:
             async with send:
-                await self._run(question, mode or self.mode, [*self.subscribers, send.send_nowait])
+                await self._run(question, mode or self.mode, [*self.subscribers, forward])
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive)
@@ -182,8 +192,7 @@ class Runtime:
             result.error = err
         except anyio.get_cancelled_exc_class():
             result.status = "cancelled"
-            with anyio.CancelScope(shield=True):
-                self._finish(result, scheduler, bus)
+            self._finish(result, scheduler, bus)
             raise
         self._finish(result, scheduler, bus)
         return result
@@ -197,7 +206,9 @@ class Runtime:
             RunFinished(
                 status=result.status,
                 answer=result.answer,
-                error=None if result.error is None else result.error.to_dict() | {"text": str(result.error)},
+                error=None
+                if result.error is None
+                else result.error.to_dict() | {"text": str(result.error)},
             )
         )
         result.events = bus.events

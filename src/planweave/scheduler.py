@@ -90,7 +90,9 @@ class TaskRecord:
             text = f"ERROR: {self.error.message}"
         else:
             text = f"({self.status.value})"
-        return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+        return (
+            text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         task = self.task
@@ -255,7 +257,8 @@ class Scheduler:
         task = rec.task
         rec.status = TaskStatus.SKIPPED
         rec.error = DependencyFailed(
-            f"not run because task {upstream.task.id} ({upstream.task.tool}) {upstream.status.value}",
+            f"not run because task {upstream.task.id} ({upstream.task.tool}) "
+            f"{upstream.status.value}",
             task_id=task.id,
             tool=task.tool,
             arguments=format_args(task.args, task.kwargs),

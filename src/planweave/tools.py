@@ -48,7 +48,9 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = match.group(2).strip()
             elif current is not None and line.strip():
                 params[current] = f"{params[current]} {line.strip()}".strip()
-    text = " ".join(part.strip() for part in "\n".join(description).strip().split("\n\n")[0].split())
+    text = " ".join(
+        part.strip() for part in "\n".join(description).strip().split("\n\n")[0].split()
+    )
     return text, params
 
 
@@ -112,7 +114,9 @@ class Tool:
                 **fields,
             )
         except Exception as exc:
-            raise UserError(f"tool {self.name!r}: its parameters cannot be described: {exc}") from exc
+            raise UserError(
+                f"tool {self.name!r}: its parameters cannot be described: {exc}"
+            ) from exc
         self._signature = inspect.Signature(
             [
                 inspect.Parameter(

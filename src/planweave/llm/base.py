@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -60,10 +60,10 @@ class LLM(ABC):
     model: str
 
     @abstractmethod
-    def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+    def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         """Stream one response."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections; the default has none."""
 
 

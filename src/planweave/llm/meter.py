@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -36,7 +36,7 @@ class MeteredLLM:
         self.bus = bus
         self.usage = LLMUsage()
 
-    async def stream(self, request: LLMRequest, purpose: Purpose) -> AsyncIterator[str]:
+    async def stream(self, request: LLMRequest, purpose: Purpose) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
         consumer stops early (the planner drops the rest of the stream after `join()`)."""
         self.usage.calls += 1

@@ -4,7 +4,7 @@ through the official `openai` SDK, streaming."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -22,7 +22,13 @@ from .base import LLM, Delta, LLMRequest, Usage
 
 __all__ = ["OpenAICompatible"]
 
-_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
+_CONTEXT_HINTS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "context window",
+)
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -77,7 +83,7 @@ class OpenAICompatible(LLM):
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         body = dict(self.extra_body)
         if request.grammar is not None and self.grammar_field:
             body[self.grammar_field] = request.grammar
@@ -119,7 +125,9 @@ class OpenAICompatible(LLM):
             ) from exc
         except openai.BadRequestError as exc:
             if any(hint in exc.message.lower() for hint in _CONTEXT_HINTS):
-                raise LLMContextOverflow(f"prompt too long for {self.model}: {exc.message}") from exc
+                raise LLMContextOverflow(
+                    f"prompt too long for {self.model}: {exc.message}"
+                ) from exc
             raise LLMError(f"the endpoint rejected the request (400): {exc.message}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(f"the endpoint answered {exc.status_code}: {exc.message}") from exc

@@ -13,7 +13,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,11 +120,13 @@ def _usage(messages: Sequence[Message], text: str) -> Usage:
 class ScriptedLLM(LLM):
     """Plays a `Script` in-process (no HTTP); the fast path for scheduler and runtime tests."""
 
-    def __init__(self, script: Script | Iterable[ReplySource] | Responder, *, model: str = "scripted") -> None:
+    def __init__(
+        self, script: Script | Iterable[ReplySource] | Responder, *, model: str = "scripted"
+    ) -> None:
         self.script = script if isinstance(script, Script) else Script(script)
         self.model = model
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[Delta]:
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         reply = self.script.reply(request.messages)
         if reply.status == 429:
             raise LLMRateLimitError("rate limited (scripted)", retry_after=reply.retry_after)
