@@ -248,7 +248,10 @@ def _execute(
     run_mode: Mode = "react" if mode == "react" else "compiled"
 
     async def go() -> RunResult:
-        return await runtime.arun(question, mode=run_mode, subscribers=[view], check=False)
+        try:
+            return await runtime.arun(question, mode=run_mode, subscribers=[view], check=False)
+        finally:
+            await runtime.llm.aclose()
 
     async def go_live() -> RunResult:
         with Live(view.render(), console=console, refresh_per_second=10, transient=False) as screen:
@@ -256,9 +259,12 @@ def _execute(
             def refresh(event: Event) -> None:
                 screen.update(view.render())
 
-            result = await runtime.arun(
-                question, mode=run_mode, subscribers=[view, refresh], check=False
-            )
+            try:
+                result = await runtime.arun(
+                    question, mode=run_mode, subscribers=[view, refresh], check=False
+                )
+            finally:
+                await runtime.llm.aclose()
             screen.update(view.render())
             return result
 

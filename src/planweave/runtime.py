@@ -124,7 +124,15 @@ class Runtime:
 
     def run(self, question: str, *, mode: Mode | None = None) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
-        return anyio.run(lambda: self.arun(question, mode=mode))
+
+        async def once() -> RunResult:
+            try:
+                return await self.arun(question, mode=mode)
+            finally:
+                # Each blocking call has its own event loop: close its connections with it.
+                await self.llm.aclose()
+
+        return anyio.run(once)
 
     async def arun(
         self,

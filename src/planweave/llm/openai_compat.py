@@ -69,19 +69,23 @@ class OpenAICompatible(LLM):
         self.grammar_field = grammar_field
         self.extra_body = dict(extra_body or {})
         # Local servers (llama.cpp, vLLM, Ollama) accept any key; the SDK insists on one.
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._settings: dict[str, Any] = {
+            "base_url": base_url,
+            "api_key": api_key or "not-needed",
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        self._client: openai.AsyncOpenAI | None = None
 
     def __repr__(self) -> str:
         # Never show the key.
         return f"OpenAICompatible(base_url={self.base_url!r}, model={self.model!r})"
 
     async def aclose(self) -> None:
-        await self._client.close()
+        """Close pooled connections; the next call opens a new client."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         body = dict(self.extra_body)
@@ -102,6 +106,8 @@ class OpenAICompatible(LLM):
             kwargs["extra_body"] = body
         received = False
         finished = False
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(**self._settings)
         try:
             response = await self._client.chat.completions.create(**kwargs)
             async with response:

@@ -1,0 +1,279 @@
+"""End to end through the real OpenAI client against a scripted SSE server on loopback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from demo_tools import AREA, GAUGE, POPULATION, TOOLS
+from planweave import (
+    BudgetExceeded,
+    LLMConnectionError,
+    LLMRateLimitError,
+    LLMStreamError,
+    OpenAICompatible,
+    Reply,
+    RunFailed,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    TaskStatus,
+)
+from planweave.events import (
+    LLMCallFinished,
+    PlanInvalid,
+    ReplanEvent,
+    RunFinished,
+    TaskStarted,
+)
+
+PLAN = (
+    "Thought: The two lookups are independent.\n"
+    '1. population("Netherlands")\n'
+    '2. area("Netherlands")\n'
+    "3. divide($1, $2)\n"
+    "4. join()\n"
+    "<END_OF_PLAN>"
+)
+FINISH = "Thought: Done.\nAction: Finish(About 428 people per km² (17,900,000 / 41,850).)"
+
+
+@pytest.fixture
+def server_factory() -> Iterator[type[ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    class Tracked(ScriptedServer):
+        def start(self) -> ScriptedServer:
+            servers.append(self)
+            return super().start()
+
+    yield Tracked
+    for server in servers:
+        server.stop()
+
+
+def runtime_for(server: ScriptedServer, **kwargs: object) -> Runtime:
+    llm = OpenAICompatible(base_url=server.base_url, model="scripted", max_retries=0)
+    return Runtime(TOOLS, llm, **kwargs)  # type: ignore[arg-type]
+
+
+def test_plan_runs_and_answers_over_http(server_factory: type[ScriptedServer]) -> None:
+    script = Script.by_purpose(planner=[PLAN], joiner=[FINISH])
+    server = server_factory(script).start()
+    result = runtime_for(server).run("People per km² in the Netherlands?")
+    assert result.status == "finished"
+    assert result.answer == "About 428 people per km² (17,900,000 / 41,850)."
+    assert result.results[3] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
+    assert result.llm.calls == 2
+    assert result.llm.prompt_tokens > 0 and result.llm.completion_tokens > 0
+    joiner_prompt = server.requests[1][-1].content
+    assert "Observation: 17900000" in joiner_prompt  # the joiner read the real results
+    data = result.to_dict()
+    assert {"answer", "mode", "tasks", "llm", "wall_s", "id"} <= set(data)
+    assert data["tasks"][2]["dependencies"] == [1, 2]
+    assert data["tasks"][2]["args"] == {"a": "$1", "b": "$2"}
+    assert data["tasks"][0]["status"] == "done"
+    assert data["tasks"][0]["start"] < data["tasks"][0]["end"]
+
+
+def test_first_task_starts_while_the_plan_is_still_streaming(
+    server_factory: type[ScriptedServer],
+) -> None:
+    plan = Reply(PLAN, chunk_size=6, delay=0.04)  # about 1 s of streaming
+    server = server_factory(Script.by_purpose(planner=[plan], joiner=[FINISH])).start()
+    result = runtime_for(server).run("q")
+    planner_done = next(
+        e.t for e in result.events if isinstance(e, LLMCallFinished) and e.purpose == "planner"
+    )
+    first_start = min(e.t for e in result.events if isinstance(e, TaskStarted))
+    assert first_start < planner_done
+    # Task 1 even finished before the planner had written its last line.
+    assert result.tasks[0].end is not None and result.tasks[0].end < planner_done
+
+
+def test_without_streaming_dispatch_tasks_wait_for_the_whole_plan(
+    server_factory: type[ScriptedServer],
+) -> None:
+    plan = Reply(PLAN, chunk_size=6, delay=0.02)
+    server = server_factory(Script.by_purpose(planner=[plan], joiner=[FINISH])).start()
+    result = runtime_for(server, streaming=False).run("q")
+    planner_done = next(
+        e.t for e in result.events if isinstance(e, LLMCallFinished) and e.purpose == "planner"
+    )
+    assert min(e.t for e in result.events if isinstance(e, TaskStarted)) >= planner_done
+    assert result.answer is not None
+
+
+def test_answer_with_parentheses_quotes_and_newlines_comes_through_whole() -> None:
+    answer = 'Belgium (11.8 M) is smaller than "the Netherlands" (17.9 M).\nRatio: (17.9/11.8) ≈ 1.52'
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[f"Thought: x\nAction: Finish({answer})"]))
+    assert Runtime(TOOLS, llm).run("q").answer == answer
+
+
+def test_replan_carries_observations_and_ids_keep_counting(
+    server_factory: type[ScriptedServer],
+) -> None:
+    first = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
+    second = '3. area("Belgium")\n4. divide($1, $3)\n5. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[first, second],
+        joiner=["Thought: no area yet\nAction: Replan(need the area of Belgium)", FINISH],
+    )
+    server = server_factory(script).start()
+    result = runtime_for(server).run("Density of Belgium?")
+    assert result.replans == 1
+    assert [r.task.id for r in result.tasks] == [1, 3, 4]
+    assert [r.plan_round for r in result.tasks] == [0, 1, 1]
+    assert result.results[4] == pytest.approx(POPULATION["Belgium"] / AREA["Belgium"])
+    replan_prompt = server.requests[2][-1].content
+    assert "Observation: 11800000" in replan_prompt
+    assert "need the area of Belgium" in replan_prompt
+    assert "Start at id 3" in replan_prompt
+    assert any(isinstance(e, ReplanEvent) for e in result.events)
+    assert GAUGE.calls == 2  # population ran once, area once: nothing re-ran on replan
+
+
+def test_replanning_stops_at_the_bound() -> None:
+    plan = '1. population("France")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[plan, '3. population("Belgium")\n4. join()\n'],
+        joiner=["Action: Replan(more)", "Action: Replan(still more)"],
+    )
+    runtime = Runtime(TOOLS, ScriptedLLM(script), max_replans=1)
+    with pytest.raises(RunFailed) as info:
+        runtime.run("q")
+    assert isinstance(info.value.cause, BudgetExceeded)
+    assert info.value.cause.limit == "replans"
+    result = info.value.result
+    assert result.replans == 1
+    assert result.results == {1: POPULATION["France"], 3: POPULATION["Belgium"]}
+    joiner_requests = [m for m in script.requests if "Finish(" in m[0].content]
+    assert "last round" in joiner_requests[-1][0].content
+    assert "last round" not in joiner_requests[0][0].content
+
+
+def test_invalid_plan_is_repaired_and_accepted_tasks_are_not_rerun(
+    server_factory: type[ScriptedServer],
+) -> None:
+    bad = '1. population("France")\n2. gdp("France")\n3. join()\n'
+    fixed = '2. area("France")\n3. divide($1, $2)\n4. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[bad], repair=[fixed], joiner=[FINISH])
+    server = server_factory(script).start()
+    result = runtime_for(server).run("q")
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert len(invalid) == 1
+    assert invalid[0].error["type"] == "UnknownToolError"
+    assert invalid[0].error["lineno"] == 2
+    repair_prompt = server.requests[1][-1].content
+    assert 'gdp("France")' in repair_prompt and "unknown tool 'gdp'" in repair_prompt
+    assert "from id 2" in repair_prompt
+    assert [r.task.tool for r in result.tasks] == ["population", "area", "divide"]
+    assert GAUGE.calls == 2  # population ran once despite the repair
+    assert result.answer is not None
+
+
+def test_repairs_are_bounded_and_the_joiner_is_told(server_factory: type[ScriptedServer]) -> None:
+    no_join = '1. population("France")\n'
+    script = Script.by_purpose(
+        planner=[no_join],
+        repair=["2. population(country=5)\n", "2. nope()\n"],
+        joiner=["Action: Finish(France has 68 million people.)"],
+    )
+    server = server_factory(script).start()
+    result = runtime_for(server, max_repairs=2).run("q")
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.error["type"] for e in invalid] == [
+        "MissingJoinError",
+        "ArgumentError",
+        "UnknownToolError",
+    ]
+    assert [e.will_repair for e in invalid] == [True, True, False]
+    assert result.results == {1: POPULATION["France"]}
+    assert "last plan was invalid" in server.requests[-1][-1].content
+    assert result.answer == "France has 68 million people."
+
+
+def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
+    server_factory: type[ScriptedServer],
+) -> None:
+    cut = Reply(PLAN, chunk_size=5, delay=0.02, cut_after=PLAN.index("2. area"))
+    server = server_factory(Script.by_purpose(planner=[cut])).start()
+    with pytest.raises(RunFailed) as info:
+        runtime_for(server).run("q")
+    assert isinstance(info.value.cause, LLMStreamError)
+    result = info.value.result
+    assert result.status == "failed"
+    assert result.tasks[0].status is TaskStatus.DONE
+    assert result.results == {1: POPULATION["Netherlands"]}
+    assert isinstance(result.events[-1], RunFinished) and result.events[-1].status == "failed"
+
+
+def test_rate_limit_is_reported_with_retry_after(server_factory: type[ScriptedServer]) -> None:
+    server = server_factory([Reply(status=429, retry_after=2.5)]).start()
+    with pytest.raises(RunFailed) as info:
+        runtime_for(server).run("q")
+    cause = info.value.cause
+    assert isinstance(cause, LLMRateLimitError)
+    assert cause.retry_after == 2.5
+
+
+def test_unreachable_endpoint_is_a_connection_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = OpenAICompatible(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0)
+    with pytest.raises(RunFailed) as info:
+        Runtime(TOOLS, llm).run("q")
+    assert isinstance(info.value.cause, LLMConnectionError)
+    assert f"127.0.0.1:{port}" in str(info.value.cause)
+
+
+def test_react_mode_answers_the_same_question(server_factory: type[ScriptedServer]) -> None:
+    script = Script.by_purpose(
+        react=[
+            'Thought: population first\nAction: population("Netherlands")\n',
+            'Thought: now the area\nAction: area("Netherlands")\n',
+            "Thought: divide\nAction: divide($1, $2)\n",
+            "Thought: done\nAction: Finish(About 428 people per km².)",
+        ]
+    )
+    server = server_factory(script).start()
+    result = runtime_for(server, mode="react").run("People per km² in the Netherlands?")
+    assert result.mode == "react"
+    assert result.answer == "About 428 people per km²."
+    assert [r.task.tool for r in result.tasks] == ["population", "area", "divide"]
+    assert result.results[3] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
+    assert result.llm.calls == 4
+    # Each observation went back to the model before its next step.
+    assert server.requests[1][-1].content == "Observation: 17900000"
+    # One tool at a time: each started after the previous ended.
+    for before, after in zip(result.tasks, result.tasks[1:], strict=False):
+        assert after.start is not None and before.end is not None and after.start >= before.end
+
+
+def test_react_mode_turns_a_bad_action_into_an_observation() -> None:
+    script = Script.by_purpose(
+        react=['Action: gdp("France")', "Action: Finish(unknown)"]
+    )
+    result = Runtime(TOOLS, ScriptedLLM(script), mode="react").run("q")
+    assert result.answer == "unknown"
+    assert "unknown tool 'gdp'" in script.requests[1][-1].content
+
+
+async def _collect(runtime: Runtime) -> list[str]:
+    return [event.kind async for event in runtime.events("q")]
+
+
+def test_event_iterator_yields_the_run_in_order() -> None:
+    import anyio
+
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FINISH]))
+    kinds = anyio.run(_collect, Runtime(TOOLS, llm))
+    assert kinds[0] == "run_started"
+    assert kinds[-1] == "run_finished"
+    assert kinds.count("task_planned") == 3
+    assert kinds.count("task_finished") == 3
+    assert kinds.index("task_finished") < kinds.index("answer")

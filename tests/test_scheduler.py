@@ -1,0 +1,225 @@
+"""The scheduler and executor with real tools of controlled latency (no LLM involved)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+import demo_tools
+from demo_tools import AREA, GAUGE, POPULATION, TOOLS
+from planweave import (
+    DependencyFailed,
+    ProjectionError,
+    TaskStatus,
+    ToolArgumentError,
+    ToolCrashed,
+    ToolRegistry,
+    ToolTimeout,
+    parse_plan,
+    tool,
+)
+from planweave.events import EventBus, TaskFinished, TaskStarted
+from planweave.executor import Executor
+from planweave.scheduler import Scheduler
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def run_plan(
+    plan: str, tools: list[Any] | None = None, *, max_concurrency: int = 64, timeout: float = 30
+) -> Scheduler:
+    registry = ToolRegistry(tools or TOOLS)
+    scheduler = Scheduler(
+        registry, Executor(default_timeout=timeout), EventBus(), max_concurrency=max_concurrency
+    )
+    async with scheduler.running():
+        for task in parse_plan(plan, registry):
+            scheduler.add(task)
+    return scheduler
+
+
+def span(s: Scheduler, task_id: int) -> tuple[float, float]:
+    rec = s.records[task_id]
+    assert rec.start is not None and rec.end is not None
+    return rec.start, rec.end
+
+
+async def test_three_independent_half_second_tools_overlap() -> None:
+    s = await run_plan(
+        '1. population("France", delay=0.5)\n'
+        '2. area("France", delay=0.5)\n'
+        '3. population("Belgium", delay=0.5)\n'
+        "4. join()\n"
+    )
+    spans = [span(s, i) for i in (1, 2, 3)]
+    assert all(s.records[i].status is TaskStatus.DONE for i in (1, 2, 3))
+    # Every task started before any of them ended: they ran at the same time.
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+    assert GAUGE.peak == 3
+
+
+async def test_dependent_task_sees_inputs_and_waits_for_them() -> None:
+    s = await run_plan(
+        '1. population("Netherlands")\n2. area("Netherlands", delay=0.1)\n3. divide($1, $2)\n'
+        "4. join()\n"
+    )
+    assert s.records[3].result == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
+    assert span(s, 3)[0] >= max(span(s, 1)[1], span(s, 2)[1])
+    assert s.records[3].task.deps == (1, 2)
+
+
+async def test_whole_reference_passes_the_object_and_projection_reaches_in() -> None:
+    s = await run_plan(
+        '1. facts("Belgium")\n2. divide($1.population, $1["area"])\n'
+        '3. echo("Belgium: ${1.population} people")\n4. join()\n'
+    )
+    assert s.records[2].result == pytest.approx(POPULATION["Belgium"] / AREA["Belgium"])
+    assert s.records[3].result == f"Belgium: {POPULATION['Belgium']} people"
+
+
+async def test_failed_dependency_skips_dependents_but_not_independent_tasks() -> None:
+    s = await run_plan(
+        '1. population("Atlantis")\n2. divide($1, 2)\n3. echo("${2}")\n'
+        '4. population("France")\n5. join()\n'
+    )
+    assert s.records[1].status is TaskStatus.FAILED
+    assert isinstance(s.records[1].error, ToolCrashed)
+    assert "Atlantis" in s.records[1].error.message
+    for i in (2, 3):
+        assert s.records[i].status is TaskStatus.SKIPPED
+        assert isinstance(s.records[i].error, DependencyFailed)
+        assert s.records[i].start is None  # never ran
+    assert "task 2" in str(s.records[3].error)  # the chain names its direct upstream
+    assert s.records[4].result == POPULATION["France"]
+
+
+async def test_hanging_async_and_sync_tools_time_out_without_hanging_the_run() -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.3)
+    async def hang_async(x: int) -> int:
+        """Never returns."""
+        await anyio.sleep(3600)
+        return x
+
+    @tool(timeout=0.3)
+    def hang_sync(x: int) -> int:
+        """Blocks its thread until released."""
+        release.wait(30)
+        return x
+
+    began = time.monotonic()
+    try:
+        s = await run_plan(
+            '1. hang_async(1)\n2. hang_sync(2)\n3. population("France")\n4. join()\n',
+            [hang_async, hang_sync, *TOOLS],
+        )
+    finally:
+        release.set()
+    assert time.monotonic() - began < 10  # generous: the timeouts are 0.3 s
+    for i in (1, 2):
+        err = s.records[i].error
+        assert isinstance(err, ToolTimeout)
+        assert err.task_id == i and err.cause == "timeout"
+    assert s.records[3].status is TaskStatus.DONE
+
+
+async def test_sync_tool_does_not_block_the_event_loop() -> None:
+    s = await run_plan('1. area("France", delay=0.6)\n2. population("France", delay=0.05)\n3. join()\n')
+    # The async lookup finished while the blocking one was still sleeping in its thread.
+    assert span(s, 2)[1] < span(s, 1)[1]
+
+
+async def test_global_concurrency_limit_is_respected() -> None:
+    plan = "".join(f'{i}. population("France", delay=0.05)\n' for i in range(1, 11))
+    s = await run_plan(plan + "11. join()\n", max_concurrency=3)
+    assert GAUGE.calls == 10
+    assert GAUGE.peak == 3
+    assert all(r.status is TaskStatus.DONE for r in s.records.values())
+
+
+async def test_per_tool_concurrency_limit_is_respected() -> None:
+    gauge = demo_tools.Gauge()
+
+    @tool(max_concurrency=2)
+    async def limited(i: int) -> int:
+        """A tool that allows two calls at once."""
+        with gauge:
+            await anyio.sleep(0.05)
+        return i
+
+    plan = "".join(f"{i}. limited({i})\n" for i in range(1, 9))
+    plan += "".join(f'{i}. population("France")\n' for i in range(9, 13))
+    s = await run_plan(plan + "13. join()\n", [limited, *TOOLS])
+    assert gauge.peak == 2
+    assert GAUGE.peak == 4  # other tools are not held back by the per-tool limit
+    assert [s.records[i].result for i in range(1, 9)] == list(range(1, 9))
+
+
+async def test_cancelling_the_run_cancels_tools_in_flight_and_keeps_finished_results() -> None:
+    cancelled = anyio.Event()
+
+    @tool
+    async def slow(x: int) -> int:
+        """Takes a long time."""
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return x
+
+    registry = ToolRegistry([slow, *TOOLS])
+    scheduler = Scheduler(registry, Executor(), EventBus())
+    with anyio.move_on_after(0.5):
+        async with scheduler.running():
+            for task in parse_plan(
+                '1. population("France", delay=0.01)\n2. slow(1)\n3. divide($2, 1)\n4. join()\n',
+                registry,
+            ):
+                scheduler.add(task)
+    assert cancelled.is_set()
+    assert scheduler.records[1].status is TaskStatus.DONE
+    assert scheduler.records[1].result == POPULATION["France"]
+    assert scheduler.records[2].status is TaskStatus.CANCELLED
+    assert scheduler.records[3].status is TaskStatus.CANCELLED
+
+
+async def test_tool_errors_name_task_tool_arguments_and_cause() -> None:
+    s = await run_plan('1. divide(1, 0)\n2. facts("France")\n3. echo($2)\n4. divide($2.gdp, 1)\n5. join()\n')
+    crash = s.records[1].error
+    assert isinstance(crash, ToolCrashed)
+    assert crash.cause == "ZeroDivisionError"
+    assert str(crash).startswith("task 1 divide(a=1, b=0): ZeroDivisionError")
+    wrong_type = s.records[3].error
+    assert isinstance(wrong_type, ToolArgumentError)  # a dict where a str is expected
+    assert wrong_type.tool == "echo"
+    projection = s.records[4].error
+    assert isinstance(projection, ProjectionError)
+    assert "gdp" in projection.message and "population" in projection.message
+    assert projection.task_id == 4
+
+
+async def test_result_is_announced_before_any_dependent_starts() -> None:
+    order: list[tuple[str, int]] = []
+    registry = ToolRegistry(TOOLS)
+    bus = EventBus(
+        [
+            lambda e: order.append(("finished", e.task_id)) if isinstance(e, TaskFinished) else None,
+            lambda e: order.append(("started", e.task_id)) if isinstance(e, TaskStarted) else None,
+        ]
+    )
+    scheduler = Scheduler(registry, Executor(), bus)
+    async with scheduler.running():
+        for task in parse_plan('1. population("France")\n2. divide($1, 2)\n3. join()\n', registry):
+            scheduler.add(task)
+    assert order.index(("finished", 1)) < order.index(("started", 2))
