@@ -1,0 +1,169 @@
+"""The `planweave` command in a real subprocess against a scripted server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from demo_tools import AREA, POPULATION
+from planweave import Reply, Script, ScriptedServer
+
+TESTS = Path(__file__).parent
+PLAN = (
+    '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n'
+    '4. population("Atlantis")\n5. join()\n<END_OF_PLAN>'
+)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    script = Script.by_purpose(
+        planner=[Reply(PLAN, chunk_size=7, delay=0.01)] * 3,
+        joiner=["Thought: ok\nAction: Finish(About 428 (people) per km².)"] * 3,
+        react=['Action: population("Belgium")', "Action: Finish(11.8 million)"],
+    )
+    with ScriptedServer(script) as srv:
+        yield srv
+
+
+def planweave(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
+    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "planweave", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+
+
+def test_json_output_has_the_documented_fields(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run",
+        "density?",
+        "--tools",
+        "demo_tools:TOOLS",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["answer"] == "About 428 (people) per km²."
+    assert data["mode"] == "compiled"
+    assert data["llm"]["calls"] == 2
+    assert data["wall_s"] > 0
+    tasks = {t["id"]: t for t in data["tasks"]}
+    assert tasks[3]["result"] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
+    assert tasks[3]["dependencies"] == [1, 2]
+    assert tasks[4]["status"] == "failed"
+    assert "Atlantis" in tasks[4]["error"]["message"]
+    for task in data["tasks"]:
+        assert set(task) >= {"id", "tool", "args", "dependencies", "status", "start", "end"}
+        assert task["status"] in {"pending", "running", "done", "failed", "skipped", "cancelled"}
+
+
+def test_terminal_output_shows_dag_failure_and_answer(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run",
+        "density?",
+        "-t",
+        "demo_tools:TOOLS",
+        "--model",
+        "m",
+        env={"PLANWEAVE_BASE_URL": server.base_url},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "About 428 (people) per km²."
+    assert 'population("Netherlands")' in proc.stderr
+    assert "task 4 failed" in proc.stderr and "Atlantis" in proc.stderr
+    assert "LLM calls" in proc.stderr
+
+
+def test_react_mode_from_the_cli(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run",
+        "Belgium?",
+        "--tools",
+        "demo_tools:TOOLS",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--mode",
+        "react",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["mode"] == "react"
+    assert data["answer"] == "11.8 million"
+    assert [t["tool"] for t in data["tasks"]] == ["population"]
+
+
+def test_tools_given_several_times_are_combined(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run",
+        "q",
+        "--tools",
+        "demo_tools:population",
+        "--tools",
+        "demo_tools:area",
+        "--tools",
+        "demo_tools:divide",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--json",
+    )
+    # population, area and divide are enough for tasks 1-3; task 4 uses population too.
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tasks"][2]["status"] == "done"
+
+
+def test_failed_run_exits_non_zero_with_the_cause() -> None:
+    # The SDK retries a 429 twice (honouring Retry-After) before giving up.
+    with ScriptedServer([Reply(status=429, retry_after=0.1)] * 3) as srv:
+        proc = planweave(
+            "run",
+            "q",
+            "--tools",
+            "demo_tools:TOOLS",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "m",
+            "--json",
+        )
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["status"] == "failed"
+    assert data["error"]["type"] == "LLMRateLimitError"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--tools", "nonexistent_module:X", "--base-url", "http://127.0.0.1:9/v1"],
+            "cannot import",
+        ),
+        (["--tools", "demo_tools", "--base-url", "http://127.0.0.1:9/v1"], "MODULE:ATTR"),
+        (["--tools", "demo_tools:TOOLS", "--mode", "fast"], "--mode"),
+    ],
+)
+def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:
+    proc = planweave("run", "q", "--model", "m", *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
