@@ -108,8 +108,12 @@ def test_without_streaming_dispatch_tasks_wait_for_the_whole_plan(
 
 
 def test_answer_with_parentheses_quotes_and_newlines_comes_through_whole() -> None:
-    answer = 'Belgium (11.8 M) is smaller than "the Netherlands" (17.9 M).\nRatio: (17.9/11.8) ≈ 1.52'
-    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[f"Thought: x\nAction: Finish({answer})"]))
+    answer = (
+        'Belgium (11.8 M) is smaller than "the Netherlands" (17.9 M).\nRatio: (17.9/11.8) ≈ 1.52'
+    )
+    llm = ScriptedLLM(
+        Script.by_purpose(planner=[PLAN], joiner=[f"Thought: x\nAction: Finish({answer})"])
+    )
     assert Runtime(TOOLS, llm).run("q").answer == answer
 
 
@@ -255,9 +259,7 @@ def test_react_mode_answers_the_same_question(server_factory: type[ScriptedServe
 
 
 def test_react_mode_turns_a_bad_action_into_an_observation() -> None:
-    script = Script.by_purpose(
-        react=['Action: gdp("France")', "Action: Finish(unknown)"]
-    )
+    script = Script.by_purpose(react=['Action: gdp("France")', "Action: Finish(unknown)"])
     result = Runtime(TOOLS, ScriptedLLM(script), mode="react").run("q")
     assert result.answer == "unknown"
     assert "unknown tool 'gdp'" in script.requests[1][-1].content

@@ -134,7 +134,9 @@ async def test_hanging_async_and_sync_tools_time_out_without_hanging_the_run() -
 
 
 async def test_sync_tool_does_not_block_the_event_loop() -> None:
-    s = await run_plan('1. area("France", delay=0.6)\n2. population("France", delay=0.05)\n3. join()\n')
+    s = await run_plan(
+        '1. area("France", delay=0.6)\n2. population("France", delay=0.05)\n3. join()\n'
+    )
     # The async lookup finished while the blocking one was still sleeping in its thread.
     assert span(s, 2)[1] < span(s, 1)[1]
 
@@ -195,7 +197,9 @@ async def test_cancelling_the_run_cancels_tools_in_flight_and_keeps_finished_res
 
 
 async def test_tool_errors_name_task_tool_arguments_and_cause() -> None:
-    s = await run_plan('1. divide(1, 0)\n2. facts("France")\n3. echo($2)\n4. divide($2.gdp, 1)\n5. join()\n')
+    s = await run_plan(
+        '1. divide(1, 0)\n2. facts("France")\n3. echo($2)\n4. divide($2.gdp, 1)\n5. join()\n'
+    )
     crash = s.records[1].error
     assert isinstance(crash, ToolCrashed)
     assert crash.cause == "ZeroDivisionError"
@@ -214,7 +218,9 @@ async def test_result_is_announced_before_any_dependent_starts() -> None:
     registry = ToolRegistry(TOOLS)
     bus = EventBus(
         [
-            lambda e: order.append(("finished", e.task_id)) if isinstance(e, TaskFinished) else None,
+            lambda e: (
+                order.append(("finished", e.task_id)) if isinstance(e, TaskFinished) else None
+            ),
             lambda e: order.append(("started", e.task_id)) if isinstance(e, TaskStarted) else None,
         ]
     )

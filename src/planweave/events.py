@@ -90,7 +90,7 @@ class TaskStarted(Event):
     kind: ClassVar[str] = "task_started"
     task_id: int
     tool: str
-    arguments: str
+    arguments: dict[str, Any] = field(repr=False)
 
 
 @dataclass(slots=True, kw_only=True)

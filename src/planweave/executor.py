@@ -23,6 +23,12 @@ __all__ = ["DEFAULT_TIMEOUT", "Executor"]
 DEFAULT_TIMEOUT = 60.0
 
 
+def _shown(arguments: Mapping[str, Any], limit: int = 300) -> str:
+    """Arguments as they appear in an error message; huge inputs are cut short."""
+    text = format_args((), arguments)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class Executor:
     """Runs a tool call and turns every way it can fail into a `TaskError`.
 
@@ -36,29 +42,29 @@ class Executor:
         self.threads = anyio.CapacityLimiter(max_threads)
 
     def resolve_arguments(
-        self, task: Task, tool: Tool, results: Mapping[int, Any]
+        self, task: Task, planned: Mapping[str, Any], results: Mapping[int, Any]
     ) -> dict[str, Any]:
+        """Substitute results for the references in a task's bound, planned arguments."""
+        if not task.deps:
+            return dict(planned)
         try:
-            args = tuple(resolve(a, results) for a in task.args)
-            kwargs = {k: resolve(v, results) for k, v in task.kwargs.items()}
+            return {name: resolve(value, results) for name, value in planned.items()}
         except ProjectionError as err:
-            err.task_id, err.tool, err.arguments = (
-                task.id,
-                task.tool,
-                format_args(task.args, task.kwargs),
-            )
+            err.task_id, err.tool = task.id, task.tool
+            err.arguments = format_args(task.args, task.kwargs)
             raise
-        return tool.bind(args, kwargs)
 
     async def execute(self, task: Task, tool: Tool, arguments: Mapping[str, Any]) -> Any:
         """Call `tool`; return its result or raise a TaskError naming the task and the cause."""
-        shown = format_args((), arguments)
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
             positional, keywords = tool.validate(arguments)
         except ValueError as exc:
             raise ToolArgumentError(
-                f"invalid arguments: {exc}", task_id=task.id, tool=tool.name, arguments=shown
+                f"invalid arguments: {exc}",
+                task_id=task.id,
+                tool=tool.name,
+                arguments=_shown(arguments),
             ) from None
         with anyio.move_on_after(timeout) as scope:
             try:
@@ -75,7 +81,7 @@ class Executor:
                     f"{type(exc).__name__}: {exc}",
                     task_id=task.id,
                     tool=tool.name,
-                    arguments=shown,
+                    arguments=_shown(arguments),
                     cause=type(exc).__name__,
                 ) from exc
         assert scope.cancelled_caught
@@ -83,6 +89,6 @@ class Executor:
             f"no result after {timeout:g} s (timeout)",
             task_id=task.id,
             tool=tool.name,
-            arguments=shown,
+            arguments=_shown(arguments),
             cause="timeout",
         )

@@ -61,6 +61,10 @@ _STRING_REF_RE = re.compile(
 _PATH_PART_RE = re.compile(
     r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
 )
+_CODE_REF_RE = re.compile(r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]]*\])*)\s*\}|\$(\d+)")
+_PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|'[^']*'|\"[^\"]*\")\s*\])"
+# A JSON string that is exactly one reference: "$1", "${1}", "$1.population", "${1[0]}".
+_WHOLE_REF_RE = re.compile(rf"\$(?:\{{\s*(\d+)({_PATH}*)\s*\}}|(\d+))({_PATH}*)")
 _JSON_NAMES = {
     "true": True,
     "false": False,
@@ -71,6 +75,12 @@ _JSON_NAMES = {
 }
 
 
+def _path_text(path: tuple[str | int, ...]) -> str:
+    return "".join(
+        f".{p}" if isinstance(p, str) and p.isidentifier() else f"[{json.dumps(p)}]" for p in path
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """A reference to task `task_id`'s result, optionally projected by `path`."""
@@ -79,8 +89,7 @@ class Ref:
     path: tuple[str | int, ...] = ()
 
     def __str__(self) -> str:
-        tail = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in self.path)
-        return f"${self.task_id}{tail}"
+        return f"${self.task_id}{_path_text(self.path)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +102,7 @@ class Template:
         out = []
         for part in self.parts:
             if isinstance(part, Ref):
-                tail = "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in part.path)
-                out.append(f"${{{part.task_id}{tail}}}")
+                out.append(f"${{{part.task_id}{_path_text(part.path)}}}")
             else:
                 out.append(part)
         return "".join(out)
@@ -173,13 +181,15 @@ def _mask_refs(body: str) -> str:
             out.append(body[i:j])
             i = j
         elif ch == "$":
-            m = re.match(r"\$\{\s*(\d+)\s*\}|\$(\d+)", body[i:])
+            m = _CODE_REF_RE.match(body, i)
             if m is None:
                 out.append(ch)
                 i += 1
             else:
-                out.append(f"{_REF_PREFIX}{m.group(1) or m.group(2)}")
-                i += m.end()
+                braced, path, bare = m.groups()
+                # `${2.population}` reads as `$2.population`: the projection moves outside.
+                out.append(f"{_REF_PREFIX}{braced or bare}{(path or '').strip()}")
+                i = m.end()
         else:
             out.append(ch)
             i += 1
@@ -363,6 +373,7 @@ class PlanParser:
         self.tools = tools
         self.tasks: dict[int, Task] = {}
         self._known: dict[int, bool] = {}  # id -> True for every accepted non-join task
+        self._last_id = 0
         self._buffer = ""
         self._lineno = 0
         self._thought: list[str] = []
@@ -371,7 +382,13 @@ class PlanParser:
 
     @property
     def last_id(self) -> int:
-        return max(self.tasks, default=0)
+        """The highest task id accepted so far (0 before any)."""
+        return self._last_id
+
+    @property
+    def known_ids(self) -> Mapping[int, bool]:
+        """Ids of accepted tasks whose results later tasks may use (every task but join)."""
+        return self._known
 
     def start_plan(self) -> None:
         """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
@@ -389,21 +406,25 @@ class PlanParser:
     def feed(self, chunk: str) -> list[Task]:
         if self.done:
             return []
-        self._buffer += chunk
+        buffer = self._buffer + chunk if self._buffer else chunk
         out: list[Task] = []
-        while not self.done:
-            nl = self._buffer.find("\n")
-            if nl < 0:
-                # <END_OF_PLAN> can close a plan without a trailing newline.
-                if END_OF_PLAN in self._buffer:
-                    line, _, _ = self._buffer.partition(END_OF_PLAN)
-                    self._buffer = ""
-                    self._line(line, out)
-                    self.ended = True
-                break
-            line = self._buffer[:nl]
-            self._buffer = self._buffer[nl + 1 :]
-            self._line(line, out)
+        pos = 0
+        try:
+            while not self.done:
+                nl = buffer.find("\n", pos)
+                if nl < 0:
+                    # <END_OF_PLAN> can close a plan without a trailing newline.
+                    end = buffer.find(END_OF_PLAN, pos)
+                    if end >= 0:
+                        line, pos = buffer[pos:end], len(buffer)
+                        self.ended = True
+                        self._line(line, out)
+                    break
+                line, pos = buffer[pos:nl], nl + 1
+                self._line(line, out)
+        finally:
+            # On a PlanError the lines after the bad one stay buffered, as a stream would.
+            self._buffer = buffer[pos:]
         return out
 
     def close(self) -> list[Task]:
@@ -512,6 +533,7 @@ class PlanParser:
 
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task
+        self._last_id = task.id
         if task.is_join:
             self.joined = True
         else:
@@ -540,9 +562,11 @@ def parse_plan(text: str, tools: ToolRegistry) -> list[Task]:
 
 def _json_value(value: Any, conv: _Converter) -> Any:
     if isinstance(value, str):
-        whole = re.fullmatch(r"\$\{?\s*(\d+)\s*\}?((?:\.[A-Za-z_]\w*|\[-?\d+\])*)", value.strip())
+        whole = _WHOLE_REF_RE.fullmatch(value.strip())
         if whole:
-            return conv.ref(int(whole.group(1)), _parse_path(whole.group(2)))
+            braced, inner, bare, outer = whole.groups()
+            path = _parse_path(inner or "") + _parse_path(outer or "")
+            return conv.ref(int(braced or bare), path)
         return conv.string(value)
     if isinstance(value, list):
         return [_json_value(v, conv) for v in value]
@@ -575,7 +599,7 @@ def parse_json_plan(data: str | list[Any], tools: ToolRegistry) -> list[Task]:
             raise PlanSyntaxError(
                 "id must be an integer and tool a string", line=line, lineno=index
             )
-        conv = _Converter(task_id, parser._known)
+        conv = _Converter(task_id, parser.known_ids)
         raw_args = item.get("args", {})
         if isinstance(raw_args, dict):
             args: tuple[Any, ...] = ()

@@ -58,7 +58,7 @@ class ReAct:
                 return parse_decision(output).text
             task_id = parser.last_id + 1
             try:
-                task = parse_call(action.splitlines()[0], task_id, parser._known)
+                task = parse_call(action.splitlines()[0], task_id, parser.known_ids)
                 parser.add(task)
             except PlanError as err:
                 observation = f"ERROR: {err.message}"

@@ -110,7 +110,7 @@ class Tool:
         try:
             self._model = create_model(
                 f"{self.name}_arguments",
-                __config__=ConfigDict(arbitrary_types_allowed=True),
+                __config__=ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
                 **fields,
             )
         except Exception as exc:
@@ -215,6 +215,14 @@ class Tool:
         bound = self._signature.bind(*args, **kwargs)
         return dict(bound.arguments)
 
+    def map_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """`bind()` without the checks, for calls the plan validator has already bound."""
+        if not args:
+            return dict(kwargs)
+        mapped = {p.name: value for p, value in zip(self.params, args, strict=False)}
+        mapped.update(kwargs)
+        return mapped
+
     def check_value(self, name: str, value: Any) -> None:
         """Check one literal argument against its parameter's type; raises ValueError."""
         adapter = self._adapters.get(name)
@@ -241,7 +249,7 @@ class Tool:
         positional: list[Any] = []
         keywords: dict[str, Any] = {}
         for p in self.params:
-            if p.name not in arguments and not p.required:
+            if p.name not in arguments and not p.required and not p.positional_only:
                 continue
             value = getattr(model, p.name)
             # Hand the caller's own object through when validation did not change it.
@@ -335,7 +343,7 @@ class ToolRegistry(Mapping[str, Tool]):
 
     def _add_one(self, t: Tool) -> None:
         existing = self._tools.get(t.name)
-        if existing is not None and existing is not t:
+        if existing is not None and existing is not t and existing.fn is not t.fn:
             raise UserError(f"two different tools are named {t.name!r}")
         self._tools[t.name] = t
 
@@ -366,7 +374,7 @@ def load_tools(spec: str) -> ToolRegistry:
         raise UserError(f"--tools expects MODULE:ATTR, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except Exception as exc:
         raise UserError(f"cannot import {module_name!r} for --tools {spec}: {exc}") from exc
     try:
         obj = getattr(module, attr)
