@@ -86,7 +86,8 @@ def test_terminal_output_shows_dag_failure_and_answer(server: ScriptedServer) ->
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "About 428 (people) per km²."
     assert 'population("Netherlands")' in proc.stderr
-    assert "task 4 failed" in proc.stderr and "Atlantis" in proc.stderr
+    assert "task 4 failed" in proc.stderr
+    assert "Atlantis" in proc.stderr
     assert "LLM calls" in proc.stderr
 
 

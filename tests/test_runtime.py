@@ -68,7 +68,8 @@ def test_plan_runs_and_answers_over_http(server_factory: type[ScriptedServer]) -
     assert result.answer == "About 428 people per km² (17,900,000 / 41,850)."
     assert result.results[3] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
     assert result.llm.calls == 2
-    assert result.llm.prompt_tokens > 0 and result.llm.completion_tokens > 0
+    assert result.llm.prompt_tokens > 0
+    assert result.llm.completion_tokens > 0
     joiner_prompt = server.requests[1][-1].content
     assert "Observation: 17900000" in joiner_prompt  # the joiner read the real results
     data = result.to_dict()
@@ -91,7 +92,8 @@ def test_first_task_starts_while_the_plan_is_still_streaming(
     first_start = min(e.t for e in result.events if isinstance(e, TaskStarted))
     assert first_start < planner_done
     # Task 1 even finished before the planner had written its last line.
-    assert result.tasks[0].end is not None and result.tasks[0].end < planner_done
+    assert result.tasks[0].end is not None
+    assert result.tasks[0].end < planner_done
 
 
 def test_without_streaming_dispatch_tasks_wait_for_the_whole_plan(
@@ -172,7 +174,8 @@ def test_invalid_plan_is_repaired_and_accepted_tasks_are_not_rerun(
     assert invalid[0].error["type"] == "UnknownToolError"
     assert invalid[0].error["lineno"] == 2
     repair_prompt = server.requests[1][-1].content
-    assert 'gdp("France")' in repair_prompt and "unknown tool 'gdp'" in repair_prompt
+    assert 'gdp("France")' in repair_prompt
+    assert "unknown tool 'gdp'" in repair_prompt
     assert "from id 2" in repair_prompt
     assert [r.task.tool for r in result.tasks] == ["population", "area", "divide"]
     assert GAUGE.calls == 2  # population ran once despite the repair
@@ -212,7 +215,8 @@ def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
     assert result.status == "failed"
     assert result.tasks[0].status is TaskStatus.DONE
     assert result.results == {1: POPULATION["Netherlands"]}
-    assert isinstance(result.events[-1], RunFinished) and result.events[-1].status == "failed"
+    assert isinstance(result.events[-1], RunFinished)
+    assert result.events[-1].status == "failed"
 
 
 def test_rate_limit_is_reported_with_retry_after(server_factory: type[ScriptedServer]) -> None:
@@ -255,7 +259,9 @@ def test_react_mode_answers_the_same_question(server_factory: type[ScriptedServe
     assert server.requests[1][-1].content == "Observation: 17900000"
     # One tool at a time: each started after the previous ended.
     for before, after in zip(result.tasks, result.tasks[1:], strict=False):
-        assert after.start is not None and before.end is not None and after.start >= before.end
+        assert after.start is not None
+        assert before.end is not None
+        assert after.start >= before.end
 
 
 def test_react_mode_turns_a_bad_action_into_an_observation() -> None:

@@ -35,11 +35,18 @@ def anyio_backend() -> str:
 
 
 async def run_plan(
-    plan: str, tools: list[Any] | None = None, *, max_concurrency: int = 64, timeout: float = 30
+    plan: str,
+    tools: list[Any] | None = None,
+    *,
+    max_concurrency: int = 64,
+    tool_timeout: float = 30,
 ) -> Scheduler:
     registry = ToolRegistry(tools or TOOLS)
     scheduler = Scheduler(
-        registry, Executor(default_timeout=timeout), EventBus(), max_concurrency=max_concurrency
+        registry,
+        Executor(default_timeout=tool_timeout),
+        EventBus(),
+        max_concurrency=max_concurrency,
     )
     async with scheduler.running():
         for task in parse_plan(plan, registry):
@@ -49,7 +56,8 @@ async def run_plan(
 
 def span(s: Scheduler, task_id: int) -> tuple[float, float]:
     rec = s.records[task_id]
-    assert rec.start is not None and rec.end is not None
+    assert rec.start is not None
+    assert rec.end is not None
     return rec.start, rec.end
 
 
@@ -129,7 +137,8 @@ async def test_hanging_async_and_sync_tools_time_out_without_hanging_the_run() -
     for i in (1, 2):
         err = s.records[i].error
         assert isinstance(err, ToolTimeout)
-        assert err.task_id == i and err.cause == "timeout"
+        assert err.task_id == i
+        assert err.cause == "timeout"
     assert s.records[3].status is TaskStatus.DONE
 
 
@@ -209,7 +218,8 @@ async def test_tool_errors_name_task_tool_arguments_and_cause() -> None:
     assert wrong_type.tool == "echo"
     projection = s.records[4].error
     assert isinstance(projection, ProjectionError)
-    assert "gdp" in projection.message and "population" in projection.message
+    assert "gdp" in projection.message
+    assert "population" in projection.message
     assert projection.task_id == 4
 
 
