@@ -3,11 +3,11 @@ through the official `openai` SDK, streaming."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx
 import openai
 
 from ..errors import (
@@ -28,6 +28,29 @@ _CONTEXT_HINTS = (
     "maximum context",
     "too many tokens",
     "context window",
+)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's transport errors, which surface raw when a stream breaks mid-way.
+
+    Releases of the openai SDK ride on `httpx` or its successor `httpx2`; catch whichever is
+    installed, without depending on either by name."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        error = getattr(module, "TransportError", None)
+        if isinstance(error, type) and issubclass(error, BaseException):
+            found.append(error)
+    return tuple(found)
+
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError,
+    *_transport_errors(),
 )
 
 
@@ -137,7 +160,7 @@ class OpenAICompatible(LLM):
             raise LLMError(f"the endpoint rejected the request (400): {exc.message}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(f"the endpoint answered {exc.status_code}: {exc.message}") from exc
-        except (openai.APIConnectionError, httpx.TransportError) as exc:
+        except _CONNECTION_ERRORS as exc:
             if received:
                 raise LLMStreamError(f"the response stream broke off: {exc}") from exc
             raise LLMConnectionError(
