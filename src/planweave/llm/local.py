@@ -1,0 +1,182 @@
+"""The embedded backend: a GGUF model run in-process by llama.cpp (`planweave[local]`).
+
+The model is loaded once per process and shared by every run; one model means one stream at a
+time, so calls are serialized by a lock while tools keep running in parallel.  Tokens are pulled
+from llama.cpp in a worker thread one at a time, so the event loop never blocks and a consumer
+that stops early (the planner after `join()`) stops generation at the next token.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..errors import LLMContextOverflow, LLMError, UserError
+from .base import LLM, Delta, LLMRequest, Usage
+from .models import DEFAULT_MODEL, MODELS, resolve_model
+
+__all__ = ["LoadReport", "LocalLLM"]
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(slots=True)
+class _Loaded:
+    llama: Any
+    lock: threading.Lock
+    load_s: float
+    grammars: dict[str, Any]
+
+
+_MODELS: dict[tuple[str, int], _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    path: Path
+    assemble_s: float
+    load_s: float
+    cached: bool
+
+
+def _import_llama() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise UserError(
+            "the embedded model needs llama-cpp-python: pip install 'planweave[local]'"
+        ) from exc
+    return llama_cpp
+
+
+class LocalLLM(LLM):
+    """A GGUF model in-process.  `model` is a registry name (see `planweave.llm.models.MODELS`)
+    or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar."""
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] = DEFAULT_MODEL,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        grammar: bool = True,
+        seed: int = 0,
+        progress: Progress | None = None,
+    ) -> None:
+        self.model = str(model) if str(model) in MODELS else Path(model).name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 2
+        self.use_grammar = grammar
+        self.seed = seed
+        self._model_arg = model
+        self._progress = progress
+        self._loaded: _Loaded | None = None
+        self.report: LoadReport | None = None
+
+    def load(self) -> LoadReport:
+        """Assemble (first use only) and load the model; later calls return at once."""
+        if self.report is not None:
+            return self.report
+        began = time.monotonic()
+        progress = self._progress
+
+        def assembling(done: int, total: int) -> None:
+            if progress is not None:
+                progress("assembling", done, total)
+
+        path = resolve_model(self._model_arg, progress=assembling)
+        assembled = time.monotonic()
+        key = (str(path.resolve()), self.n_ctx)
+        with _MODELS_LOCK:
+            loaded = _MODELS.get(key)
+            cached = loaded is not None
+            if loaded is None:
+                if progress is not None:
+                    progress("loading", 0, 1)
+                llama_cpp = _import_llama()
+                start = time.monotonic()
+                llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    seed=self.seed,
+                    verbose=False,
+                )
+                loaded = _Loaded(llama, threading.Lock(), time.monotonic() - start, {})
+                _MODELS[key] = loaded
+                if progress is not None:
+                    progress("loading", 1, 1)
+        self._loaded = loaded
+        self.report = LoadReport(
+            path, assembled - began, 0.0 if cached else loaded.load_s, cached
+        )
+        return self.report
+
+    def _grammar(self, loaded: _Loaded, text: str) -> Any:
+        compiled = loaded.grammars.get(text)
+        if compiled is None:
+            llama_cpp = _import_llama()
+            compiled = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+            loaded.grammars[text] = compiled
+        return compiled
+
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+        if self._loaded is None:
+            await anyio.to_thread.run_sync(self.load)
+        loaded = self._loaded
+        assert loaded is not None
+        messages = [m.to_dict() for m in request.messages]
+        await anyio.to_thread.run_sync(loaded.lock.acquire)
+        chunks: Iterator[Any] | None = None
+        produced = 0
+        try:
+            grammar = (
+                self._grammar(loaded, request.grammar)
+                if self.use_grammar and request.grammar
+                else None
+            )
+
+            def start() -> Iterator[Any]:
+                return iter(
+                    loaded.llama.create_chat_completion(
+                        messages=messages,
+                        stream=True,
+                        stop=request.stop or None,
+                        max_tokens=request.max_tokens,
+                        temperature=request.temperature,
+                        seed=self.seed,
+                        grammar=grammar,
+                    )
+                )
+
+            try:
+                chunks = await anyio.to_thread.run_sync(start)
+                while True:
+                    chunk = await anyio.to_thread.run_sync(next, chunks, None)
+                    if chunk is None:
+                        break
+                    choice = chunk["choices"][0]
+                    text = choice["delta"].get("content")
+                    if text:
+                        produced += 1
+                        yield Delta(text=text)
+            except ValueError as exc:
+                if "context" in str(exc).lower():
+                    raise LLMContextOverflow(f"prompt too long for {self.model}: {exc}") from exc
+                raise LLMError(f"the embedded model failed: {exc}") from exc
+            total = int(loaded.llama.n_tokens)
+            yield Delta(usage=Usage(max(0, total - produced), produced))
+        finally:
+            with anyio.CancelScope(shield=True):
+                if chunks is not None and hasattr(chunks, "close"):
+                    await anyio.to_thread.run_sync(chunks.close)
+            loaded.lock.release()
