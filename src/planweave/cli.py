@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import typer
 from rich.console import Console, Group
 from rich.live import Live
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from .errors import PlanweaveError, UserError
+from .errors import PlanweaveError
 from .events import (
     Event,
     LLMCallFinished,
@@ -132,33 +135,69 @@ class DagView:
         return Group(*parts)
 
 
-def _load_tool_sets(specs: list[str]) -> ToolRegistry:
-    if not specs:
-        raise UserError("no tools given: pass --tools MODULE:ATTR (may be given several times)")
+def _load_tool_sets(specs: list[str], files: Path | None) -> ToolRegistry:
+    """`builtin` (the default) names planweave's own tools; anything else is MODULE:ATTR."""
     registry = ToolRegistry()
-    for spec in specs:
-        registry.add(load_tools(spec))
+    for spec in specs or ["builtin"]:
+        if spec == "builtin":
+            from .builtin import builtin_tools
+
+            registry.add(builtin_tools(files))
+        else:
+            registry.add(load_tools(spec))
     return registry
 
 
-def _make_llm(base_url: str | None, model: str | None) -> LLM:
-    import os
+def _make_llm(
+    base_url: str | None, model: str | None, *, grammar: bool, console: Console, quiet: bool
+) -> tuple[LLM, float]:
+    """An endpoint when one is configured, else the embedded model (loaded now, with progress).
+    Returns the backend and the seconds spent assembling and loading it."""
+    if base_url or os.environ.get("PLANWEAVE_BASE_URL"):
+        from .llm.openai_compat import OpenAICompatible
 
-    from .llm.openai_compat import OpenAICompatible
+        return OpenAICompatible(base_url=base_url, model=model), 0.0
+    from .llm.local import LocalLLM
+    from .llm.models import DEFAULT_MODEL
 
-    if not (base_url or os.environ.get("PLANWEAVE_BASE_URL")):
-        raise UserError(
-            "no LLM endpoint configured: pass --base-url URL or set PLANWEAVE_BASE_URL "
-            "(any OpenAI-compatible server: OpenAI, vLLM, llama.cpp server, Ollama)"
-        )
-    return OpenAICompatible(base_url=base_url, model=model)
+    name = model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
+    if quiet:
+        llm = LocalLLM(name, grammar=grammar)
+        report = llm.load()
+        return llm, report.assemble_s + report.load_s
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            label = f"{stage} {name}"
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        llm = LocalLLM(name, grammar=grammar, progress=progress)
+        report = llm.load()
+    took = report.assemble_s + report.load_s
+    console.print(
+        f"[dim]model {name}: assembled and verified in {report.assemble_s:.1f} s, "
+        f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
+    )
+    return llm, took
 
 
-def _summary(result: RunResult) -> str:
+def _summary(result: RunResult, load_s: float) -> str:
     usage = result.llm
     failed = sum(1 for r in result.tasks if r.status != "done")
+    spent = result.timings()
+    phases = ", ".join(f"{k} {v:.2f} s" for k, v in spent.items() if v or k != "reasoning")
     parts = [
-        f"{result.wall_s:.2f} s",
+        (f"load {load_s:.2f} s · " if load_s else "") + f"run {result.wall_s:.2f} s ({phases})",
         f"{len(result.tasks)} tasks" + (f" ({failed} not done)" if failed else ""),
         f"{usage.calls} LLM calls",
         f"{usage.prompt_tokens}+{usage.completion_tokens} tokens",
@@ -179,13 +218,33 @@ def run(
     tools: Annotated[
         list[str] | None,
         typer.Option(
-            "--tools", "-t", help="MODULE:ATTR naming a tool, a list or a registry; repeatable."
+            "--tools",
+            "-t",
+            help="`builtin` (the default) or MODULE:ATTR naming a tool, a list or a registry; "
+            "repeatable.",
         ),
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint (env PLANWEAVE_BASE_URL).")
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint (env PLANWEAVE_BASE_URL); without one, the "
+            "embedded local model answers."
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (env PLANWEAVE_MODEL).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Endpoint model name, or for the embedded backend a registry name "
+            "(qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) or a GGUF path (env PLANWEAVE_MODEL)."
+        ),
+    ] = None,
+    files: Annotated[
+        Path | None,
+        typer.Option(help="A folder of .txt/.md files the built-in search_files tool may read."),
+    ] = None,
+    grammar: Annotated[
+        bool, typer.Option(help="Constrain decoding with grammars where the backend can.")
+    ] = True,
     mode: Annotated[
         str, typer.Option(help="compiled (parallel plan) or react (baseline).")
     ] = "compiled",
@@ -208,8 +267,10 @@ def run(
         err.print(f"[red]error:[/red] --mode must be compiled or react, not {mode!r}")
         raise typer.Exit(2)
     try:
-        registry = _load_tool_sets(tools or [])
-        llm = _make_llm(base_url, model)
+        registry = _load_tool_sets(tools or [], files)
+        llm, load_s = _make_llm(
+            base_url, model, grammar=grammar, console=err, quiet=as_json or not err.is_terminal
+        )
         runtime = Runtime(
             registry,
             llm,
@@ -217,6 +278,7 @@ def run(
             max_replans=max_replans,
             tool_timeout=timeout,
             streaming=stream_dispatch,
+            grammar=grammar,
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -235,7 +297,7 @@ def run(
     for rec in result.tasks:
         if rec.error is not None and rec.status == "failed":
             err.print(f"[red]task {rec.task.id} failed:[/red] {rec.error}")
-    err.print(f"[dim]{_summary(result)}[/dim]")
+    err.print(f"[dim]{_summary(result, load_s)}[/dim]")
     if result.error is not None:
         err.print(f"[red]error:[/red] {result.error}")
         raise typer.Exit(1)

@@ -24,7 +24,8 @@ string ::= "\"" ( [^"\\\n] | "\\" ["\\/nt] )* "\""
 int ::= "-"? [0-9]+
 number ::= "-"? [0-9]+ ( "." [0-9]+ )? ( [eE] "-"? [0-9]+ )?
 bool ::= "True" | "False"
-ref ::= "$" [1-9] [0-9]? ( "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" [0-9]+ "]" | "[\"" [a-zA-Z0-9_ ]+ "\"]" )*
+ref ::= "$" [1-9] [0-9]? projection*
+projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" [0-9]+ "]" | "[\"" [a-zA-Z0-9_ ]+ "\"]"
 list ::= "[" ws ( value ( "," ws value )* )? ws "]"
 value ::= string | number | bool | "None" | ref | list
 """
@@ -106,7 +107,8 @@ def plan_grammar(tools: ToolRegistry) -> str:
 def joiner_grammar() -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`."""
     return (
-        'root ::= "Thought: " text "\\n" "Action: " ( "Finish(" answer ")" | "Replan(" answer ")" )\n'
+        'root ::= "Thought: " text "\\n" "Action: " action\n'
+        'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
         "answer ::= [^\\n]+\n"
         "text ::= [^\\n]*\n"
     )

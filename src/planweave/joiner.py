@@ -80,9 +80,16 @@ def parse_decision(output: str) -> Decision:
 
 
 class Joiner:
-    def __init__(self, *, max_tokens: int | None = 512, observation_limit: int = 2000) -> None:
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = 512,
+        observation_limit: int = 2000,
+        grammar: str | None = None,
+    ) -> None:
         self.max_tokens = max_tokens
         self.observation_limit = observation_limit
+        self.grammar = grammar
 
     def messages(
         self,
@@ -101,4 +108,4 @@ class Joiner:
         return [Message("system", system), Message("user", user)]
 
     def request(self, messages: list[Message]) -> LLMRequest:
-        return LLMRequest(messages=messages, max_tokens=self.max_tokens)
+        return LLMRequest(messages=messages, max_tokens=self.max_tokens, grammar=self.grammar)

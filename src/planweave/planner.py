@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
+from typing import Any
 
 from .errors import PlanError
 from .events import EventBus, PlanInvalid
@@ -11,7 +12,7 @@ from .llm.base import LLMRequest, Message
 from .llm.meter import MeteredLLM
 from .plan import END_OF_PLAN, PlanParser, Task
 from .scheduler import TaskRecord
-from .tools import ToolRegistry
+from .tools import Tool, ToolRegistry
 
 __all__ = ["PLANNER_HEAD", "REPAIR_HEAD", "Planner", "format_observations"]
 
@@ -35,14 +36,35 @@ Rules:
 - End with `<id>. join()` and then {end}.  join() collects the results; an answer is written
   after the plan has run, so never compute the final answer yourself in the plan."""
 
-_FORMAT_EXAMPLE = """\
-Example of the form (tool names here are only illustrations):
-Question: Is the tallest building in Paris taller than the tallest in Rome?
-Thought: The two heights are independent lookups.
-1. search("tallest building in Paris height")
-2. search("tallest building in Rome height")
-3. join()
-{end}"""
+_SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
+
+
+def synthesized_example(tools: ToolRegistry) -> str:
+    """A worked example of the plan form built from the registry's own tools, for tool sets
+    that bring no examples: two independent calls, one that uses their results, and join."""
+    chosen = list(tools.values())[:2]
+    if not chosen:
+        return ""
+
+    def call(t: Tool, refs: list[str]) -> str:
+        args = []
+        for p in t.params:
+            if not p.required:
+                continue
+            args.append(refs.pop(0) if refs else _SAMPLES.get(p.annotation, '"text"'))
+        return f"{t.name}({', '.join(args)})"
+
+    first, last = chosen[0], chosen[-1]
+    lines = [
+        "Question: (an illustration of the form only)",
+        "Thought: The first two calls do not depend on each other, so they run at once.",
+        f"1. {call(first, [])}",
+        f"2. {call(first, [])}",
+        f"3. {call(last, ['$1', '$2'])}",
+        "4. join()",
+        END_OF_PLAN,
+    ]
+    return "\n".join(lines)
 
 
 def format_observations(records: Sequence[TaskRecord], limit: int = 2000) -> str:
@@ -66,11 +88,16 @@ class Planner:
         examples: str | None = None,
         max_tokens: int | None = 1024,
         max_repairs: int = 2,
+        grammar: str | None = None,
     ) -> None:
         self.tools = tools
-        self.examples = examples
         self.max_tokens = max_tokens
         self.max_repairs = max_repairs
+        self.grammar = grammar
+        if examples is None:
+            usable = tools.usable_examples()
+            examples = "\n\n".join(usable) if usable else synthesized_example(tools)
+        self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:
         join_n = len(self.tools) + 1
@@ -83,7 +110,8 @@ class Planner:
             "",
             _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
             "",
-            (self.examples or _FORMAT_EXAMPLE).replace("{end}", END_OF_PLAN),
+            "Examples:",
+            self.examples,
         ]
         return "\n".join(parts)
 
@@ -122,7 +150,9 @@ class Planner:
         return [*base, Message("user", fix)]
 
     def request(self, messages: list[Message]) -> LLMRequest:
-        return LLMRequest(messages=messages, stop=[END_OF_PLAN], max_tokens=self.max_tokens)
+        return LLMRequest(
+            messages=messages, stop=[END_OF_PLAN], max_tokens=self.max_tokens, grammar=self.grammar
+        )
 
     async def stream_plan(
         self,

@@ -32,10 +32,18 @@ _ACTION_RE = re.compile(r"Action\s*:\s*(.*)", re.S | re.I)
 
 
 class ReAct:
-    def __init__(self, tools: ToolRegistry, *, max_steps: int = 10, max_tokens: int | None = 512):
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        *,
+        max_steps: int = 10,
+        max_tokens: int | None = 512,
+        grammar: str | None = None,
+    ) -> None:
         self.tools = tools
         self.max_steps = max_steps
         self.max_tokens = max_tokens
+        self.grammar = grammar
 
     def system_prompt(self) -> str:
         return f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
@@ -49,7 +57,10 @@ class ReAct:
         parser = PlanParser(self.tools)
         for _ in range(self.max_steps):
             request = LLMRequest(
-                messages=messages, stop=["Observation:"], max_tokens=self.max_tokens
+                messages=messages,
+                stop=["Observation:"],
+                max_tokens=self.max_tokens,
+                grammar=self.grammar,
             )
             output = await llm.complete(request, "react")
             match = _ACTION_RE.search(output)

@@ -15,11 +15,13 @@ from .events import (
     AnswerEvent,
     Event,
     EventBus,
+    LLMCallFinished,
     ReplanEvent,
     RunFinished,
     RunStarted,
 )
 from .executor import DEFAULT_TIMEOUT, Executor
+from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner, parse_decision
 from .llm.base import LLM
 from .llm.meter import LLMUsage, MeteredLLM
@@ -55,6 +57,27 @@ class RunResult:
         """Every finished task's result, by task id."""
         return {r.task.id: r.result for r in self.tasks if r.status == "done"}
 
+    def timings(self) -> dict[str, float]:
+        """Seconds spent in LLM calls by purpose, and `executing`: the time during which at
+        least one tool was running (planning and executing overlap when dispatch streams)."""
+        spent: dict[str, float] = {"planning": 0.0, "executing": 0.0, "joining": 0.0}
+        for event in self.events:
+            if isinstance(event, LLMCallFinished):
+                key = {"planner": "planning", "repair": "planning", "joiner": "joining"}.get(
+                    event.purpose, "reasoning"
+                )
+                spent[key] = spent.get(key, 0.0) + event.duration
+        spans = sorted(
+            (r.start, r.end) for r in self.tasks if r.start is not None and r.end is not None
+        )
+        busy, until = 0.0, float("-inf")
+        for start, end in spans:
+            if end > until:
+                busy += end - max(start, until)
+                until = end
+        spent["executing"] = busy
+        return {k: round(v, 6) for k, v in spent.items()}
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.run_id,
@@ -66,6 +89,7 @@ class RunResult:
             "llm": self.llm.to_dict(),
             "wall_s": round(self.wall_s, 6),
             "replans": self.replans,
+            "timings": self.timings(),
         }
         if self.error is not None:
             data["error"] = self.error.to_dict() | {"text": str(self.error)}
@@ -102,6 +126,7 @@ class Runtime:
         streaming: bool = True,
         react_max_steps: int = 10,
         examples: str | None = None,
+        grammar: bool = True,
         subscribers: list[Callable[[Event], None]] | None = None,
     ) -> None:
         if mode not in ("compiled", "react"):
@@ -115,9 +140,19 @@ class Runtime:
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
         self.streaming = streaming
-        self.planner = Planner(self.tools, examples=examples, max_repairs=max_repairs)
-        self.joiner = Joiner()
-        self.react = ReAct(self.tools, max_steps=react_max_steps)
+        # Grammars are plain text; backends that cannot constrain decoding ignore them.
+        self.planner = Planner(
+            self.tools,
+            examples=examples,
+            max_repairs=max_repairs,
+            grammar=plan_grammar(self.tools) if grammar else None,
+        )
+        self.joiner = Joiner(grammar=joiner_grammar() if grammar else None)
+        self.react = ReAct(
+            self.tools,
+            max_steps=react_max_steps,
+            grammar=react_grammar(self.tools) if grammar else None,
+        )
         self.subscribers = list(subscribers or ())
 
     # ------------------------------------------------------------------ public entry points

