@@ -96,7 +96,7 @@ def test_resolve_accepts_a_path_and_rejects_unknown_names(tmp_path: Path) -> Non
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     assert resolve_model(gguf) == gguf
-    with pytest.raises(UserError, match="qwen2.5-coder-0.5b"):
+    with pytest.raises(UserError, match=r"qwen2\.5-coder-0\.5b"):
         resolve_model("no-such-model")
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
 from demo_tools import AREA, GAUGE, POPULATION, TOOLS
@@ -23,10 +25,13 @@ from planweave import (
     TaskStatus,
 )
 from planweave.events import (
+    Event,
     LLMCallFinished,
     PlanInvalid,
     ReplanEvent,
     RunFinished,
+    TaskCancelled,
+    TaskFinished,
     TaskStarted,
 )
 
@@ -276,8 +281,6 @@ async def _collect(runtime: Runtime) -> list[str]:
 
 
 def test_event_iterator_yields_the_run_in_order() -> None:
-    import anyio
-
     llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FINISH]))
     kinds = anyio.run(_collect, Runtime(TOOLS, llm))
     assert kinds[0] == "run_started"
@@ -285,3 +288,22 @@ def test_event_iterator_yields_the_run_in_order() -> None:
     assert kinds.count("task_planned") == 3
     assert kinds.count("task_finished") == 3
     assert kinds.index("task_finished") < kinds.index("answer")
+
+
+def test_cancelling_a_run_cancels_its_tools_and_reports_cancelled() -> None:
+    seen: list[Event] = []
+    plan = '1. population("France", delay=30)\n2. population("Belgium", delay=0.01)\n3. join()\n'
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.by_purpose(planner=[plan])))
+
+    async def main() -> None:
+        with anyio.move_on_after(1.0):
+            await runtime.arun("q", subscribers=[seen.append])
+
+    began = time.monotonic()
+    anyio.run(main)
+    assert time.monotonic() - began < 10  # the 30 s tool did not hold the run
+    finished = seen[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.status == "cancelled"
+    ended = {e.task_id: e.kind for e in seen if isinstance(e, TaskCancelled | TaskFinished)}
+    assert ended == {1: "task_cancelled", 2: "task_finished"}

@@ -1,0 +1,70 @@
+"""The error tree: fields survive pickling, messages name what went wrong."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import planweave
+from planweave import (
+    BudgetExceeded,
+    LLMRateLimitError,
+    PlanweaveError,
+    ToolCrashed,
+    UnknownToolError,
+)
+
+
+def all_error_classes() -> list[type[PlanweaveError]]:
+    found = []
+    for name in planweave.__all__:
+        obj = getattr(planweave, name)
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, PlanweaveError)
+            and obj is not planweave.RunFailed
+        ):
+            found.append(obj)
+    return found
+
+
+@pytest.mark.parametrize("cls", all_error_classes(), ids=lambda c: c.__name__)
+def test_every_error_pickles_with_its_fields(cls: type[PlanweaveError]) -> None:
+    kwargs: dict[str, object] = {}
+    if issubclass(cls, BudgetExceeded):
+        kwargs["limit"] = "replans"
+    err = cls("something broke", **kwargs)  # type: ignore[arg-type]
+    err.__dict__["run_id"] = "r1"
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls
+    assert back.message == "something broke"
+    assert back.__dict__ == err.__dict__
+
+
+def test_task_error_names_task_tool_arguments_and_cause() -> None:
+    err = ToolCrashed(
+        "ValueError: boom", task_id=3, tool="lookup", arguments='name="x"', cause="ValueError"
+    )
+    back = pickle.loads(pickle.dumps(err))
+    assert str(back) == 'task 3 lookup(name="x"): ValueError: boom'
+    assert back.to_dict() == {
+        "type": "ToolCrashed",
+        "message": "ValueError: boom",
+        "task_id": 3,
+        "tool": "lookup",
+        "arguments": 'name="x"',
+        "cause": "ValueError",
+    }
+
+
+def test_plan_error_names_the_line() -> None:
+    err = UnknownToolError("unknown tool 'gdp'", line='2. gdp("France")', lineno=2, task_id=2)
+    assert str(pickle.loads(pickle.dumps(err))) == (
+        "line 2: unknown tool 'gdp' (in '2. gdp(\"France\")')"
+    )
+
+
+def test_rate_limit_keeps_retry_after() -> None:
+    err = pickle.loads(pickle.dumps(LLMRateLimitError("slow down", retry_after=2.5)))
+    assert err.retry_after == 2.5
