@@ -132,8 +132,11 @@ def run_config(model: str, grammar: bool, mode: str, qs: list[Question]) -> dict
                 "llm_s": round(sum(e.duration for e in calls), 3),
             }
         )
-        print(f"  [{model} grammar={grammar} {mode}] {q.text} -> {answer!r} "
-              f"{'OK' if rows[-1]['correct'] else 'WRONG'} ({wall:.1f}s)", flush=True)
+        print(
+            f"  [{model} grammar={grammar} {mode}] {q.text} -> {answer!r} "
+            f"{'OK' if rows[-1]['correct'] else 'WRONG'} ({wall:.1f}s)",
+            flush=True,
+        )
     return {
         "model": model,
         "grammar": grammar,
@@ -166,16 +169,25 @@ def main() -> None:
             for mode in args.modes:
                 results.append(run_config(model, g == "on", mode, qs))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    machine = {"python": platform.python_version(), "machine": platform.machine(),
-               "processor": platform.processor(), "cpus": __import__("os").cpu_count()}
-    args.out.write_text(json.dumps({"machine": machine, "questions": [asdict(q) for q in qs],
-                                    "results": results}, indent=1))
+    machine = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpus": __import__("os").cpu_count(),
+    }
+    args.out.write_text(
+        json.dumps(
+            {"machine": machine, "questions": [asdict(q) for q in qs], "results": results}, indent=1
+        )
+    )
     print("\n| model | grammar | mode | valid first plans | accuracy | median s/question | tok/s |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
         valid = "—" if r["valid_first_plan"] is None else f"{r['valid_first_plan']:.0%}"
-        print(f"| {r['model']} | {'on' if r['grammar'] else 'off'} | {r['mode']} | {valid} | "
-              f"{r['accuracy']:.0%} | {r['median_wall_s']:.1f} | {r['tokens_per_s']:.1f} |")
+        print(
+            f"| {r['model']} | {'on' if r['grammar'] else 'off'} | {r['mode']} | {valid} | "
+            f"{r['accuracy']:.0%} | {r['median_wall_s']:.1f} | {r['tokens_per_s']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

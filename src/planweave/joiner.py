@@ -26,7 +26,21 @@ is missing, reply instead:
 Thought: <what is missing>
 Action: Replan(<what to find out next>)
 
-Answer from the results only; state numbers with their units."""
+The answer is one or two complete sentences that answer every part of the question, using
+the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
+winner and give the difference or ratio.
+
+Example:
+Question: Which is longer, river A or river B, and by how much?
+Plan and results:
+1. river_length("A")
+Observation: 6650
+2. river_length("B")
+Observation: 6400
+3. calculator("${1} - ${2}")
+Observation: 250
+Thought: A is 6650 km and B is 6400 km, so A is longer by 250 km.
+Action: Finish(River A is longer: 6,650 km against 6,400 km, so by 250 km.)"""
 
 _LAST_ROUND = (
     "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "

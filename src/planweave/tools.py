@@ -7,7 +7,18 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, cast, get_type_hints, overload
+from types import UnionType
+from typing import (
+    Any,
+    Literal,
+    TypeAlias,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
@@ -55,9 +66,24 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 
 
 def _type_name(annotation: Any) -> str:
+    """A short type name for the planner prompt: `dict[str, Any] | None` reads `dict | None`,
+    a `Literal` lists its values."""
     if annotation is inspect.Parameter.empty or annotation is Any:
         return "any"
-    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
+    if annotation is type(None):
+        return "None"
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(annotation))
+    if origin in (Union, UnionType):
+        return " | ".join(_type_name(a) for a in get_args(annotation))
+    if origin in (list, tuple, set, frozenset):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        inner = _type_name(args[0]) if len(args) == 1 else ""
+        return f"{origin.__name__}[{inner}]" if inner and inner != "any" else origin.__name__
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
 
@@ -187,7 +213,13 @@ class Tool:
             if not p.required:
                 text += f" = {p.default!r}"
             parts.append(text)
-        ret = "" if self.returns is inspect.Parameter.empty else f" -> {_type_name(self.returns)}"
+        ret = ""
+        wide_union = (
+            get_origin(self.returns) in (Union, UnionType) and len(get_args(self.returns)) > 2
+        )
+        if self.returns is not inspect.Parameter.empty and not wide_union:
+            # A wide union ("dict or one of its values") tells a planner nothing; leave it out.
+            ret = f" -> {_type_name(self.returns)}"
         return f"{self.name}({', '.join(parts)}){ret}"
 
     def render(self) -> str:

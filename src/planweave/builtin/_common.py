@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import gc
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-from ..errors import UserError
+from ..errors import ToolFailed, UserError
 
 T = TypeVar("T")
 
@@ -36,14 +38,28 @@ def load_once(fn: Callable[[], T]) -> Callable[[], T]:
     return load
 
 
-def pick_field(value: dict[str, object], field: str | None, aliases: dict[str, str]) -> object:
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building large indexes of many small lists.
+
+    Building them otherwise triggers a collection every few hundred allocations, which can
+    triple the build time; nothing built there is cyclic garbage.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def pick_field(value: dict[str, Any], field: str | None, aliases: dict[str, str]) -> Any:
     """`value` itself when no field is asked for, else the one entry `field` names.
 
     `field` is matched case-insensitively and through `aliases`; an unknown field raises
     ToolFailed naming the valid ones.
     """
-    from ..errors import ToolFailed
-
     if field is None:
         return value
     key = field.strip().lower().replace(" ", "_").replace("-", "_")

@@ -1,0 +1,73 @@
+"""Built-in offline tools: countries, cities, arithmetic, unit conversion, the clock and a
+search over the user's own files.
+
+    from planweave.builtin import builtin_tools
+    tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
+
+Their data comes from optional packages (`pip install 'planweave[tools]'`), imported only when a
+tool is first called; a missing one raises UserError naming the extra.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..tools import ToolRegistry
+from .calculator import calculator
+from .cities import city_info
+from .clock import current_datetime
+from .countries import country_info
+from .files import search_files_tool
+from .units import convert_units
+
+__all__ = [
+    "BUILTIN",
+    "builtin_tools",
+    "calculator",
+    "city_info",
+    "convert_units",
+    "country_info",
+    "current_datetime",
+    "search_files_tool",
+]
+
+
+# Worked plans for the planner prompt.  Small models copy the shape of what they are shown, so
+# these cover the common shapes: independent lookups, lookups feeding the calculator, a city.
+# The evaluation questions (benchmarks/local_eval.py) are kept out of them.
+EXAMPLES = [
+    """Question: Which country has the larger area, Chile or Peru?
+Thought: The two areas are independent lookups.
+1. country_info("Chile", field="area_km2")
+2. country_info("Peru", field="area_km2")
+3. join()
+<END_OF_PLAN>""",
+    """Question: How many people live per square kilometre in Hungary?
+1. country_info("Hungary", field="population")
+2. country_info("Hungary", field="area_km2")
+3. calculator("${1} / ${2}")
+4. join()
+<END_OF_PLAN>""",
+    """Question: By how many people is Osaka bigger than Kyoto?
+1. city_info("Osaka", field="population")
+2. city_info("Kyoto", field="population")
+3. calculator("${1} - ${2}")
+4. join()
+<END_OF_PLAN>""",
+]
+
+
+def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegistry:
+    """The built-in tools; with `files_dir`, also `search_files` over that folder.
+
+    Raises UserError when `files_dir` is not an existing folder.
+    """
+    registry = ToolRegistry(
+        country_info, city_info, calculator, convert_units, current_datetime, examples=EXAMPLES
+    )
+    if files_dir is not None:
+        registry.add(search_files_tool(files_dir))
+    return registry
+
+
+BUILTIN = builtin_tools()

@@ -1,0 +1,291 @@
+"""`country_info`: facts about a country from the offline `countryinfo` data set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, cast
+
+from ..errors import ToolFailed
+from ..tools import tool
+from ._common import load_once, missing, pick_field
+from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean
+
+__all__ = ["COUNTRY_FIELDS", "country_info"]
+
+COUNTRY_FIELDS = (
+    "name",
+    "population",
+    "area_km2",
+    "capital",
+    "region",
+    "subregion",
+    "currencies",
+    "languages",
+    "neighbours",
+)
+_FIELD_ALIASES = {
+    "area": "area_km2",
+    "size": "area_km2",
+    "neighbors": "neighbours",
+    "borders": "neighbours",
+    "currency": "currencies",
+    "language": "languages",
+    "continent": "region",
+    "capital_city": "capital",
+    "people": "population",
+}
+
+# countryinfo holds some countries twice; the first entry is folded into the second, which
+# has fuller data or is the one its ISO codes should mean.
+_MERGED = {
+    "Burma": "Myanmar",
+    "Palestine, State of": "Palestine",
+    "Holy See (Vatican City State)": "Vatican City State",
+}
+# Border codes the data uses for countries it has no entry for.
+_EXTRA_CODES = {"KOS": "Kosovo", "XKX": "Kosovo"}
+
+# ISO 639-1 codes (and the few other codes the data uses) -> English language names.
+LANGUAGE_NAMES = {
+    "af": "Afrikaans",
+    "am": "Amharic",
+    "ar": "Arabic",
+    "ay": "Aymara",
+    "az": "Azerbaijani",
+    "be": "Belarusian",
+    "bg": "Bulgarian",
+    "bi": "Bislama",
+    "bn": "Bengali",
+    "bs": "Bosnian",
+    "ca": "Catalan",
+    "ch": "Chamorro",
+    "cnr": "Montenegrin",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "dv": "Dhivehi",
+    "dz": "Dzongkha",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "ff": "Fula",
+    "fi": "Finnish",
+    "fj": "Fijian",
+    "fo": "Faroese",
+    "fr": "French",
+    "ga": "Irish",
+    "gn": "Guarani",
+    "gv": "Manx",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "ht": "Haitian Creole",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "kg": "Kongo",
+    "kk": "Kazakh",
+    "kl": "Greenlandic",
+    "km": "Khmer",
+    "ko": "Korean",
+    "ku": "Kurdish",
+    "ky": "Kyrgyz",
+    "la": "Latin",
+    "lb": "Luxembourgish",
+    "ln": "Lingala",
+    "lo": "Lao",
+    "lt": "Lithuanian",
+    "lu": "Luba-Katanga",
+    "lv": "Latvian",
+    "mg": "Malagasy",
+    "mh": "Marshallese",
+    "mi": "Maori",
+    "mk": "Macedonian",
+    "mn": "Mongolian",
+    "ms": "Malay",
+    "mt": "Maltese",
+    "my": "Burmese",
+    "na": "Nauruan",
+    "nb": "Norwegian Bokmal",
+    "nd": "Northern Ndebele",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "nn": "Norwegian Nynorsk",
+    "no": "Norwegian",
+    "nr": "Southern Ndebele",
+    "ny": "Chichewa",
+    "oc": "Occitan",
+    "pa": "Punjabi",
+    "pl": "Polish",
+    "ps": "Pashto",
+    "pt": "Portuguese",
+    "qu": "Quechua",
+    "rn": "Kirundi",
+    "ro": "Romanian",
+    "rs": "Serbian",  # the data's code for Serbia's language (ISO 639-1 is "sr")
+    "ru": "Russian",
+    "rw": "Kinyarwanda",
+    "sg": "Sango",
+    "si": "Sinhala",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sm": "Samoan",
+    "sn": "Shona",
+    "so": "Somali",
+    "sq": "Albanian",
+    "sr": "Serbian",
+    "ss": "Swati",
+    "st": "Sotho",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "tg": "Tajik",
+    "th": "Thai",
+    "ti": "Tigrinya",
+    "tk": "Turkmen",
+    "tn": "Tswana",
+    "to": "Tongan",
+    "tr": "Turkish",
+    "ts": "Tsonga",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "uz": "Uzbek",
+    "ve": "Venda",
+    "vi": "Vietnamese",
+    "xh": "Xhosa",
+    "zh": "Chinese",
+    "zu": "Zulu",
+}
+
+
+# The whole record, or the one field asked for.
+CountryValue: TypeAlias = dict[str, Any] | int | float | str | list[str] | None
+
+
+@dataclass(frozen=True)
+class _Countries:
+    records: dict[str, dict[str, Any]]  # canonical name -> countryinfo's raw record
+    index: NameIndex
+    codes: dict[str, str]  # ISO alpha-2 / alpha-3 / numeric code -> canonical name
+
+
+@load_once
+def _countries() -> _Countries:
+    try:
+        import countryinfo
+    except ImportError:
+        raise missing("countryinfo") from None
+
+    raw: dict[str, dict[str, Any]] = {
+        c.name(): dict(cast("dict[str, Any]", c.info())) for c in countryinfo.all_countries()
+    }
+    records = {name: data for name, data in raw.items() if name not in _MERGED}
+
+    def canonical(name: str) -> str:
+        return _MERGED.get(name, name)
+
+    def resolve_code(code: str) -> str | None:
+        try:
+            return canonical(countryinfo.CountryInfo(code).name())
+        except (countryinfo.CountryNotFoundError, ValueError):
+            return None
+
+    codes: dict[str, str] = {}
+    for data in raw.values():
+        iso = data.get("ISO") or {}
+        for key in ("alpha2", "alpha3", "numeric"):
+            code = str(iso.get(key) or "").upper()
+            if code and code not in codes and (found := resolve_code(code)) is not None:
+                codes[code] = found
+
+    index = NameIndex()
+    for name in records:  # official names first: they win every clash
+        index.add(name, name)
+    for alias, code in COUNTRY_ALIASES.items():
+        if code in codes:
+            index.add(alias, codes[code])
+    for name, data in raw.items():
+        for spelling in data.get("altSpellings") or []:
+            index.add(spelling, canonical(name))
+        index.add(name, canonical(name))
+    for name, data in raw.items():
+        if data.get("nativeName"):
+            index.add(data["nativeName"], canonical(name), suggest=False)
+    for code, name in codes.items():
+        index.add(code, name, suggest=False)
+    for name, data in raw.items():
+        for translation in (data.get("translations") or {}).values():
+            index.add(translation, canonical(name), suggest=False)
+    return _Countries(records=records, index=index, codes=codes)
+
+
+def _record(data: dict[str, Any], codes: dict[str, str]) -> dict[str, Any]:
+    capital = data.get("capital")
+    if isinstance(capital, list):  # one record holds a list
+        capital = capital[0] if capital else None
+    neighbours = [
+        codes.get(code.upper()) or _EXTRA_CODES.get(code.upper(), code)
+        for code in data.get("borders") or []
+    ]
+    return {
+        "name": data["name"],
+        "population": data.get("population"),
+        "area_km2": data.get("area"),
+        "capital": capital or None,
+        "region": data.get("region") or None,
+        "subregion": data.get("subregion") or None,
+        "currencies": list(data.get("currencies") or []),
+        "languages": [LANGUAGE_NAMES.get(code, code) for code in data.get("languages") or []],
+        "neighbours": sorted(set(neighbours)),
+    }
+
+
+def find_country(name: str) -> str:
+    """The data set's name of the country `name` means; raises ToolFailed with suggestions."""
+    if not name.strip():
+        raise ToolFailed("the country name is empty")
+    if len(name) > 200:
+        raise ToolFailed(f"the country name is too long ({len(name)} characters)")
+    countries = _countries()
+    found = countries.index.get(name)
+    if found is None:
+        hint = did_you_mean(countries.index.suggestions(name))
+        raise ToolFailed(f"no country named {name!r}{hint}")
+    return found
+
+
+CountryField = Literal[
+    "name",
+    "population",
+    "area_km2",
+    "capital",
+    "region",
+    "subregion",
+    "currencies",
+    "languages",
+    "neighbours",
+]
+
+
+@tool
+def country_info(name: str, field: CountryField | None = None) -> CountryValue:
+    """Facts about a country: population, area, capital, region, currencies, languages, neighbours.
+
+    Returns a dict with the keys name, population, area_km2, capital, region, subregion,
+    currencies (ISO 4217 codes), languages (English names) and neighbours (country names), or
+    only the value of `field`. Values the data set lacks are null.
+
+    Args:
+        name: the country's name in English (aliases such as "UK" or "Holland" and ISO codes work)
+        field: return only this value instead of the whole record
+    """
+    countries = _countries()
+    record = _record(countries.records[find_country(name)], countries.codes)
+    value: CountryValue = pick_field(record, field, _FIELD_ALIASES)
+    return value

