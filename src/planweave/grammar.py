@@ -19,7 +19,7 @@ __all__ = ["joiner_grammar", "plan_grammar", "react_grammar"]
 _COMMON = r"""
 ws ::= [ ]?
 id ::= [1-9] [0-9]?
-text ::= [^\n]*
+text ::= [^\n]{0,300}
 string ::= "\"" ( [^"\\\n] | "\\" ["\\/nt] )* "\""
 int ::= "-"? [0-9]+
 number ::= "-"? [0-9]+ ( "." [0-9]+ )? ( [eE] "-"? [0-9]+ )?
@@ -109,8 +109,9 @@ def joiner_grammar() -> str:
     return (
         'root ::= "Thought: " text "\\n" "Action: " action\n'
         'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
-        "answer ::= [^\\n]+\n"
-        "text ::= [^\\n]*\n"
+        "answer ::= [^\\n]{1,600}\n"
+        # Bounded, so a small model caught in a loop must still come to its Action.
+        "text ::= [^\\n]{0,400}\n"
     )
 
 
@@ -119,7 +120,7 @@ def react_grammar(tools: ToolRegistry) -> str:
     calls, rules = _calls(tools)
     head = [
         'root ::= "Thought: " text "\\n" "Action: " ( call | "Finish(" answer ")" )',
-        "answer ::= [^\\n]+",
+        "answer ::= [^\\n]{1,600}",
         f"call ::= {calls}",
     ]
     return "\n".join([*head, *rules]) + _COMMON

@@ -28,19 +28,23 @@ Action: Replan(<what to find out next>)
 
 The answer is one or two complete sentences that answer every part of the question, using
 the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
-winner and give the difference or ratio.
+winner and give the difference or ratio."""
 
-Example:
-Question: Which is longer, river A or river B, and by how much?
-Plan and results:
-1. river_length("A")
-Observation: 6650
-2. river_length("B")
-Observation: 6400
-3. calculator("${1} - ${2}")
-Observation: 250
-Thought: A is 6650 km and B is 6400 km, so A is longer by 250 km.
-Action: Finish(River A is longer: 6,650 km against 6,400 km, so by 250 km.)"""
+_EXAMPLE = (
+    Message(
+        "user",
+        "Question: Which river is longer, the Amur or the Lena, and by how much?\n\n"
+        "Plan and results:\n"
+        '1. river_length("Amur")\nObservation: 4444\n'
+        '2. river_length("Lena")\nObservation: 4400\n'
+        '3. calculator("${1} - ${2}")\nObservation: 44',
+    ),
+    Message(
+        "assistant",
+        "Thought: The Amur is 4444 km and the Lena 4400 km; the difference is 44 km.\n"
+        "Action: Finish(The Amur is longer than the Lena, by 44 km (4,444 km against 4,400 km).)",
+    ),
+)
 
 _LAST_ROUND = (
     "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "
@@ -116,10 +120,14 @@ class Joiner:
         system = f"{JOINER_HEAD}\n\n{_FORMAT}"
         if last_round:
             system += f"\n\n{_LAST_ROUND}"
-        body = format_observations(records, self.observation_limit) or "(no task ran)"
+        # Without the planner's thoughts: small models copy them instead of reasoning afresh.
+        body = (
+            format_observations(records, self.observation_limit, thoughts=False) or "(no task ran)"
+        )
         extra = "".join(f"\nNote: {n}" for n in notes)
         user = f"Question: {question}\n\nPlan and results:\n{body}{extra}"
-        return [Message("system", system), Message("user", user)]
+        # One worked exchange, as chat history: small models follow a shown answer's form.
+        return [Message("system", system), *_EXAMPLE, Message("user", user)]
 
     def request(self, messages: list[Message]) -> LLMRequest:
         return LLMRequest(messages=messages, max_tokens=self.max_tokens, grammar=self.grammar)

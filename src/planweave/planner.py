@@ -67,11 +67,13 @@ def synthesized_example(tools: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
-def format_observations(records: Sequence[TaskRecord], limit: int = 2000) -> str:
+def format_observations(
+    records: Sequence[TaskRecord], limit: int = 2000, *, thoughts: bool = True
+) -> str:
     """Each task of a plan with what came of it, as the joiner and the replanner read it."""
     lines = []
     for rec in records:
-        if rec.task.thought:
+        if thoughts and rec.task.thought:
             lines.append(f"Thought: {rec.task.thought}")
         lines.append(str(rec.task))
         lines.append(f"Observation: {rec.observation(limit)}")
