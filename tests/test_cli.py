@@ -168,3 +168,23 @@ def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:
     proc = planweave("run", "q", "--model", "m", *args)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run", "q", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
+        "--model", "m", "--json", "--grammar-field", "grammar",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    planner, joiner = server.bodies[0], server.bodies[1]
+    assert 'call-population ::= "population("' in planner["grammar"]
+    assert '"Finish(" answer ")"' in joiner["grammar"]
+
+
+def test_no_grammar_is_sent_unless_asked(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run", "q", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
+        "--model", "m", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert all("grammar" not in body for body in server.bodies)

@@ -149,14 +149,20 @@ def _load_tool_sets(specs: list[str], files: Path | None) -> ToolRegistry:
 
 
 def _make_llm(
-    base_url: str | None, model: str | None, *, grammar: bool, console: Console, quiet: bool
+    base_url: str | None,
+    model: str | None,
+    *,
+    grammar: bool,
+    grammar_field: str | None,
+    console: Console,
+    quiet: bool,
 ) -> tuple[LLM, float]:
     """An endpoint when one is configured, else the embedded model (loaded now, with progress).
     Returns the backend and the seconds spent assembling and loading it."""
     if base_url or os.environ.get("PLANWEAVE_BASE_URL"):
         from .llm.openai_compat import OpenAICompatible
 
-        return OpenAICompatible(base_url=base_url, model=model), 0.0
+        return OpenAICompatible(base_url=base_url, model=model, grammar_field=grammar_field), 0.0
     from .llm.local import LocalLLM
     from .llm.models import DEFAULT_MODEL
 
@@ -245,6 +251,13 @@ def run(
     grammar: Annotated[
         bool, typer.Option(help="Constrain decoding with grammars where the backend can.")
     ] = True,
+    grammar_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Send grammars to the endpoint in this request field: `grammar` for llama.cpp "
+            "server, `guided_grammar` for vLLM."
+        ),
+    ] = None,
     mode: Annotated[
         str, typer.Option(help="compiled (parallel plan) or react (baseline).")
     ] = "compiled",
@@ -269,7 +282,12 @@ def run(
     try:
         registry = _load_tool_sets(tools or [], files)
         llm, load_s = _make_llm(
-            base_url, model, grammar=grammar, console=err, quiet=as_json or not err.is_terminal
+            base_url,
+            model,
+            grammar=grammar,
+            grammar_field=grammar_field if grammar else None,
+            console=err,
+            quiet=as_json or not err.is_terminal,
         )
         runtime = Runtime(
             registry,

@@ -22,19 +22,14 @@ PLANNER_HEAD = (
 REPAIR_HEAD = "Your plan was rejected at this line:"
 
 _RULES = """\
-Write the plan one task per line, in this form:
-Thought: <optional, one short line of reasoning before a task>
-<id>. <tool>(<arguments>)
-
 Rules:
-- Use only the tools listed above, and join.  Follow each tool's argument names and types.
-- Arguments are literals (strings in quotes, numbers, lists, dicts) or results of earlier
-  tasks: $<id> passes the whole result, $<id>.field or $<id>[0] a part of it, and "${<id>}" or
-  "${<id>.field}" inside a string inserts it as text.
-- Ids start at {first_id} and count up by one; a task may only use results of earlier tasks.
-- Make every task that does not need another's result independent, so they run at the same time.
-- End with `<id>. join()` and then {end}.  join() collects the results; an answer is written
-  after the plan has run, so never compute the final answer yourself in the plan."""
+- One task per line: `<id>. <tool>(<arguments>)`, optionally after a line `Thought: <reason>`.
+- Arguments are literals or results of earlier tasks: $<id> is the result of task <id>,
+  $<id>.field a part of it; inside a string write "${<id>}".
+- Ids count up from {first_id}; a task may only use results of earlier tasks.
+- Tasks that do not need each other's results run at the same time.
+- End with `<id>. join()` and {end}.  Do not compute the final answer in the plan: it is
+  written after the plan has run."""
 
 _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
 

@@ -91,7 +91,7 @@ def _check(tree: ast.Expression) -> None:
 
 @tool
 def calculator(expression: str) -> float | int:
-    """Evaluate one arithmetic expression, such as "17900000 / 41850" or "sqrt(2) * 3".
+    """Evaluate an arithmetic expression such as "(17900000 / 41850) - 300".
 
     Knows + - * / // % ** (also written ^), parentheses, abs, round, min, max, sqrt, log (natural,
     or log(x, base)), exp, pi and e. Integers stay integers except through `/`, which always
@@ -99,8 +99,7 @@ def calculator(expression: str) -> float | int:
     17_900_000); scientific notation like 1.5e6 works.
 
     Args:
-        expression: numbers with + - * / // % ** and parentheses; abs, round, min, max, sqrt,
-            log, exp, pi, e; no thousands separators
+        expression: numbers without thousands separators, + - * / ** ( ), sqrt, round, min, max
     """
     try:
         import simpleeval  # type: ignore[import-untyped]

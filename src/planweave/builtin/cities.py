@@ -211,16 +211,17 @@ CityField = Literal["name", "country", "population", "latitude", "longitude", "t
 def city_info(
     name: str, field: CityField | None = None, country: str | None = None
 ) -> dict[str, Any] | int | float | str:
-    """Facts about a city: its country, population, latitude, longitude and time zone.
+    """Facts about a city (country, population, latitude, longitude, timezone).
 
     Returns a dict with the keys name, country, population, latitude, longitude and timezone,
     or only the value of `field`. When several cities share the name the most populous one is
-    chosen and the dict lists the others under other_matches.
+    chosen and the dict lists the others under other_matches.  Names in other languages and
+    "Paris, France" or "Springfield, IL" work.
 
     Args:
-        name: the city's name (other languages and "Paris, France" or "Springfield, IL" work)
-        field: return only this value instead of the whole record
-        country: only look in this country (or US state)
+        name: the city's name
+        field: only this fact
+        country: the country (or US state) to look in
     """
     data = _cities()
     best, *others = find_city(name, country)

@@ -51,10 +51,9 @@ def find_timezone(name: str) -> tzinfo:
 
 @tool
 def current_datetime(timezone: str = "UTC") -> str:
-    """The current date and time in a time zone, as ISO 8601 text like 2025-03-01T14:05:09+01:00.
+    """The current date and time in a time zone, as ISO 8601 text.
 
     Args:
-        timezone: an IANA time zone such as "Europe/Amsterdam" or "America/New_York", or a city
-            in its name such as "Tokyo"; "UTC" by default
+        timezone: an IANA time zone such as "Europe/Paris", or a city such as "Tokyo"
     """
     return datetime.now(find_timezone(timezone)).isoformat(timespec="seconds")

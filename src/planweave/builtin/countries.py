@@ -275,15 +275,16 @@ CountryField = Literal[
 
 @tool
 def country_info(name: str, field: CountryField | None = None) -> CountryValue:
-    """Facts about a country: population, area, capital, region, currencies, languages, neighbours.
+    """Facts about a country (population, area_km2, capital, region, languages, neighbours).
 
     Returns a dict with the keys name, population, area_km2, capital, region, subregion,
     currencies (ISO 4217 codes), languages (English names) and neighbours (country names), or
-    only the value of `field`. Values the data set lacks are null.
+    only the value of `field`. Values the data set lacks are null.  Names are matched
+    forgivingly: case, accents, aliases such as "UK" or "Holland", and ISO codes.
 
     Args:
-        name: the country's name in English (aliases such as "UK" or "Holland" and ISO codes work)
-        field: return only this value instead of the whole record
+        name: the country's name in English
+        field: only this fact
     """
     countries = _countries()
     record = _record(countries.records[find_country(name)], countries.codes)

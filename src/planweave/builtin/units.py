@@ -56,16 +56,16 @@ def _units(registry: Any, text: str) -> Any:
 
 @tool
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
-    """Convert a quantity from one unit to another, such as 5 km to mi or 20 celsius to fahrenheit.
+    """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 
     Understands symbols and names (km, km², "square kilometre", mi, miles, kg, lb, celsius or
     degC, fahrenheit or degF, km/h, mph, ...). The result is rounded to 12 significant digits
     (temperatures also to 10 decimal places).
 
     Args:
-        value: the amount to convert
-        from_unit: the unit `value` is in
-        to_unit: the unit to convert to
+        value: the number to convert
+        from_unit: its unit
+        to_unit: the unit wanted
     """
     registry = _registry()
     import pint

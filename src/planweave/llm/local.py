@@ -57,6 +57,24 @@ def _import_llama() -> Any:
     return llama_cpp
 
 
+def _bounded_cache(llama_cpp: Any, capacity: int) -> Any:
+    """llama-cpp-python's RAM prompt cache, counting every byte a saved state holds.
+
+    Its own count leaves out the copy of the logits buffer each state carries (n_batch x
+    vocabulary floats, 150 MB and more for Qwen), so its capacity was no bound at all: a long
+    evaluation grew past 17 GB.  Counting all of it keeps the cache within `capacity`."""
+
+    class BoundedRAMCache(llama_cpp.LlamaRAMCache):  # type: ignore[misc]
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes
+                for s in self.cache_state.values()
+            )
+
+    return BoundedRAMCache(capacity_bytes=capacity)
+
+
 def check_grammar(llama: Any, text: str) -> None:
     """Parse a GBNF grammar against the model's vocabulary; raise UserError when it does not
     parse (llama.cpp would otherwise fail only once sampling starts)."""
@@ -79,7 +97,7 @@ class LocalLLM(LLM):
         n_threads: int | None = None,
         grammar: bool = True,
         seed: int = 0,
-        prompt_cache_mb: int = 512,
+        prompt_cache_mb: int = 1024,
         progress: Progress | None = None,
     ) -> None:
         self.model = str(model) if str(model) in MODELS else Path(model).name
@@ -120,13 +138,14 @@ class LocalLLM(LLM):
                     n_ctx=self.n_ctx,
                     n_threads=self.n_threads,
                     n_threads_batch=self.n_threads,
+                    n_batch=256,  # also sizes the logits copy in every cached prompt state
                     seed=self.seed,
                     verbose=False,
                 )
                 if self.prompt_cache_mb > 0:
                     # Planner and joiner prompts alternate; keeping both prefixes' states in RAM
                     # saves re-reading the long planner prompt on every question (about 4x here).
-                    llama.set_cache(llama_cpp.LlamaRAMCache(self.prompt_cache_mb << 20))
+                    llama.set_cache(_bounded_cache(llama_cpp, self.prompt_cache_mb << 20))
                 loaded = _Loaded(llama, threading.Lock(), time.monotonic() - start, {})
                 _MODELS[key] = loaded
                 if progress is not None:

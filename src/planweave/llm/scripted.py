@@ -175,10 +175,13 @@ class ScriptedServer:
             ) from exc
         self.script = script if isinstance(script, Script) else Script(script)
         self.model = model
+        self.bodies: list[dict[str, Any]] = []
         script_ref = self.script
+        bodies = self.bodies
 
         async def completions(request: Request) -> Response:
             body = await request.json()
+            bodies.append(body)
             messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
             try:
                 reply = script_ref.reply(messages)
