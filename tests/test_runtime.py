@@ -307,3 +307,29 @@ def test_cancelling_a_run_cancels_its_tools_and_reports_cancelled() -> None:
     assert finished.status == "cancelled"
     ended = {e.task_id: e.kind for e in seen if isinstance(e, TaskCancelled | TaskFinished)}
     assert ended == {1: "task_cancelled", 2: "task_finished"}
+
+
+def test_leaving_the_event_loop_early_cancels_the_run() -> None:
+    cancelled = []
+    plan = '1. population("France", delay=30)\n2. population("Belgium", delay=0.01)\n3. join()\n'
+    runtime = Runtime(
+        TOOLS,
+        ScriptedLLM(Script.by_purpose(planner=[plan])),
+        subscribers=[lambda e: cancelled.append(e) if isinstance(e, TaskCancelled) else None],
+    )
+
+    async def main() -> list[str]:
+        kinds = []
+        events = runtime.events("q")
+        async for event in events:
+            kinds.append(event.kind)
+            if event.kind == "task_finished":
+                break
+        await events.aclose()
+        return kinds
+
+    began = time.monotonic()
+    kinds = anyio.run(main)
+    assert time.monotonic() - began < 10  # the 30 s tool was cancelled, not awaited
+    assert kinds[-1] == "task_finished"
+    assert [e.task_id for e in cancelled] == [1]

@@ -190,6 +190,7 @@ class Runtime:
         """Run `question` and yield its events as they happen; the last is `RunFinished`.
 
         A failed run ends with a `RunFinished` whose status is "failed"; nothing is raised.
+        Leaving the loop early cancels the run and every tool in flight.
         """
         send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
 
@@ -204,9 +205,14 @@ class Runtime:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive)
-            async with receive:
-                async for event in receive:
-                    yield event
+            try:
+                async with receive:
+                    async for event in receive:
+                        yield event
+            except GeneratorExit:
+                # The consumer stopped early (break, aclose): cancel the run, record it as
+                # cancelled, and end without yielding again.
+                tg.cancel_scope.cancel()
 
     # ------------------------------------------------------------------ the run itself
 
