@@ -42,17 +42,23 @@ Thought: The two areas are independent lookups.
 2. country_info("Peru", field="area_km2")
 3. join()
 <END_OF_PLAN>""",
-    """Question: How many people live per square kilometre in Hungary?
-1. country_info("Hungary", field="population")
-2. country_info("Hungary", field="area_km2")
-3. calculator("${1} / ${2}")
-4. join()
+    """Question: Which has more land per person, Canada or Australia, and how much more?
+Thought: Land per person is area divided by population, for each country.
+1. country_info("Canada", field="area_km2")
+2. country_info("Canada", field="population")
+3. country_info("Australia", field="area_km2")
+4. country_info("Australia", field="population")
+5. calculator("${1} / ${2}")
+6. calculator("${3} / ${4}")
+7. calculator("${5} - ${6}")
+8. join()
 <END_OF_PLAN>""",
-    """Question: By how many people is Osaka bigger than Kyoto?
+    """Question: How many times more people live in Osaka than in Kyoto, and how many more?
 1. city_info("Osaka", field="population")
 2. city_info("Kyoto", field="population")
-3. calculator("${1} - ${2}")
-4. join()
+3. calculator("${1} / ${2}")
+4. calculator("${1} - ${2}")
+5. join()
 <END_OF_PLAN>""",
 ]
 
