@@ -1,0 +1,161 @@
+"""Orchestration benchmark on the oracle LLM: planweave compiled (streaming dispatch), compiled
+without streaming dispatch, and ReAct, interleaved per question, against the critical-path limit.
+
+    python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60
+
+Writes benchmarks/results/oracle.md and oracle.json (with machine info).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from planweave import OpenAICompatible, RunFailed, Runtime
+
+from .oracle import Oracle
+from .workloads import Question, bench_tools, generate, latency
+
+CONTESTANTS = {
+    "compiled": {"mode": "compiled", "streaming": True},
+    "compiled-nostream": {"mode": "compiled", "streaming": False},
+    "react": {"mode": "react", "streaming": True},
+}
+
+
+def correct(q: Question, answer: str | None) -> bool:
+    if answer is None:
+        return False
+    if isinstance(q.gold, float):
+        numbers = [
+            float(x.replace(",", "")) for x in __import__("re").findall(r"-?\d[\d,]*\.?\d*", answer)
+        ]
+        return any(abs(x - q.gold) <= 1e-3 * max(1.0, abs(q.gold)) for x in numbers)
+    return q.gold.lower() in answer.lower()
+
+
+def critical_path_limit(q: Question, oracle: Oracle, profile: str) -> float | None:
+    """TTFT + streaming the plan up to its last critical task + the longest chain of tool
+    latencies + the joiner call.  Not defined for replanning questions (two rounds)."""
+    if q.kind == "replan":
+        return None
+    lines = q.plan_text().splitlines()
+    finish: dict[int, float] = {}
+    for i, step in enumerate(q.steps, 1):
+        # A task can start once its line has streamed and its inputs have landed.
+        ready = oracle.seconds("\n".join(lines[:i]) + "\n")
+        ready = max([ready, *(finish[d] for d in q.deps(i))])
+        finish[i] = ready + latency(
+            profile, step.tool, step.args[0].strip('"') if step.args else ""
+        )
+    joiner = oracle.joiner_text(q, [])
+    return max(finish.values(), default=0.0) + oracle.seconds(joiner)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--profile", choices=["web", "zero"], default="web")
+    parser.add_argument("--ttft", type=float, default=0.3)
+    parser.add_argument("--tps", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/oracle"))
+    args = parser.parse_args()
+
+    questions = generate(args.n, args.seed)
+    oracle = Oracle(questions, ttft=args.ttft, tps=args.tps)
+    tools = bench_tools(args.profile)
+    rows: list[dict[str, Any]] = []
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        for q in questions:
+            limit = critical_path_limit(q, oracle, args.profile)
+            for name, options in CONTESTANTS.items():  # interleaved: same conditions for each
+                runtime = Runtime(
+                    tools,
+                    llm,
+                    grammar=False,
+                    react_max_steps=100,
+                    **options,  # type: ignore[arg-type]
+                )
+                try:
+                    result = runtime.run(q.text)
+                except RunFailed as failed:
+                    result = failed.result
+                rows.append(
+                    {
+                        "question": q.id,
+                        "kind": q.kind,
+                        "split": q.split,
+                        "contestant": name,
+                        "wall_s": result.wall_s,
+                        "limit_s": limit,
+                        "correct": correct(q, result.answer),
+                        "llm_calls": result.llm.calls,
+                        "tokens": result.llm.prompt_tokens + result.llm.completion_tokens,
+                    }
+                )
+            print(
+                f"{q.id}: "
+                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-3:])
+                + (f", limit {limit:.2f}s" if limit else ""),
+                flush=True,
+            )
+
+    table = summarize(rows)
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(
+        json.dumps(
+            {"machine": machine, "settings": vars(args) | {"out": str(args.out)}, "rows": rows},
+            indent=1,
+        )
+    )
+    args.out.with_suffix(".md").write_text(table)
+    print(table)
+
+
+def summarize(rows: list[dict[str, Any]]) -> str:
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["kind"], r["contestant"])].append(r)
+    kinds = sorted({r["kind"] for r in rows})
+    lines = [
+        "| shape | compiled s | no-stream s | ReAct s | ReAct / compiled | compiled / limit | "
+        "tokens ReAct / compiled | correct (c / r) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        med = {c: statistics.median(r["wall_s"] for r in by[(kind, c)]) for c in CONTESTANTS}
+        ratios = [r["wall_s"] / r["limit_s"] for r in by[(kind, "compiled")] if r["limit_s"]]
+        tok = statistics.median(r["tokens"] for r in by[(kind, "react")]) / max(
+            1, statistics.median(r["tokens"] for r in by[(kind, "compiled")])
+        )
+        acc = {
+            c: sum(r["correct"] for r in by[(kind, c)]) / len(by[(kind, c)]) for c in CONTESTANTS
+        }
+        lines.append(
+            f"| {kind} | {med['compiled']:.2f} | {med['compiled-nostream']:.2f} | "
+            f"{med['react']:.2f} | {med['react'] / med['compiled']:.2f}x | "
+            f"{(statistics.median(ratios) if ratios else float('nan')):.2f}x | {tok:.1f}x | "
+            f"{acc['compiled']:.0%} / {acc['react']:.0%} |"
+        )
+    return (
+        "\n".join(lines)
+        + "\n\nMedians per question shape; ratios of medians, measured side by side.\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
