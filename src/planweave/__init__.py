@@ -31,7 +31,8 @@ from .errors import (
 )
 from .events import Event
 from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
-from .plan import PlanParser, Ref, Task, Template, parse_json_plan, parse_plan
+from .parser import PlanParser, parse_json_plan, parse_plan
+from .plan import Ref, Task, Template
 from .runtime import Mode, RunFailed, RunResult, Runtime
 from .scheduler import TaskRecord, TaskStatus
 from .tools import Tool, ToolRegistry, load_tools, tool

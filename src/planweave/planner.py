@@ -10,7 +10,8 @@ from .errors import PlanError
 from .events import EventBus, PlanInvalid
 from .llm.base import LLMRequest, Message
 from .llm.meter import MeteredLLM
-from .plan import END_OF_PLAN, PlanParser, Task
+from .parser import PlanParser
+from .plan import END_OF_PLAN, Task
 from .scheduler import TaskRecord
 from .tools import Tool, ToolRegistry
 

@@ -10,7 +10,7 @@ from .events import EventBus
 from .joiner import parse_decision
 from .llm.base import LLMRequest, Message
 from .llm.meter import MeteredLLM
-from .plan import PlanParser, parse_call
+from .parser import PlanParser, parse_call
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 

@@ -25,7 +25,7 @@ from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner, parse_decision
 from .llm.base import LLM
 from .llm.meter import LLMUsage, MeteredLLM
-from .plan import PlanParser
+from .parser import PlanParser
 from .planner import Planner
 from .react import ReAct
 from .scheduler import Scheduler, TaskRecord
