@@ -350,3 +350,19 @@ def test_react_and_planner_prompts_show_the_same_worked_examples() -> None:
     assert 'Action: area("France")\nObservation: (its result)' in react_prompt
     assert "Action: divide($1, $2)" in react_prompt
     assert "unknown_tool" not in react_prompt
+
+
+def test_a_plan_streamed_in_the_json_form_runs_the_same() -> None:
+    plan = (
+        "```json\n"
+        '[{"id": 1, "tool": "population", "args": {"country": "Netherlands"}},\n'
+        ' {"id": 2, "tool": "area", "args": ["Netherlands"]},\n'
+        ' {"id": 3, "tool": "divide", "args": ["$1", "$2"]},\n'
+        ' {"id": 4, "tool": "join"}]\n'
+        "```"
+    )
+    llm = ScriptedLLM(Script.by_purpose(planner=[Reply(plan, chunk_size=7)], joiner=[FINISH]))
+    result = Runtime(TOOLS, llm).run("q")
+    assert result.results[3] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
+    assert result.llm.calls == 2
+    assert [r.task.deps for r in result.tasks] == [(), (), (1, 2)]

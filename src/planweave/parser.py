@@ -257,6 +257,8 @@ class PlanParser:
         self._buffer = ""
         self._lineno = 0
         self._thought: list[str] = []
+        self._json: str | None = None
+        self._response_tasks = 0
         self.joined = False
         self.ended = False
 
@@ -275,6 +277,8 @@ class PlanParser:
         self._buffer = ""
         self._lineno = 0
         self._thought = []
+        self._json = None
+        self._response_tasks = 0
         self.joined = False
         self.ended = False
 
@@ -291,6 +295,11 @@ class PlanParser:
         pos = 0
         try:
             while not self.done:
+                if self._json is not None:
+                    # The JSON form arrives whole: collect it and parse it in close().
+                    self._json += buffer[pos:]
+                    pos = len(buffer)
+                    break
                 nl = buffer.find("\n", pos)
                 if nl < 0:
                     # <END_OF_PLAN> can close a plan without a trailing newline.
@@ -313,6 +322,11 @@ class PlanParser:
         if not self.done and self._buffer:
             line, self._buffer = self._buffer, ""
             self._line(line, out)
+        if self._json is not None:
+            text, self._json = self._json.strip(), None
+            if text.endswith("```"):
+                text = text[:-3]
+            out.extend(self.feed_json(text))
         if not self.joined:
             raise MissingJoinError(
                 "the plan ended without join(); every plan must end with `N. join()`",
@@ -327,6 +341,13 @@ class PlanParser:
             line = line.partition(END_OF_PLAN)[0]
             self.ended = True
         text = line.strip()
+        if (
+            self._response_tasks == 0
+            and not self._thought
+            and (text.startswith("[") or text.lower() == "```json")
+        ):
+            self._json = "" if text.startswith("```") else line + "\n"
+            return
         if not text or text.startswith("```"):
             return
         thought = _THOUGHT_RE.match(text)
@@ -338,6 +359,7 @@ class PlanParser:
             return  # prose between plan lines is allowed and ignored
         task = self._task(int(m.group(1)), m.group(2), raw)
         self._accept(task)
+        self._response_tasks += 1
         out.append(task)
 
     def _task(self, task_id: int, body: str, raw: str) -> Task:
@@ -419,6 +441,50 @@ class PlanParser:
         else:
             self._known[task.id] = True
 
+    def feed_json(self, data: str | list[Any]) -> list[Task]:
+        """Accept a plan in the JSON form: `[{"id": 1, "tool": "search", "args": {...} or
+        [...]}, ...]`, ending with a join task.
+
+        A string that is exactly a reference (`"$1"`, `"$1.population"`) passes the result
+        object; references inside longer strings are interpolated as text, as in the text form.
+        """
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise PlanSyntaxError(f"plan is not valid JSON: {exc}") from None
+        if not isinstance(data, list):
+            raise PlanSyntaxError("a JSON plan must be a list of tasks")
+        out: list[Task] = []
+        for index, item in enumerate(data, 1):
+            line = json.dumps(item, ensure_ascii=False, default=str)
+            if not isinstance(item, dict) or "tool" not in item or "id" not in item:
+                raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
+            task_id, name = item["id"], item["tool"]
+            if (
+                not isinstance(task_id, int)
+                or isinstance(task_id, bool)
+                or not isinstance(name, str)
+            ):
+                raise PlanSyntaxError(
+                    "id must be an integer and tool a string", line=line, lineno=index
+                )
+            conv = _Converter(task_id, self.known_ids)
+            raw_args = item.get("args", {})
+            if isinstance(raw_args, dict):
+                args: tuple[Any, ...] = ()
+                kwargs = {str(k): _json_value(v, conv) for k, v in raw_args.items()}
+            elif isinstance(raw_args, list):
+                args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
+            else:
+                raise PlanSyntaxError("args must be an object or a list", line=line, lineno=index)
+            deps = tuple(sorted(conv.deps))
+            task = Task(task_id, name, args, kwargs, deps, item.get("thought"), line, index)
+            out.append(self.add(task))
+        if not self.joined:
+            raise MissingJoinError("the plan has no join task", lineno=len(data))
+        return out
+
     def add(self, task: Task) -> Task:
         """Validate and accept a task built elsewhere (the JSON plan form)."""
         if task.id in self.tasks:
@@ -456,42 +522,5 @@ def _json_value(value: Any, conv: _Converter) -> Any:
 
 
 def parse_json_plan(data: str | list[Any], tools: ToolRegistry) -> list[Task]:
-    """Parse the JSON form: `[{"id": 1, "tool": "search", "args": {...} or [...]}, ...]`.
-
-    A string that is exactly a reference (`"$1"`, `"$1.population"`) passes the result object;
-    references inside longer strings are interpolated as text, as in the text form.
-    """
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise PlanSyntaxError(f"plan is not valid JSON: {exc}") from None
-    if not isinstance(data, list):
-        raise PlanSyntaxError("a JSON plan must be a list of tasks")
-    parser = PlanParser(tools)
-    out: list[Task] = []
-    for index, item in enumerate(data, 1):
-        line = json.dumps(item, ensure_ascii=False, default=str)
-        if not isinstance(item, dict) or "tool" not in item or "id" not in item:
-            raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
-        task_id, name = item["id"], item["tool"]
-        if not isinstance(task_id, int) or isinstance(task_id, bool) or not isinstance(name, str):
-            raise PlanSyntaxError(
-                "id must be an integer and tool a string", line=line, lineno=index
-            )
-        conv = _Converter(task_id, parser.known_ids)
-        raw_args = item.get("args", {})
-        if isinstance(raw_args, dict):
-            args: tuple[Any, ...] = ()
-            kwargs = {str(k): _json_value(v, conv) for k, v in raw_args.items()}
-        elif isinstance(raw_args, list):
-            args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
-        else:
-            raise PlanSyntaxError("args must be an object or a list", line=line, lineno=index)
-        task = Task(
-            task_id, name, args, kwargs, tuple(sorted(conv.deps)), item.get("thought"), line, index
-        )
-        out.append(parser.add(task))
-    if not parser.joined:
-        raise MissingJoinError("the plan has no join task", lineno=len(data))
-    return out
+    """Parse a whole plan in the JSON form (see `PlanParser.feed_json`)."""
+    return PlanParser(tools).feed_json(data)
