@@ -23,7 +23,6 @@ from planweave import (
     ScriptedLLM,
     ScriptedServer,
     TaskStatus,
-    ToolRegistry,
 )
 from planweave.events import (
     Event,
@@ -334,22 +333,6 @@ def test_leaving_the_event_loop_early_cancels_the_run() -> None:
     assert time.monotonic() - began < 10  # the 30 s tool was cancelled, not awaited
     assert kinds[-1] == "task_finished"
     assert [e.task_id for e in cancelled] == [1]
-
-
-def test_react_and_planner_prompts_show_the_same_worked_examples() -> None:
-    example = (
-        "Question: Density of France?\n"
-        '1. population("France")\n2. area("France")\n3. divide($1, $2)\n4. join()\n<END_OF_PLAN>'
-    )
-    registry = ToolRegistry(TOOLS, examples=[example, "Question: x\n1. unknown_tool()\n2. join()"])
-    runtime = Runtime(registry, ScriptedLLM([]))
-    planner_prompt = runtime.planner.system_prompt()
-    react_prompt = runtime.react.system_prompt()
-    assert '2. area("France")' in planner_prompt
-    assert "unknown_tool" not in planner_prompt  # examples need every tool they use
-    assert 'Action: area("France")\nObservation: (its result)' in react_prompt
-    assert "Action: divide($1, $2)" in react_prompt
-    assert "unknown_tool" not in react_prompt
 
 
 def test_a_plan_streamed_in_the_json_form_runs_the_same() -> None:

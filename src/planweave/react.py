@@ -14,7 +14,7 @@ from .parser import PlanParser, parse_call
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 
-__all__ = ["REACT_HEAD", "ReAct", "react_example"]
+__all__ = ["REACT_HEAD", "ReAct"]
 
 REACT_HEAD = "You answer a question by calling tools one at a time and reading each result."
 
@@ -29,27 +29,6 @@ Thought: <brief reasoning>
 Action: Finish(<the answer>)"""
 
 _ACTION_RE = re.compile(r"Action\s*:\s*(.*)", re.S | re.I)
-
-
-def react_example(plan_example: str) -> str:
-    """A registry's worked plan (`Question:` line, numbered calls, join) as a ReAct transcript."""
-    question = ""
-    lines: list[str] = []
-    for raw in plan_example.splitlines():
-        line = raw.strip()
-        if line.startswith("Question:"):
-            question = line
-            continue
-        call = re.match(r"\d+\.\s*(.+)$", line)
-        if call is None or call.group(1).startswith("join("):
-            continue
-        lines += [
-            "Thought: I need the next result.",
-            f"Action: {call.group(1)}",
-            "Observation: (its result)",
-        ]
-    lines += ["Thought: The results answer the question.", "Action: Finish(<the answer>)"]
-    return "\n".join([question, *lines])
 
 
 class ReAct:
@@ -67,13 +46,7 @@ class ReAct:
         self.grammar = grammar
 
     def system_prompt(self) -> str:
-        prompt = f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
-        examples = [react_example(e) for e in self.tools.usable_examples()]
-        if examples:
-            # The same worked examples the planner sees, as step-by-step transcripts, so both
-            # modes get the same help.
-            prompt += "\n\nExamples:\n" + "\n\n".join(examples)
-        return prompt
+        return f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
 
     async def run(self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus) -> str:
         """Answer `question`, recording every action in `scheduler` like a compiled plan."""
