@@ -17,8 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from planweave import OpenAICompatible, RunFailed, Runtime
+import anyio
+import openai
 
+from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry
+
+from .native import NativeResult, native_run
 from .oracle import Oracle
 from .workloads import Question, bench_tools, generate, latency
 
@@ -26,7 +30,19 @@ CONTESTANTS = {
     "compiled": {"mode": "compiled", "streaming": True},
     "compiled-nostream": {"mode": "compiled", "streaming": False},
     "react": {"mode": "react", "streaming": True},
+    "native": {},
 }
+
+
+def run_native(base_url: str, tools: ToolRegistry, question: str) -> NativeResult:
+    async def go() -> NativeResult:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="oracle", max_retries=0)
+        try:
+            return await native_run(client, "oracle", tools, question)
+        finally:
+            await client.close()
+
+    return anyio.run(go)
 
 
 def correct(q: Question, answer: str | None) -> bool:
@@ -77,6 +93,22 @@ def main() -> None:
         for q in questions:
             limit = critical_path_limit(q, oracle, args.profile)
             for name, options in CONTESTANTS.items():  # interleaved: same conditions for each
+                if name == "native":
+                    native = run_native(server.base_url, tools, q.text)
+                    rows.append(
+                        {
+                            "question": q.id,
+                            "kind": q.kind,
+                            "split": q.split,
+                            "contestant": name,
+                            "wall_s": native.wall_s,
+                            "limit_s": limit,
+                            "correct": correct(q, native.answer),
+                            "llm_calls": native.calls,
+                            "tokens": native.tokens,
+                        }
+                    )
+                    continue
                 runtime = Runtime(
                     tools,
                     llm,
@@ -103,7 +135,7 @@ def main() -> None:
                 )
             print(
                 f"{q.id}: "
-                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-3:])
+                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-4:])
                 + (f", limit {limit:.2f}s" if limit else ""),
                 flush=True,
             )
@@ -132,9 +164,9 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         by[(r["kind"], r["contestant"])].append(r)
     kinds = sorted({r["kind"] for r in rows})
     lines = [
-        "| shape | compiled s | no-stream s | ReAct s | ReAct / compiled | compiled / limit | "
-        "tokens ReAct / compiled | correct (c / r) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| shape | compiled s | no-stream s | ReAct s | native FC s | ReAct / compiled | "
+        "native / compiled | compiled / limit | tokens ReAct / compiled | correct (c / r / n) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind in kinds:
         med = {c: statistics.median(r["wall_s"] for r in by[(kind, c)]) for c in CONTESTANTS}
@@ -147,9 +179,10 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         }
         lines.append(
             f"| {kind} | {med['compiled']:.2f} | {med['compiled-nostream']:.2f} | "
-            f"{med['react']:.2f} | {med['react'] / med['compiled']:.2f}x | "
+            f"{med['react']:.2f} | {med['native']:.2f} | {med['react'] / med['compiled']:.2f}x | "
+            f"{med['native'] / med['compiled']:.2f}x | "
             f"{(statistics.median(ratios) if ratios else float('nan')):.2f}x | {tok:.1f}x | "
-            f"{acc['compiled']:.0%} / {acc['react']:.0%} |"
+            f"{acc['compiled']:.0%} / {acc['react']:.0%} / {acc['native']:.0%} |"
         )
     return (
         "\n".join(lines)

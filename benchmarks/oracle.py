@@ -5,13 +5,15 @@ quality, identically for every contestant."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
 from planweave.llm.base import Message
 from planweave.llm.scripted import Reply, Script, ScriptedServer, purpose_of
 
-from .workloads import Question
+from .native import NATIVE_HEAD
+from .workloads import Question, bench_tools
 
 CHARS_PER_TOKEN = 4
 
@@ -55,8 +57,48 @@ class Oracle:
             return f"Thought: next step.\nAction: {q.steps[done].call()}\n"
         return f"Thought: done.\nAction: Finish({q.answer})"
 
+    def native_reply(self, q: Question, messages: Sequence[Message]) -> Reply:
+        """One model turn of native function calling: every call of the next dependency level
+        at once, with arguments filled in from the tool results already returned."""
+        level: dict[int, int] = {}
+        for i in range(1, len(q.steps) + 1):
+            level[i] = 1 + max((level[d] for d in q.deps(i)), default=-1)
+        waves: list[list[int]] = []
+        for i, lv in level.items():
+            while len(waves) <= lv:
+                waves.append([])
+            waves[lv].append(i)
+        returned = [m.content for m in messages if m.role == "tool"]  # type: ignore[comparison-overlap]
+        order = [i for wave in waves for i in wave]
+        results = dict(zip(order, returned, strict=False))
+        done_waves = 0
+        count = len(returned)
+        while done_waves < len(waves) and count >= len(waves[done_waves]):
+            count -= len(waves[done_waves])
+            done_waves += 1
+        if done_waves == len(waves):
+            return Reply(q.answer, chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft)
+        calls = []
+        for i in waves[done_waves]:
+            step = q.steps[i - 1]
+            arg = step.args[0]
+            for ref, value in sorted(results.items(), reverse=True):
+                arg = arg.replace(f"${{{ref}}}", value).replace(f"${ref}", json.dumps(value))
+            value_obj = json.loads(arg)
+            calls.append((step.tool, {self._param(step.tool): value_obj}))
+        return Reply(
+            "", chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft, tool_calls=calls
+        )
+
+    def _param(self, tool_name: str) -> str:
+        if not hasattr(self, "_params"):
+            self._params = {t.name: t.params[0].name for t in bench_tools("zero").values()}
+        return self._params[tool_name]
+
     def respond(self, messages: list[Message]) -> Reply:
         q = self.question(messages)
+        if messages and messages[0].content.startswith(NATIVE_HEAD):
+            return self.native_reply(q, messages)
         purpose = purpose_of(messages)
         if purpose in ("planner", "repair"):
             return self.reply(self.planner_text(q, messages))

@@ -4,7 +4,7 @@ the real HTTP path.  Speed is not asserted here (the benchmark reports it)."""
 from __future__ import annotations
 
 import pytest
-from benchmarks.__main__ import CONTESTANTS, correct, critical_path_limit
+from benchmarks.__main__ import CONTESTANTS, correct, critical_path_limit, run_native
 from benchmarks.oracle import Oracle
 from benchmarks.workloads import bench_tools, generate, latency
 
@@ -35,7 +35,13 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
     with oracle.server() as server:
         llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
         for q in questions:
+            native = run_native(server.base_url, tools, q.text)
+            assert correct(q, native.answer), (q.kind, "native", native.answer)
+            # Native function calling takes one model turn per dependency level, plus the answer.
+            assert native.calls >= 2
             for name, options in CONTESTANTS.items():
+                if name == "native":
+                    continue
                 runtime = Runtime(tools, llm, grammar=False, react_max_steps=100, **options)  # type: ignore[arg-type]
                 result = runtime.run(q.text)
                 assert correct(q, result.answer), (q.kind, name, result.answer)

@@ -31,7 +31,9 @@ class Reply:
 
     `chunk_size` characters per streamed chunk, `delay` seconds between chunks, `ttft` seconds
     before the first; `cut_after` breaks the stream after that many characters; a `status` other
-    than 200 answers with an error body (and `retry_after` for 429).
+    than 200 answers with an error body (and `retry_after` for 429).  `tool_calls` (name and
+    arguments each) answer a non-streaming request the way native function calling does; a
+    non-streaming reply waits as long as streaming it would have taken.
     """
 
     text: str = ""
@@ -41,6 +43,13 @@ class Reply:
     cut_after: int | None = None
     status: int = 200
     retry_after: float | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+
+    def duration(self) -> float:
+        """How long streaming this reply takes."""
+        size = len(self.text) + sum(len(json.dumps(a)) + len(n) for n, a in self.tool_calls or [])
+        chunks = max(1, -(-size // max(1, self.chunk_size)))
+        return self.ttft + (chunks - 1) * self.delay
 
     def chunks(self) -> list[str]:
         text = self.text if self.cut_after is None else self.text[: self.cut_after]
@@ -201,6 +210,17 @@ class ScriptedServer:
             model_name = body.get("model", model)
             usage = _usage(messages, reply.text)
             if not body.get("stream"):
+                await asyncio.sleep(reply.duration())
+                message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(arguments)},
+                        }
+                        for i, (name, arguments) in enumerate(reply.tool_calls)
+                    ]
                 return JSONResponse(
                     {
                         "id": ident,
@@ -210,8 +230,8 @@ class ScriptedServer:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": reply.text},
-                                "finish_reason": "stop",
+                                "message": message,
+                                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                             }
                         ],
                         "usage": {
