@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -22,7 +23,7 @@ import openai
 
 from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry
 
-from .native import NativeResult, native_run
+from .native import Outcome, native_run
 from .oracle import Oracle
 from .workloads import Question, bench_tools, generate, latency
 
@@ -34,8 +35,8 @@ CONTESTANTS = {
 }
 
 
-def run_native(base_url: str, tools: ToolRegistry, question: str) -> NativeResult:
-    async def go() -> NativeResult:
+def run_native(base_url: str, tools: ToolRegistry, question: str) -> Outcome:
+    async def go() -> Outcome:
         client = openai.AsyncOpenAI(base_url=base_url, api_key="oracle", max_retries=0)
         try:
             return await native_run(client, "oracle", tools, question)
@@ -45,13 +46,32 @@ def run_native(base_url: str, tools: ToolRegistry, question: str) -> NativeResul
     return anyio.run(go)
 
 
+def run_contestant(
+    name: str, question: str, llm: OpenAICompatible, base_url: str, tools: ToolRegistry
+) -> Outcome:
+    """Answer `question` as contestant `name`, against the oracle at `base_url`."""
+    if name == "native":
+        return run_native(base_url, tools, question)
+    runtime = Runtime(
+        tools,
+        llm,
+        grammar=False,
+        react_max_steps=100,
+        **CONTESTANTS[name],  # type: ignore[arg-type]
+    )
+    try:
+        result = runtime.run(question)
+    except RunFailed as failed:
+        result = failed.result
+    tokens = result.llm.prompt_tokens + result.llm.completion_tokens
+    return Outcome(result.answer, result.wall_s, result.llm.calls, tokens)
+
+
 def correct(q: Question, answer: str | None) -> bool:
     if answer is None:
         return False
     if isinstance(q.gold, float):
-        numbers = [
-            float(x.replace(",", "")) for x in __import__("re").findall(r"-?\d[\d,]*\.?\d*", answer)
-        ]
+        numbers = [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.?\d*", answer)]
         return any(abs(x - q.gold) <= 1e-3 * max(1.0, abs(q.gold)) for x in numbers)
     return q.gold.lower() in answer.lower()
 
@@ -92,45 +112,19 @@ def main() -> None:
         llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
         for q in questions:
             limit = critical_path_limit(q, oracle, args.profile)
-            for name, options in CONTESTANTS.items():  # interleaved: same conditions for each
-                if name == "native":
-                    native = run_native(server.base_url, tools, q.text)
-                    rows.append(
-                        {
-                            "question": q.id,
-                            "kind": q.kind,
-                            "split": q.split,
-                            "contestant": name,
-                            "wall_s": native.wall_s,
-                            "limit_s": limit,
-                            "correct": correct(q, native.answer),
-                            "llm_calls": native.calls,
-                            "tokens": native.tokens,
-                        }
-                    )
-                    continue
-                runtime = Runtime(
-                    tools,
-                    llm,
-                    grammar=False,
-                    react_max_steps=100,
-                    **options,  # type: ignore[arg-type]
-                )
-                try:
-                    result = runtime.run(q.text)
-                except RunFailed as failed:
-                    result = failed.result
+            for name in CONTESTANTS:  # interleaved: the same conditions for each
+                outcome = run_contestant(name, q.text, llm, server.base_url, tools)
                 rows.append(
                     {
                         "question": q.id,
                         "kind": q.kind,
                         "split": q.split,
                         "contestant": name,
-                        "wall_s": result.wall_s,
+                        "wall_s": outcome.wall_s,
                         "limit_s": limit,
-                        "correct": correct(q, result.answer),
-                        "llm_calls": result.llm.calls,
-                        "tokens": result.llm.prompt_tokens + result.llm.completion_tokens,
+                        "correct": correct(q, outcome.answer),
+                        "llm_calls": outcome.calls,
+                        "tokens": outcome.tokens,
                     }
                 )
             print(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import re
@@ -208,7 +209,7 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "processor": platform.processor(),
-        "cpus": __import__("os").cpu_count(),
+        "cpus": os.cpu_count(),
     }
     args.out.write_text(
         json.dumps(

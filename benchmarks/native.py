@@ -18,7 +18,9 @@ NATIVE_HEAD = "You answer questions by calling the provided functions."
 
 
 @dataclass
-class NativeResult:
+class Outcome:
+    """What one contestant produced for one question."""
+
     answer: str | None
     wall_s: float
     calls: int
@@ -27,7 +29,7 @@ class NativeResult:
 
 async def native_run(
     client: openai.AsyncOpenAI, model: str, tools: ToolRegistry, question: str, max_turns: int = 20
-) -> NativeResult:
+) -> Outcome:
     began = time.monotonic()
     schema: Any = [t.json_schema() for t in tools.values()]
     messages: list[Any] = [
@@ -44,7 +46,7 @@ async def native_run(
             tokens += response.usage.total_tokens
         message = response.choices[0].message
         if not message.tool_calls:
-            return NativeResult(message.content, time.monotonic() - began, calls, tokens)
+            return Outcome(message.content, time.monotonic() - began, calls, tokens)
         messages.append(message.model_dump(exclude_none=True))
         results: dict[str, str] = {}
         async with anyio.create_task_group() as tg:
@@ -55,7 +57,7 @@ async def native_run(
                     )
         for tc in message.tool_calls:
             messages.append({"role": "tool", "tool_call_id": tc.id, "content": results[tc.id]})
-    return NativeResult(None, time.monotonic() - began, calls, tokens)
+    return Outcome(None, time.monotonic() - began, calls, tokens)
 
 
 async def _call(

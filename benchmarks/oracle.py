@@ -23,6 +23,8 @@ class Oracle:
         self.by_text = {q.text: q for q in questions}
         self.ttft = ttft
         self.tps = tps
+        # Native function calling names arguments: each bench tool's (only) parameter.
+        self._params = {t.name: t.params[0].name for t in bench_tools("zero").values()}
 
     def reply(self, text: str) -> Reply:
         return Reply(text, chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft)
@@ -85,15 +87,10 @@ class Oracle:
             for ref, value in sorted(results.items(), reverse=True):
                 arg = arg.replace(f"${{{ref}}}", value).replace(f"${ref}", json.dumps(value))
             value_obj = json.loads(arg)
-            calls.append((step.tool, {self._param(step.tool): value_obj}))
+            calls.append((step.tool, {self._params[step.tool]: value_obj}))
         return Reply(
             "", chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft, tool_calls=calls
         )
-
-    def _param(self, tool_name: str) -> str:
-        if not hasattr(self, "_params"):
-            self._params = {t.name: t.params[0].name for t in bench_tools("zero").values()}
-        return self._params[tool_name]
 
     def respond(self, messages: list[Message]) -> Reply:
         q = self.question(messages)

@@ -4,11 +4,11 @@ the real HTTP path.  Speed is not asserted here (the benchmark reports it)."""
 from __future__ import annotations
 
 import pytest
-from benchmarks.__main__ import CONTESTANTS, correct, critical_path_limit, run_native
+from benchmarks.__main__ import CONTESTANTS, correct, critical_path_limit, run_contestant
 from benchmarks.oracle import Oracle
 from benchmarks.workloads import bench_tools, generate, latency
 
-from planweave import OpenAICompatible, Runtime
+from planweave import OpenAICompatible
 
 
 def test_workloads_are_seeded_and_split() -> None:
@@ -35,15 +35,11 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
     with oracle.server() as server:
         llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
         for q in questions:
-            native = run_native(server.base_url, tools, q.text)
-            assert correct(q, native.answer), (q.kind, "native", native.answer)
-            # Native function calling takes one model turn per dependency level, plus the answer.
-            assert native.calls >= 2
-            for name, options in CONTESTANTS.items():
+            for name in CONTESTANTS:
+                outcome = run_contestant(name, q.text, llm, server.base_url, tools)
+                assert correct(q, outcome.answer), (q.kind, name, outcome.answer)
                 if name == "native":
-                    continue
-                runtime = Runtime(tools, llm, grammar=False, react_max_steps=100, **options)  # type: ignore[arg-type]
-                result = runtime.run(q.text)
-                assert correct(q, result.answer), (q.kind, name, result.answer)
-                if name != "react" and q.kind != "replan":
-                    assert result.llm.calls == 2
+                    # One model turn per dependency level, plus the answer.
+                    assert outcome.calls >= 2
+                elif name != "react" and q.kind != "replan":
+                    assert outcome.calls == 2

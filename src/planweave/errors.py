@@ -56,6 +56,10 @@ class PlanweaveError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, dict(self.__dict__)))
 
+    def report(self) -> dict[str, Any]:
+        """`to_dict()` plus `text`, the full rendered message: what events and `--json` carry."""
+        return self.to_dict() | {"text": str(self)}
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description, the form observations, events and `--json` output use."""
         data: dict[str, Any] = {"type": type(self).__name__, "message": self.message}

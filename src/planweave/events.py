@@ -173,7 +173,7 @@ class EventBus:
         self._subscribers.append(subscriber)
 
     def emit(self, event: Event) -> None:
-        event.t = time.monotonic() - self.start
+        event.t = self.now()
         self.events.append(event)
         for subscriber in self._subscribers:
             subscriber(event)

@@ -415,7 +415,7 @@ class PlanParser:
                 task_id=task.id,
             )
         try:
-            bound = tool.bind(task.args, task.kwargs)
+            bound = task.bound = tool.bind(task.args, task.kwargs)
         except TypeError as exc:
             raise ArgumentError(
                 f"{tool.signature_text()}: {exc}", line=raw, lineno=lineno, task_id=task.id

@@ -30,7 +30,6 @@ __all__ = [
     "Task",
     "Template",
     "format_args",
-    "format_call",
     "project",
     "render_text",
     "resolve",
@@ -84,6 +83,7 @@ class Task:
     thought: str | None = None
     line: str = ""
     lineno: int | None = None
+    bound: dict[str, Any] = field(default_factory=dict)  # arguments by parameter, set by validation
 
     @property
     def is_join(self) -> bool:
@@ -121,10 +121,6 @@ def format_args(args: Iterable[Any], kwargs: Mapping[str, Any]) -> str:
     parts = [_format_value(a) for a in args]
     parts.extend(f"{k}={_format_value(v)}" for k, v in kwargs.items())
     return ", ".join(parts)
-
-
-def format_call(tool: str, args: Iterable[Any], kwargs: Mapping[str, Any]) -> str:
-    return f"{tool}({format_args(args, kwargs)})"
 
 
 def render_text(value: Any) -> str:

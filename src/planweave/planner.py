@@ -7,7 +7,7 @@ from contextlib import aclosing
 from typing import Any
 
 from .errors import PlanError
-from .events import EventBus, PlanInvalid
+from .events import EventBus, PlanInvalid, Purpose
 from .llm.base import LLMRequest, Message
 from .llm.meter import MeteredLLM
 from .parser import PlanParser
@@ -170,25 +170,19 @@ class Planner:
         """
         parser.start_plan()
         accepted: list[Task] = []
-        held: list[Task] = []
-        purpose: str = "planner"
+        error: PlanError | None = None
         repairs = 0
 
         def take(tasks: list[Task]) -> None:
-            for task in tasks:
-                accepted.append(task)
-                if streaming:
+            accepted.extend(tasks)
+            if streaming:
+                for task in tasks:
                     add(task)
-                else:
-                    held.append(task)
 
         while True:
             try:
-                async with aclosing(
-                    llm.stream(
-                        self.request(messages), "repair" if purpose == "repair" else "planner"
-                    )
-                ) as stream:
+                purpose: Purpose = "repair" if repairs else "planner"
+                async with aclosing(llm.stream(self.request(messages), purpose)) as stream:
                     async for chunk in stream:
                         take(parser.feed(chunk))
                         if parser.done:
@@ -197,21 +191,14 @@ class Planner:
                 break
             except PlanError as err:
                 will_repair = repairs < self.max_repairs
-                bus.emit(
-                    PlanInvalid(
-                        error=err.to_dict() | {"text": str(err)},
-                        repair=repairs,
-                        will_repair=will_repair,
-                    )
-                )
+                bus.emit(PlanInvalid(error=err.report(), repair=repairs, will_repair=will_repair))
                 if not will_repair:
-                    for task in held:
-                        add(task)
-                    return err
+                    error = err
+                    break
                 repairs += 1
-                purpose = "repair"
                 messages = self.repair_messages(messages, accepted, err, parser.last_id + 1)
                 parser.start_plan()
-        for task in held:
-            add(task)
-        return None
+        if not streaming:
+            for task in accepted:
+                add(task)
+        return error

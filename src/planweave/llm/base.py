@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LLM", "Delta", "LLMRequest", "Message", "Usage", "estimate_tokens"]
+__all__ = ["LLM", "Delta", "LLMRequest", "Message", "Usage", "estimate_tokens", "estimate_usage"]
 
 Role = Literal["system", "user", "assistant"]
 
@@ -65,6 +65,12 @@ class LLM(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections; the default has none."""
+
+
+def estimate_usage(messages: Sequence[Message], completion: str) -> Usage:
+    """Rough usage of a call, for backends and fakes that report none."""
+    prompt = sum(estimate_tokens(m.content) + 4 for m in messages)
+    return Usage(prompt, estimate_tokens(completion), estimated=True)
 
 
 def estimate_tokens(text: str) -> int:

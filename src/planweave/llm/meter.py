@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import LLMError
 from ..events import EventBus, LLMCallFinished, LLMCallStarted, Purpose
-from .base import LLM, LLMRequest, estimate_tokens
+from .base import LLM, LLMRequest, estimate_usage
 
 __all__ = ["LLMUsage", "MeteredLLM"]
 
@@ -60,11 +60,9 @@ class MeteredLLM:
             raise
         finally:
             text = "".join(parts)
-            if usage is not None:
-                prompt, completion = usage.prompt_tokens, usage.completion_tokens
-            else:
-                prompt = sum(estimate_tokens(m.content) + 4 for m in request.messages)
-                completion = estimate_tokens(text)
+            if usage is None:
+                usage = estimate_usage(request.messages, text)
+            prompt, completion = usage.prompt_tokens, usage.completion_tokens
             self.usage.prompt_tokens += prompt
             self.usage.completion_tokens += completion
             self.bus.emit(

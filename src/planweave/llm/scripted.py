@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from ..errors import LLMError, LLMRateLimitError, LLMStreamError, UserError
-from .base import LLM, Delta, LLMRequest, Message, Usage, estimate_tokens
+from .base import LLM, Delta, LLMRequest, Message, estimate_usage
 
 __all__ = ["Reply", "Script", "ScriptedLLM", "ScriptedServer", "purpose_of"]
 
@@ -121,11 +121,6 @@ class Script:
         return Reply(source) if isinstance(source, str) else source
 
 
-def _usage(messages: Sequence[Message], text: str) -> Usage:
-    prompt = sum(estimate_tokens(m.content) + 4 for m in messages)
-    return Usage(prompt, estimate_tokens(text))
-
-
 class ScriptedLLM(LLM):
     """Plays a `Script` in-process (no HTTP); the fast path for scheduler and runtime tests."""
 
@@ -151,7 +146,7 @@ class ScriptedLLM(LLM):
             yield Delta(text=chunk)
         if reply.cut_after is not None:
             raise LLMStreamError("the response stream broke off (scripted)")
-        yield Delta(usage=_usage(request.messages, "".join(sent)))
+        yield Delta(usage=estimate_usage(request.messages, "".join(sent)))
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:
@@ -208,7 +203,7 @@ class ScriptedServer:
             created = int(time.time())
             ident = f"chatcmpl-scripted-{len(script_ref.requests)}"
             model_name = body.get("model", model)
-            usage = _usage(messages, reply.text)
+            usage = estimate_usage(messages, reply.text)
             if not body.get("stream"):
                 await asyncio.sleep(reply.duration())
                 message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
