@@ -2,6 +2,8 @@
 
     PlanweaveError
     ├── UserError ................ a mistake by the developer using planweave (bad tool, config)
+    │   └── ResumeError .......... a run cannot be resumed (unknown, still running, tools changed)
+    │       └── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
     │   └── ToolFailed ........... "I failed for good" (permanent)
@@ -18,6 +20,7 @@
         │   ├── ToolCrashed
         │   ├── ToolArgumentError  resolved arguments that do not fit the tool's schema
         │   ├── ProjectionError .. `$2.population` did not resolve
+        │   ├── ResultNotStorable  the journal cannot store the tool's result faithfully
         │   └── DependencyFailed . an upstream task failed, so this one was skipped
         ├── LLMError ............. the LLM backend failed (translated once, at the backend boundary)
         │   ├── LLMConnectionError
@@ -25,6 +28,8 @@
         │   ├── LLMContextOverflow
         │   └── LLMStreamError ... the stream broke off mid-response
         ├── JoinerError
+        ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
+        ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
         └── BudgetExceeded
 
 Model-caused failures (plan errors, tool errors) become observations for the planner and joiner;
@@ -216,6 +221,35 @@ class LLMStreamError(LLMError):
     """The response stream broke off before it was complete."""
 
 
+class ResultNotStorable(TaskError):
+    """The tool ran, but its result has no faithful stored form (journaled runs only)."""
+
+
+class JournalError(RunError):
+    """The journal cannot be opened, read or written.  Nothing already recorded is damaged."""
+
+    def __init__(self, message: str, *, path: str | None = None, run_id: str | None = None):
+        super().__init__(message, run_id=run_id)
+        self.path = path
+
+
+class RunCancelled(RunError):
+    """The run was stopped on request."""
+
+
+class ResumeError(UserError):
+    """This run cannot be resumed as asked; the message says why."""
+
+
+class DecisionNeeded(ResumeError):
+    """Tasks with side effects were in flight when the run stopped: nobody knows whether they
+    took effect.  `tasks` lists them (id, tool, call); resume again with a decision for each."""
+
+    def __init__(self, message: str, *, tasks: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.tasks = tasks
+
+
 class JoinerError(RunError):
     """The joiner's output could not be understood."""
 
@@ -226,3 +260,22 @@ class BudgetExceeded(RunError):
     def __init__(self, message: str, *, limit: str, run_id: str | None = None) -> None:
         super().__init__(message, run_id=run_id)
         self.limit = limit
+
+
+def error_from_dict(data: dict[str, Any]) -> PlanweaveError:
+    """Rebuild an error from its `to_dict()` form (as the journal stores it).  An unknown type
+    name (from a newer planweave) comes back as a plain RunError with the same message."""
+    classes: dict[str, type[PlanweaveError]] = {}
+    pending: list[type[PlanweaveError]] = [PlanweaveError]
+    while pending:
+        cls = pending.pop()
+        classes[cls.__name__] = cls
+        pending.extend(cls.__subclasses__())
+    cls = classes.get(str(data.get("type")), RunError)
+    message = str(data.get("message", ""))
+    try:
+        err = cls(message)  # sets every field to its default
+    except TypeError:
+        err = _rebuild(cls, message, {})
+    err.__dict__.update({k: v for k, v in data.items() if k not in ("type", "message", "text")})
+    return err

@@ -9,7 +9,7 @@ write-ahead journal needs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -22,6 +22,7 @@ __all__ = [
     "PlanInvalid",
     "ReplanEvent",
     "RunFinished",
+    "RunResumed",
     "RunStarted",
     "TaskCancelled",
     "TaskFailed",
@@ -29,6 +30,7 @@ __all__ = [
     "TaskPlanned",
     "TaskSkipped",
     "TaskStarted",
+    "timings",
 ]
 
 Purpose = Literal["planner", "repair", "joiner", "react"]
@@ -54,11 +56,24 @@ class RunStarted(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class RunResumed(Event):
+    """A journaled run continues in a new session: `reused` tasks keep their recorded outcome."""
+
+    kind: ClassVar[str] = "run_resumed"
+    run_id: str
+    session: int
+    reused: list[int]
+    rerun: list[int]
+
+
+@dataclass(slots=True, kw_only=True)
 class LLMCallStarted(Event):
     kind: ClassVar[str] = "llm_call_started"
     call: int
     purpose: Purpose
     model: str
+    request_hash: str = ""
+    replayed: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -72,10 +87,14 @@ class LLMCallFinished(Event):
     duration: float
     text: str
     error: dict[str, Any] | None = None
+    replayed: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
 class TaskPlanned(Event):
+    """A plan line was accepted.  `args` is the call's argument text, `bound` the arguments by
+    parameter name as JSON (references kept as `$N`)."""
+
     kind: ClassVar[str] = "task_planned"
     task_id: int
     tool: str
@@ -83,6 +102,8 @@ class TaskPlanned(Event):
     deps: list[int]
     thought: str | None = None
     plan_round: int = 0
+    bound: dict[str, Any] = field(default_factory=dict, repr=False)
+    side_effects: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -100,6 +121,10 @@ class TaskFinished(Event):
     tool: str
     duration: float
     result: Any = field(repr=False)
+    # The journal's stored form of `result` (journaled runs only), and whether the result was
+    # taken from an earlier session of the run instead of calling the tool.
+    stored: Any = field(default=None, repr=False)
+    reused: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,6 +134,7 @@ class TaskFailed(Event):
     tool: str
     duration: float
     error: dict[str, Any]
+    reused: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -158,11 +184,36 @@ class RunFinished(Event):
 Subscriber = Callable[[Event], None]
 
 
-class EventBus:
-    """Stamps events with the run's clock and hands them to every subscriber, in order."""
+def timings(
+    llm_calls: Iterable[tuple[str, float]], spans: Iterable[tuple[float | None, float | None]]
+) -> dict[str, float]:
+    """Seconds spent in LLM calls by purpose (`planning`, `joining`, `reasoning`) and
+    `executing`: the time during which at least one tool was running (planning and executing
+    overlap when dispatch streams).  Takes (purpose, duration) pairs and task (start, end) spans."""
+    spent: dict[str, float] = {"planning": 0.0, "executing": 0.0, "joining": 0.0}
+    for purpose, duration in llm_calls:
+        key = {"planner": "planning", "repair": "planning", "joiner": "joining"}.get(
+            purpose, "reasoning"
+        )
+        spent[key] = spent.get(key, 0.0) + duration
+    busy, until = 0.0, float("-inf")
+    for start, end in sorted((s, e) for s, e in spans if s is not None and e is not None):
+        if end > until:
+            busy += end - max(start, until)
+            until = end
+    spent["executing"] = busy
+    return {k: round(v, 6) for k, v in spent.items()}
 
-    def __init__(self, subscribers: list[Subscriber] | None = None) -> None:
-        self.start = time.monotonic()
+
+class EventBus:
+    """Stamps events with the run's clock and hands them to every subscriber, in order.
+
+    The clock reads seconds since the run began; `offset` carries it over when a journaled run
+    resumes in a later session.
+    """
+
+    def __init__(self, subscribers: list[Subscriber] | None = None, *, offset: float = 0.0) -> None:
+        self.start = time.monotonic() - offset
         self.events: list[Event] = []
         self._subscribers: list[Subscriber] = list(subscribers or ())
 

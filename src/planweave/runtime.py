@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
-from .errors import BudgetExceeded, LLMError, PlanError, RunError, UserError
+from .errors import BudgetExceeded, LLMError, PlanError, RunCancelled, RunError, UserError
 from .events import (
     AnswerEvent,
     Event,
@@ -18,7 +20,9 @@ from .events import (
     LLMCallFinished,
     ReplanEvent,
     RunFinished,
+    RunResumed,
     RunStarted,
+    timings,
 )
 from .executor import DEFAULT_TIMEOUT, Executor
 from .grammar import joiner_grammar, plan_grammar, react_grammar
@@ -29,6 +33,7 @@ from .parser import PlanParser
 from .planner import Planner
 from .react import ReAct
 from .scheduler import Scheduler, TaskRecord
+from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
 
 __all__ = ["Mode", "RunFailed", "RunResult", "Runtime"]
@@ -58,25 +63,11 @@ class RunResult:
         return {r.task.id: r.result for r in self.tasks if r.status == "done"}
 
     def timings(self) -> dict[str, float]:
-        """Seconds spent in LLM calls by purpose, and `executing`: the time during which at
-        least one tool was running (planning and executing overlap when dispatch streams)."""
-        spent: dict[str, float] = {"planning": 0.0, "executing": 0.0, "joining": 0.0}
-        for event in self.events:
-            if isinstance(event, LLMCallFinished):
-                key = {"planner": "planning", "repair": "planning", "joiner": "joining"}.get(
-                    event.purpose, "reasoning"
-                )
-                spent[key] = spent.get(key, 0.0) + event.duration
-        spans = sorted(
-            (r.start, r.end) for r in self.tasks if r.start is not None and r.end is not None
+        """Seconds spent planning, executing (at least one tool running) and joining."""
+        return timings(
+            ((e.purpose, e.duration) for e in self.events if isinstance(e, LLMCallFinished)),
+            ((r.start, r.end) for r in self.tasks),
         )
-        busy, until = 0.0, float("-inf")
-        for start, end in spans:
-            if end > until:
-                busy += end - max(start, until)
-                until = end
-        spent["executing"] = busy
-        return {k: round(v, 6) for k, v in spent.items()}
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -94,6 +85,13 @@ class RunResult:
         if self.error is not None:
             data["error"] = self.error.report()
         return data
+
+
+def _first(group: BaseExceptionGroup[RunError]) -> RunError:
+    error: RunError | BaseExceptionGroup[RunError] = group
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
 
 
 class RunFailed(RunError):
@@ -128,7 +126,12 @@ class Runtime:
         examples: str | None = None,
         grammar: bool = True,
         subscribers: list[Callable[[Event], None]] | None = None,
+        journal: Journal | str | Path | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
+        """`journal` (a Journal or a path) records every run durably so it can be resumed;
+        `settings` are extra facts stored with each run (the CLI keeps how to rebuild its
+        tools and LLM there).  Never put secrets in them."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if max_replans < 0 or max_repairs < 0 or max_concurrency < 1:
@@ -154,6 +157,17 @@ class Runtime:
             grammar=react_grammar(self.tools) if grammar else None,
         )
         self.subscribers = list(subscribers or ())
+        self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
+        self.settings = {
+            "mode": mode,
+            "model": llm.model,
+            "max_replans": max_replans,
+            "max_repairs": max_repairs,
+            "tool_timeout": tool_timeout,
+            "streaming": streaming,
+            "grammar": grammar,
+            **(settings or {}),
+        }
 
     # ------------------------------------------------------------------ public entry points
 
@@ -181,6 +195,44 @@ class Runtime:
         with `check=False` returns the result with `status="failed"` and `error` set."""
         result = await self._run(
             question, mode or self.mode, [*self.subscribers, *(subscribers or ())]
+        )
+        if check and result.error is not None:
+            raise RunFailed(str(result.error), result=result, cause=result.error)
+        return result
+
+    def resume(self, run_id: str, *, decisions: Decisions | None = None) -> RunResult:
+        """Continue a journaled run (blocking).  See `aresume`."""
+
+        async def once() -> RunResult:
+            try:
+                return await self.aresume(run_id, decisions=decisions)
+            finally:
+                await self.llm.aclose()
+
+        return anyio.run(once)
+
+    async def aresume(
+        self,
+        run_id: str,
+        *,
+        decisions: Decisions | None = None,
+        subscribers: list[Callable[[Event], None]] | None = None,
+        check: bool = True,
+    ) -> RunResult:
+        """Continue the journaled run `run_id` (a unique prefix will do) where it stopped.
+
+        Recorded LLM responses are replayed, finished tasks keep their results, tasks that were
+        in flight run again if their tool is free of side effects.  For a side-effecting task
+        that was in flight, `decisions` says "rerun" or "fail" (a mapping by task id, or a
+        function asked per task); without one the run is left paused and DecisionNeeded says
+        which tasks need a decision.
+        """
+        if self.journal is None:
+            raise UserError("resuming needs the journal: Runtime(..., journal=PATH)")
+        state = prepare(self.journal, run_id, self.tools, decisions)
+        mode: Mode = "react" if state.mode == "react" else "compiled"
+        result = await self._run(
+            state.question, mode, [*self.subscribers, *(subscribers or ())], resume=state
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
@@ -217,32 +269,84 @@ class Runtime:
     # ------------------------------------------------------------------ the run itself
 
     async def _run(
-        self, question: str, mode: Mode, subscribers: list[Callable[[Event], None]]
+        self,
+        question: str,
+        mode: Mode,
+        subscribers: list[Callable[[Event], None]],
+        resume: ResumeState | None = None,
     ) -> RunResult:
-        run_id = uuid.uuid4().hex[:12]
-        bus = EventBus(subscribers)
-        llm = MeteredLLM(self.llm, bus)
+        run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
+        offset = 0.0
+        if self.journal is not None:
+            if resume is None:
+                self.journal.create_run(run_id, question, mode, self.settings)
+            else:
+                offset = max(0.0, time.time() - resume.created)
+            recorder = RunRecorder(
+                self.journal, run_id, self.tools, session=resume.session if resume else 1
+            )
+            # The journal goes first: no view shows what has not been recorded.
+            subscribers = [recorder, *subscribers]
+        bus = EventBus(subscribers, offset=offset)
+        llm = MeteredLLM(self.llm, bus, replay=resume.replay if resume else None)
         scheduler = Scheduler(
             self.tools,
             Executor(default_timeout=self.tool_timeout),
             bus,
             max_concurrency=self.max_concurrency,
+            store=encode if self.journal is not None else None,
+            recorded=resume.recorded if resume else None,
         )
-        bus.emit(RunStarted(run_id=run_id, question=question, mode=mode))
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
+        requested = False
+
+        async def watch_cancel(scope: anyio.CancelScope) -> None:
+            # Another process asks for a stop through the journal (`planweave runs cancel`).
+            nonlocal requested
+            assert self.journal is not None
+            while not self.journal.cancel_requested(run_id):  # noqa: ASYNC110 (another process)
+                await anyio.sleep(0.5)
+            requested = True
+            scope.cancel()
+
         try:
-            if mode == "react":
-                result.answer = await self.react.run(question, llm, scheduler, bus)
+            if resume is None:
+                bus.emit(RunStarted(run_id=run_id, question=question, mode=mode))
             else:
-                result.answer = await self._compiled(question, llm, scheduler, bus, result)
-            result.status = "finished"
+                bus.emit(
+                    RunResumed(
+                        run_id=run_id,
+                        session=resume.session,
+                        reused=sorted(resume.recorded),
+                        rerun=resume.rerun,
+                    )
+                )
+            async with anyio.create_task_group() as tg:
+                if self.journal is not None:
+                    tg.start_soon(watch_cancel, tg.cancel_scope)
+                if mode == "react":
+                    result.answer = await self.react.run(question, llm, scheduler, bus)
+                else:
+                    result.answer = await self._compiled(question, llm, scheduler, bus, result)
+                result.status = "finished"
+                tg.cancel_scope.cancel()
         except RunError as err:
             err.run_id = run_id
             result.error = err
+        except BaseExceptionGroup as group:
+            # The task group wraps what its body raised; a run error stays a run error.
+            errors, rest = group.split(RunError)
+            if errors is None or rest is not None:
+                raise
+            result.error = _first(errors)
+            result.error.run_id = run_id
         except anyio.get_cancelled_exc_class():
             result.status = "cancelled"
             self._finish(result, scheduler, bus)
             raise
+        if requested:
+            result.status = "cancelled"
+            result.error = RunCancelled("cancelled on request", run_id=run_id)
         self._finish(result, scheduler, bus)
         return result
 

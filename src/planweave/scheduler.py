@@ -7,17 +7,17 @@ still streaming the rest of the plan.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
 from pydantic_core import to_jsonable_python
 
-from .errors import DependencyFailed, TaskError
+from .errors import DependencyFailed, JournalError, ResultNotStorable, TaskError
 from .events import (
     EventBus,
     TaskCancelled,
@@ -31,7 +31,7 @@ from .executor import Executor
 from .plan import Ref, Task, Template, format_args, render_text
 from .tools import ToolRegistry
 
-__all__ = ["Scheduler", "TaskRecord", "TaskStatus", "jsonable", "plan_json"]
+__all__ = ["Recorded", "Scheduler", "TaskRecord", "TaskStatus", "jsonable", "plan_json"]
 
 
 class TaskStatus(StrEnum):
@@ -74,6 +74,8 @@ class TaskRecord:
     end: float | None = None
     result: Any = None
     error: TaskError | None = None
+    attempts: int = 0
+    reused: bool = False
     waiting: int = 0
     dependents: list[TaskRecord] = field(default_factory=list)
 
@@ -105,6 +107,7 @@ class TaskRecord:
             "start": self.start,
             "end": self.end,
             "plan_round": self.plan_round,
+            "attempts": self.attempts,
         }
         if self.status is TaskStatus.DONE:
             data["result"] = jsonable(self.result)
@@ -113,6 +116,31 @@ class TaskRecord:
         if task.thought:
             data["thought"] = task.thought
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A task's outcome from an earlier session of a journaled run.  A task planned again with
+    the same id and the same call takes this outcome instead of calling its tool."""
+
+    call: str
+    outcome: Literal["done", "failed"]
+    result: Any = None
+    stored: Any = None
+    error: TaskError | None = None
+    start: float | None = None
+    end: float | None = None
+
+
+def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The journal error inside a task group's error, if there is one."""
+    found = group.subgroup(JournalError)
+    if found is None:
+        return None
+    first: BaseException = found
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 async def _acquire(limiter: anyio.CapacityLimiter) -> None:
@@ -134,8 +162,14 @@ class Scheduler:
         bus: EventBus,
         *,
         max_concurrency: int = 64,
+        store: Callable[[Any], Any] | None = None,
+        recorded: Mapping[int, Recorded] | None = None,
     ) -> None:
+        """`store` turns a result into its stored form (raising TypeError when it has none);
+        `recorded` holds outcomes to reuse from an earlier session of the run."""
         self.tools = tools
+        self.store = store
+        self.recorded = dict(recorded or {})
         self.executor = executor
         self.bus = bus
         self.records: dict[int, TaskRecord] = {}
@@ -159,6 +193,12 @@ class Scheduler:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 yield self
+        except BaseExceptionGroup as group:
+            # A journal that cannot be written ends the run with that error, unwrapped.
+            error = _single_error(group)
+            if error is None:
+                raise
+            raise error from group
         finally:
             self._tg = None
             for rec in self.records.values():
@@ -171,16 +211,23 @@ class Scheduler:
             return None
         rec = TaskRecord(task, self.plan_round)
         self.records[task.id] = rec
+        args = format_args(task.args, task.kwargs)
         self.bus.emit(
             TaskPlanned(
                 task_id=task.id,
                 tool=task.tool,
-                args=format_args(task.args, task.kwargs),
+                args=args,
                 deps=list(task.deps),
                 thought=task.thought,
                 plan_round=self.plan_round,
+                bound={name: plan_json(value) for name, value in task.bound.items()},
+                side_effects=self.tools[task.tool].side_effects,
             )
         )
+        earlier = self.recorded.pop(task.id, None)
+        if earlier is not None and earlier.call == f"{task.tool}({args})":
+            self._reuse(rec, earlier)
+            return rec
         for dep_id in task.deps:
             dep = self.records[dep_id]
             if dep.status is TaskStatus.DONE:
@@ -214,32 +261,64 @@ class Scheduler:
         finally:
             self._limiter.release()
 
+    def _reuse(self, rec: TaskRecord, earlier: Recorded) -> None:
+        rec.reused = True
+        rec.start, rec.end = earlier.start, earlier.end
+        if earlier.outcome == "done":
+            self._done(rec, earlier.result, earlier.stored)
+        else:
+            assert earlier.error is not None
+            self._failed(rec, earlier.error)
+
     async def _call(self, rec: TaskRecord) -> None:
         task = rec.task
         tool = self.tools[task.tool]
         rec.status = TaskStatus.RUNNING
         rec.start = self.bus.now()
+        rec.attempts += 1
         try:
             arguments = self.executor.resolve_arguments(task, task.bound, self.results)
+            # Recorded before the tool is called (write-ahead): a crash from here on leaves
+            # the task marked as in flight.
             self.bus.emit(TaskStarted(task_id=task.id, tool=task.tool, arguments=arguments))
             result = await self.executor.execute(task, tool, arguments)
+            stored = self._stored(rec, arguments, result)
         except TaskError as err:
+            rec.end = self.bus.now()
             self._failed(rec, err)
         else:
-            self._done(rec, result)
+            rec.end = self.bus.now()
+            self._done(rec, result, stored)
 
-    def _done(self, rec: TaskRecord, result: Any) -> None:
-        rec.end = self.bus.now()
+    def _stored(self, rec: TaskRecord, arguments: Mapping[str, Any], result: Any) -> Any:
+        if self.store is None:
+            return None
+        try:
+            return self.store(result)
+        except TypeError as exc:
+            raise ResultNotStorable(
+                f"the tool returned {exc}, which the journal cannot store; return plain data "
+                "(JSON types, tuples, sets, dates), a pydantic model or a dataclass",
+                task_id=rec.task.id,
+                tool=rec.task.tool,
+                arguments=format_args((), dict(arguments)),
+                cause=type(exc).__name__,
+            ) from exc
+
+    def _done(self, rec: TaskRecord, result: Any, stored: Any = None) -> None:
         rec.status = TaskStatus.DONE
         rec.result = result
         self.results[rec.task.id] = result
+        end = rec.end if rec.end is not None else self.bus.now()
         # Subscribers (a journal) see the result before any dependent starts.
         self.bus.emit(
             TaskFinished(
                 task_id=rec.task.id,
                 tool=rec.task.tool,
-                duration=rec.end - (rec.start or rec.end),
+                duration=end - (rec.start if rec.start is not None else end),
                 result=result,
+                stored=stored,
+                reused=rec.reused,
             )
         )
         for dependent in rec.dependents:
@@ -249,15 +328,16 @@ class Scheduler:
                     self._dispatch(dependent)
 
     def _failed(self, rec: TaskRecord, err: TaskError) -> None:
-        rec.end = self.bus.now()
         rec.status = TaskStatus.FAILED
         rec.error = err
+        end = rec.end if rec.end is not None else self.bus.now()
         self.bus.emit(
             TaskFailed(
                 task_id=rec.task.id,
                 tool=rec.task.tool,
-                duration=rec.end - (rec.start or rec.end),
+                duration=end - (rec.start if rec.start is not None else end),
                 error=err.to_dict(),
+                reused=rec.reused,
             )
         )
         for dependent in rec.dependents:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -11,7 +13,7 @@ from ..errors import LLMError
 from ..events import EventBus, LLMCallFinished, LLMCallStarted, Purpose
 from .base import LLM, LLMRequest, estimate_usage
 
-__all__ = ["LLMUsage", "MeteredLLM"]
+__all__ = ["LLMUsage", "MeteredLLM", "Replay", "request_hash"]
 
 
 @dataclass(slots=True)
@@ -28,13 +30,44 @@ class LLMUsage:
         }
 
 
-class MeteredLLM:
-    """Wraps a backend for one run: streams text, adds up usage, emits call events."""
+def request_hash(request: LLMRequest) -> str:
+    """A fingerprint of everything that shapes a response to `request`."""
+    body = json.dumps(
+        [
+            [[m.role, m.content] for m in request.messages],
+            request.stop,
+            request.max_tokens,
+            request.temperature,
+            request.grammar,
+            request.json_schema,
+        ],
+        sort_keys=True,
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
 
-    def __init__(self, llm: LLM, bus: EventBus) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A response recorded in an earlier session of a journaled run.  The call with the same
+    number, purpose and request fingerprint is answered with it instead of asking the LLM."""
+
+    purpose: str
+    request_hash: str
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    duration: float
+
+
+class MeteredLLM:
+    """Wraps a backend for one run: streams text, adds up usage, emits call events, and
+    replays recorded responses when the run is resumed."""
+
+    def __init__(self, llm: LLM, bus: EventBus, replay: Mapping[int, Replay] | None = None):
         self.llm = llm
         self.bus = bus
         self.usage = LLMUsage()
+        self.replay = dict(replay or {})
 
     async def stream(self, request: LLMRequest, purpose: Purpose) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
@@ -42,7 +75,18 @@ class MeteredLLM:
         self.usage.calls += 1
         call = self.usage.calls
         model = self.llm.model
-        self.bus.emit(LLMCallStarted(call=call, purpose=purpose, model=model))
+        fingerprint = request_hash(request)
+        recorded = self.replay.pop(call, None)
+        if recorded is not None and (recorded.purpose, recorded.request_hash) == (
+            purpose,
+            fingerprint,
+        ):
+            self._replayed(call, purpose, recorded)
+            yield recorded.text
+            return
+        self.bus.emit(
+            LLMCallStarted(call=call, purpose=purpose, model=model, request_hash=fingerprint)
+        )
         started = time.monotonic()
         parts: list[str] = []
         usage = None
@@ -77,6 +121,24 @@ class MeteredLLM:
                     error=error.to_dict() if error is not None else None,
                 )
             )
+
+    def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
+        model = self.llm.model
+        self.bus.emit(LLMCallStarted(call=call, purpose=purpose, model=model, replayed=True))
+        self.usage.prompt_tokens += recorded.prompt_tokens
+        self.usage.completion_tokens += recorded.completion_tokens
+        self.bus.emit(
+            LLMCallFinished(
+                call=call,
+                purpose=purpose,
+                model=model,
+                prompt_tokens=recorded.prompt_tokens,
+                completion_tokens=recorded.completion_tokens,
+                duration=recorded.duration,
+                text=recorded.text,
+                replayed=True,
+            )
+        )
 
     async def complete(self, request: LLMRequest, purpose: Purpose) -> str:
         parts = []

@@ -1,0 +1,20 @@
+"""The durable journal (SQLite): runs, plan lines, tasks, LLM calls and events; resuming runs."""
+
+from .codec import Unstorable, decode, encode
+from .journal import Journal, default_path
+from .recorder import FAULT_ENV, RunRecorder
+from .resume import Decision, Decisions, ResumeState, prepare
+
+__all__ = [
+    "FAULT_ENV",
+    "Decision",
+    "Decisions",
+    "Journal",
+    "ResumeState",
+    "RunRecorder",
+    "Unstorable",
+    "decode",
+    "default_path",
+    "encode",
+    "prepare",
+]

@@ -1,0 +1,528 @@
+"""The durable journal: every run, plan line, task, LLM call and event, in one SQLite file.
+
+Writes happen synchronously on the event stream (see `RunRecorder`), one transaction per event,
+so a task's start is committed before its tool is called and its result before any dependent
+starts.  Starts of tasks whose tool has side effects are also fsynced (`synchronous=FULL` for that
+commit); everything else relies on WAL's ordering, which survives a killed process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import JournalError, ResumeError
+from ..events import (
+    Event,
+    LLMCallFinished,
+    LLMCallStarted,
+    ReplanEvent,
+    RunFinished,
+    TaskCancelled,
+    TaskFailed,
+    TaskFinished,
+    TaskPlanned,
+    TaskSkipped,
+    TaskStarted,
+    timings,
+)
+from ..llm.meter import Replay
+from .codec import Unstorable, decode, encode
+from .schema import connect
+
+__all__ = ["Journal", "RecordedTask", "default_path"]
+
+_HEAVY = frozenset({"result", "stored", "arguments", "text", "bound"})
+
+
+def default_path() -> Path:
+    """PLANWEAVE_DB, or runs.db in the user data directory."""
+    env = os.environ.get("PLANWEAVE_DB")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("planweave") / "runs.db"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    if pid is None or host != socket.gethostname():
+        return pid is not None  # another machine's run: assume it is alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTask:
+    """A task as the journal has it, for resuming."""
+
+    id: int
+    tool: str
+    call: str
+    status: str
+    side_effects: bool
+    started: float | None
+    ended: float | None
+    result: Any  # the stored (encoded) form
+    error: dict[str, Any] | None
+
+    def value(self) -> Any:
+        return decode(self.result)
+
+
+class Journal:
+    """One journal file.  Safe to share between runs, threads and processes."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self._conn = connect(self.path)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ low level
+
+    @contextlib.contextmanager
+    def _translated(self, run_id: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "full" in text:
+                why = "the disk (or the journal's size limit) is full"
+            elif "locked" in text or "busy" in text:
+                why = "the database stayed locked by another process for too long"
+            else:
+                why = f"SQLite failed: {text}"
+            raise JournalError(
+                f"cannot write the journal {self.path}: {why}", path=str(self.path), run_id=run_id
+            ) from exc
+
+    @contextlib.contextmanager
+    def _write(
+        self, *, durable: bool = False, run_id: str | None = None
+    ) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translated(run_id):
+            conn = self._conn
+            if durable:
+                conn.execute("PRAGMA synchronous=FULL")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if durable:
+                    conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock, self._translated():
+            cursor = self._conn.execute(sql, params)
+            cursor.row_factory = sqlite3.Row
+            return cursor.fetchall()
+
+    # ------------------------------------------------------------------ runs
+
+    def create_run(self, run_id: str, question: str, mode: str, settings: dict[str, Any]) -> float:
+        """Record a new run as running in this process; returns its creation time."""
+        now = time.time()
+        with self._write(run_id=run_id) as conn:
+            conn.execute(
+                "INSERT INTO runs (id, question, mode, status, created, updated, settings, pid, "
+                "host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    question,
+                    mode,
+                    now,
+                    now,
+                    _dumps(settings),
+                    os.getpid(),
+                    socket.gethostname(),
+                ),
+            )
+        return now
+
+    def find(self, run_id: str) -> str:
+        """The full id of the run `run_id` names (a unique prefix is enough)."""
+        rows = self._read(
+            "SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2", (run_id, run_id + "\uffff")
+        )
+        if not rows:
+            raise ResumeError(f"no run {run_id!r} in the journal {self.path}")
+        if len(rows) > 1:
+            raise ResumeError(f"{run_id!r} names more than one run; give more of the id")
+        return str(rows[0]["id"])
+
+    def claim(self, run_id: str) -> dict[str, Any]:
+        """Take over run `run_id` for resuming in this process; returns its run row."""
+        run_id = self.find(run_id)
+        with self._write(run_id=run_id) as conn:
+            cursor = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
+            cursor.row_factory = sqlite3.Row
+            row = dict(cursor.fetchone())
+            if row["status"] == "finished":
+                raise ResumeError(f"run {run_id} already finished; nothing to resume")
+            if row["status"] == "running" and _alive(row["pid"], row["host"]):
+                raise ResumeError(
+                    f"run {run_id} is still running (process {row['pid']} on {row['host']})"
+                )
+            conn.execute(
+                "UPDATE runs SET status = 'running', pid = ?, host = ?, sessions = sessions + 1,"
+                " cancel_requested = 0, updated = ? WHERE id = ?",
+                (os.getpid(), socket.gethostname(), time.time(), run_id),
+            )
+        return row
+
+    def pause(self, run_id: str) -> None:
+        with self._write(run_id=run_id) as conn:
+            conn.execute(
+                "UPDATE runs SET status = 'paused', updated = ? WHERE id = ?", (time.time(), run_id)
+            )
+
+    def request_cancel(self, run_id: str) -> str:
+        """Ask run `run_id` to stop.  A run no process is running is marked cancelled at once;
+        a live one is cancelled by its own process within a second.  Returns its state."""
+        run_id = self.find(run_id)
+        with self._write(run_id=run_id) as conn:
+            cursor = conn.execute("SELECT status, pid, host FROM runs WHERE id = ?", (run_id,))
+            status, pid, host = cursor.fetchone()
+            if status in ("finished", "failed", "cancelled"):
+                return str(status)
+            if status == "running" and _alive(pid, host):
+                conn.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
+                return "cancelling"
+            conn.execute(
+                "UPDATE runs SET status = 'cancelled', updated = ? WHERE id = ?",
+                (time.time(), run_id),
+            )
+            return "cancelled"
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self._read("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
+        return bool(rows and rows[0][0])
+
+    def mark_failed(self, run_id: str, task_id: int, error: dict[str, Any]) -> None:
+        with self._write(run_id=run_id) as conn:
+            conn.execute(
+                "UPDATE tasks SET status = 'failed', error = ? WHERE run_id = ? AND id = ?",
+                (_dumps(error), run_id, task_id),
+            )
+
+    # ------------------------------------------------------------------ the event stream
+
+    def record(self, run_id: str, session: int, event: Event, *, durable: bool = False) -> None:
+        """Apply one event to the run's state and append it to its event log, atomically."""
+        data = {k: v for k, v in event.to_dict().items() if k not in _HEAVY}
+        with self._write(durable=durable, run_id=run_id) as conn:
+            conn.execute(
+                "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
+                "coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?, ?)",
+                (run_id, run_id, session, event.t, event.kind, _dumps(data)),
+            )
+            self._apply(conn, run_id, session, event)
+
+    def _apply(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
+        key = (run_id, getattr(event, "task_id", None))
+        match event:
+            case TaskPlanned():
+                call = f"{event.tool}({event.args})"
+                conn.execute(
+                    "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
+                    "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
+                    "ON CONFLICT (run_id, id) DO UPDATE SET plan_round = excluded.plan_round, "
+                    "tool = excluded.tool, args = excluded.args, call = excluded.call, "
+                    "deps = excluded.deps, thought = excluded.thought, "
+                    "side_effects = excluded.side_effects, status = 'pending', attempts = 0, "
+                    "arguments = NULL, result = NULL, error = NULL, started = NULL, ended = NULL "
+                    "WHERE tasks.call != excluded.call",
+                    (
+                        run_id,
+                        event.task_id,
+                        event.plan_round,
+                        event.tool,
+                        _dumps(event.bound),
+                        call,
+                        _dumps(event.deps),
+                        event.thought,
+                        event.side_effects,
+                    ),
+                )
+            case TaskStarted():
+                conn.execute(
+                    "UPDATE tasks SET status = 'running', attempts = attempts + 1, arguments = ?,"
+                    " started = ?, ended = NULL WHERE run_id = ? AND id = ?",
+                    (_dumps(_storable(event.arguments)), event.t, *key),
+                )
+            case TaskFinished(reused=False):
+                conn.execute(
+                    "UPDATE tasks SET status = 'done', result = ?, error = NULL, ended = ? "
+                    "WHERE run_id = ? AND id = ?",
+                    (_dumps(event.stored), event.t, *key),
+                )
+            case TaskFailed(reused=False) | TaskSkipped():
+                status = "failed" if isinstance(event, TaskFailed) else "skipped"
+                conn.execute(
+                    "UPDATE tasks SET status = ?, error = ?, ended = ? WHERE run_id = ? AND id = ?",
+                    (status, _dumps(event.error), event.t, *key),
+                )
+            case TaskCancelled():
+                conn.execute(
+                    "UPDATE tasks SET status = 'cancelled', ended = ? WHERE run_id = ? AND id = ?",
+                    (event.t, *key),
+                )
+            case LLMCallStarted(replayed=False):
+                conn.execute(
+                    "INSERT OR REPLACE INTO llm_calls (run_id, session, call, purpose, model, "
+                    "request_hash, status, started) VALUES (?, ?, ?, ?, ?, ?, 'streaming', ?)",
+                    (
+                        run_id,
+                        session,
+                        event.call,
+                        event.purpose,
+                        event.model,
+                        event.request_hash,
+                        event.t,
+                    ),
+                )
+            case LLMCallFinished(replayed=False):
+                conn.execute(
+                    "UPDATE llm_calls SET status = ?, prompt_tokens = ?, completion_tokens = ?, "
+                    "duration = ?, text = ?, error = ? WHERE run_id = ? AND session = ? AND "
+                    "call = ?",
+                    (
+                        "failed" if event.error else "done",
+                        event.prompt_tokens,
+                        event.completion_tokens,
+                        event.duration,
+                        event.text,
+                        None if event.error is None else _dumps(event.error),
+                        run_id,
+                        session,
+                        event.call,
+                    ),
+                )
+            case ReplanEvent():
+                conn.execute("UPDATE runs SET replans = replans + 1 WHERE id = ?", (run_id,))
+            case RunFinished():
+                usage = conn.execute(
+                    "SELECT count(*), coalesce(sum(prompt_tokens), 0), "
+                    "coalesce(sum(completion_tokens), 0) FROM llm_calls WHERE run_id = ?",
+                    (run_id,),
+                ).fetchone()
+                conn.execute(
+                    "UPDATE runs SET status = ?, answer = ?, error = ?, wall_s = ?, updated = ?, "
+                    "llm = ? WHERE id = ?",
+                    (
+                        event.status,
+                        event.answer,
+                        None if event.error is None else _dumps(event.error),
+                        event.t,
+                        time.time(),
+                        _dumps(
+                            dict(
+                                zip(
+                                    ("calls", "prompt_tokens", "completion_tokens"),
+                                    usage,
+                                    strict=True,
+                                )
+                            )
+                        ),
+                        run_id,
+                    ),
+                )
+
+    # ------------------------------------------------------------------ reading
+
+    def recorded_tasks(self, run_id: str) -> dict[int, RecordedTask]:
+        rows = self._read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
+        return {
+            r["id"]: RecordedTask(
+                id=r["id"],
+                tool=r["tool"],
+                call=r["call"],
+                status=r["status"],
+                side_effects=bool(r["side_effects"]),
+                started=r["started"],
+                ended=r["ended"],
+                result=_loads(r["result"]),
+                error=_loads(r["error"]),
+            )
+            for r in rows
+        }
+
+    def recorded_calls(self, run_id: str) -> dict[int, Replay]:
+        """Each call number's latest finished response, to replay."""
+        rows = self._read(
+            "SELECT * FROM llm_calls WHERE run_id = ? AND status = 'done' ORDER BY session",
+            (run_id,),
+        )
+        return {
+            r["call"]: Replay(
+                purpose=r["purpose"],
+                request_hash=r["request_hash"],
+                text=r["text"] or "",
+                prompt_tokens=r["prompt_tokens"] or 0,
+                completion_tokens=r["completion_tokens"] or 0,
+                duration=r["duration"] or 0.0,
+            )
+            for r in rows
+        }
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest runs first, as summaries."""
+        rows = self._read("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,))
+        counts = {
+            (r["run_id"], r["status"]): r["n"]
+            for r in self._read(
+                "SELECT run_id, status, count(*) AS n FROM tasks WHERE run_id IN (SELECT id FROM "
+                "runs ORDER BY created DESC LIMIT ?) GROUP BY run_id, status",
+                (limit,),
+            )
+        }
+        out = []
+        for r in rows:
+            summary = _run_summary(r)
+            summary["tasks"] = {status: n for (rid, status), n in counts.items() if rid == r["id"]}
+            out.append(summary)
+        return out
+
+    def show(self, run_id: str) -> dict[str, Any]:
+        """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls."""
+        run_id = self.find(run_id)
+        run = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0]
+        tasks = [
+            _task_dict(r)
+            for r in self._read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
+        calls = [
+            {
+                "call": r["call"],
+                "session": r["session"],
+                "purpose": r["purpose"],
+                "model": r["model"],
+                "status": r["status"],
+                "prompt_tokens": r["prompt_tokens"],
+                "completion_tokens": r["completion_tokens"],
+                "duration": r["duration"],
+                "text": r["text"],
+                **({"error": _loads(r["error"])} if r["error"] else {}),
+            }
+            for r in self._read(
+                "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY session, call", (run_id,)
+            )
+        ]
+        data = _run_summary(run)
+        data["tasks"] = tasks
+        data["timings"] = timings(
+            ((c["purpose"], c["duration"] or 0.0) for c in calls),
+            ((t["start"], t["end"]) for t in tasks),
+        )
+        data["llm_calls"] = calls
+        return data
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        run_id = self.find(run_id)
+        return [
+            {
+                "seq": r["seq"],
+                "session": r["session"],
+                "t": r["t"],
+                "kind": r["kind"],
+                **json.loads(r["data"]),
+            }
+            for r in self._read("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+        ]
+
+
+def _storable(value: Any) -> Any:
+    try:
+        return encode(value)
+    except Unstorable:
+        from ..scheduler import jsonable
+
+        return jsonable(value)
+
+
+def _run_summary(r: sqlite3.Row) -> dict[str, Any]:
+    status = r["status"]
+    if status == "running" and not _alive(r["pid"], r["host"]):
+        status = "interrupted"
+    data: dict[str, Any] = {
+        "id": r["id"],
+        "question": r["question"],
+        "answer": r["answer"],
+        "mode": r["mode"],
+        "status": status,
+        "created": r["created"],
+        "updated": r["updated"],
+        "wall_s": r["wall_s"],
+        "replans": r["replans"],
+        "sessions": r["sessions"],
+        "llm": _loads(r["llm"]),
+        "settings": _loads(r["settings"]),
+    }
+    if r["error"]:
+        data["error"] = _loads(r["error"])
+    return data
+
+
+def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
+    from ..scheduler import jsonable
+
+    data: dict[str, Any] = {
+        "id": r["id"],
+        "tool": r["tool"],
+        "args": _loads(r["args"]),
+        "call": r["call"],
+        "dependencies": _loads(r["deps"]),
+        "status": r["status"],
+        "start": r["started"],
+        "end": r["ended"],
+        "plan_round": r["plan_round"],
+        "attempts": r["attempts"],
+    }
+    if r["status"] == "done":
+        try:
+            data["result"] = jsonable(decode(_loads(r["result"])))
+        except Unstorable:
+            data["result"] = _loads(r["result"])
+    if r["error"]:
+        data["error"] = _loads(r["error"])
+    if r["thought"]:
+        data["thought"] = r["thought"]
+    return data

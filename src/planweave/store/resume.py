@@ -1,0 +1,140 @@
+"""Preparing a journaled run to continue: what to reuse, what to replay, what to ask about."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
+from ..llm.meter import Replay
+from ..parser import PlanParser, parse_call
+from ..scheduler import Recorded
+from ..tools import ToolRegistry
+from .codec import Unstorable
+from .journal import Journal, RecordedTask
+
+__all__ = ["Decision", "Decisions", "ResumeState", "prepare"]
+
+Decision = Literal["rerun", "fail"]
+# Either a decision per task id, or a function asked about each task ({id, tool, call}).
+Decisions = Mapping[int, Decision] | Callable[[dict[str, Any]], Decision]
+
+
+@dataclass(slots=True)
+class ResumeState:
+    run_id: str
+    question: str
+    mode: str
+    session: int
+    created: float
+    recorded: dict[int, Recorded] = field(default_factory=dict)
+    replay: dict[int, Replay] = field(default_factory=dict)
+    rerun: list[int] = field(default_factory=list)
+
+
+def prepare(
+    journal: Journal, run_id: str, tools: ToolRegistry, decisions: Decisions | None = None
+) -> ResumeState:
+    """Claim run `run_id` for this process and work out how it continues.
+
+    Raises ResumeError when it cannot (unknown, finished or still running elsewhere, or the
+    recorded plan does not fit `tools`), and DecisionNeeded, leaving the run paused, when a task
+    with side effects was in flight and `decisions` says nothing about it.
+    """
+    row = journal.claim(run_id)
+    run_id = row["id"]
+    try:
+        tasks = journal.recorded_tasks(run_id)
+        _check_plan(run_id, tasks, tools)
+        state = ResumeState(
+            run_id=run_id,
+            question=row["question"],
+            mode=row["mode"],
+            session=row["sessions"] + 1,
+            created=row["created"],
+            replay=journal.recorded_calls(run_id),
+        )
+        undecided = []
+        for task in tasks.values():
+            in_flight = task.status == "running" or (
+                task.status == "cancelled" and task.started is not None
+            )
+            if not in_flight:
+                continue
+            if not (task.side_effects or tools[task.tool].side_effects):
+                state.rerun.append(task.id)
+                continue
+            decision = _decide(decisions, task)
+            if decision is None:
+                undecided.append({"id": task.id, "tool": task.tool, "call": task.call})
+            elif decision == "rerun":
+                state.rerun.append(task.id)
+            else:
+                error = ToolCrashed(
+                    "was in flight when the run stopped; marked failed on resume",
+                    task_id=task.id,
+                    tool=task.tool,
+                    arguments=task.call[len(task.tool) + 1 : -1],
+                    cause="interrupted",
+                ).to_dict()
+                journal.mark_failed(run_id, task.id, error)
+                tasks[task.id] = _with(task, status="failed", error=error)
+        if undecided:
+            listed = "; ".join(f"task {t['id']} {t['call']}" for t in undecided)
+            raise DecisionNeeded(
+                f"run {run_id} paused: these tasks have side effects and were in flight when "
+                f"it stopped, so they may or may not have taken effect: {listed}. Resume with a "
+                "decision for each: re-run it, or mark it failed",
+                tasks=undecided,
+            )
+        state.recorded = {t.id: r for t in tasks.values() if (r := _outcome(run_id, t))}
+    except BaseException:
+        journal.pause(run_id)
+        raise
+    return state
+
+
+def _decide(decisions: Decisions | None, task: RecordedTask) -> Decision | None:
+    if decisions is None:
+        return None
+    if callable(decisions):
+        return decisions({"id": task.id, "tool": task.tool, "call": task.call})
+    return decisions.get(task.id)
+
+
+def _with(task: RecordedTask, **changes: Any) -> RecordedTask:
+    fields = {name: getattr(task, name) for name in RecordedTask.__slots__}
+    return RecordedTask(**(fields | changes))
+
+
+def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegistry) -> None:
+    """Every recorded line must still parse and validate against the current tools."""
+    parser = PlanParser(tools)
+    for task in tasks.values():
+        try:
+            parser.add(parse_call(task.call, task.id, parser.known_ids))
+        except PlanError as err:
+            raise ResumeError(
+                f"run {run_id} cannot be resumed with the current tools: its recorded task "
+                f"{task.id} `{task.call}` no longer fits: {err.message} (tools now: "
+                f"{', '.join(sorted(tools)) or 'none'})"
+            ) from err
+
+
+def _outcome(run_id: str, task: RecordedTask) -> Recorded | None:
+    if task.status == "done":
+        try:
+            value = task.value()
+        except Unstorable as exc:
+            raise ResumeError(
+                f"run {run_id} cannot be resumed: the recorded result of task {task.id} "
+                f"`{task.call}` cannot be read back: {exc}"
+            ) from exc
+        return Recorded(task.call, "done", value, task.result, start=task.started, end=task.ended)
+    if task.status == "failed" and task.error is not None:
+        error = error_from_dict(task.error)
+        if not isinstance(error, TaskError):
+            error = ToolCrashed(error.message, task_id=task.id, tool=task.tool)
+        return Recorded(task.call, "failed", error=error, start=task.started, end=task.ended)
+    return None

@@ -1,0 +1,154 @@
+"""Opening a journal file: recognising it, numbered migrations, connection settings.
+
+A planweave journal is an SQLite database stamped with `PRAGMA application_id` (so a foreign
+database is refused instead of written into) and `PRAGMA user_version` (the number of migrations
+applied; a file from a newer planweave is refused instead of misread).  WAL mode lets readers and
+one writer work at once across processes; `BEGIN IMMEDIATE` takes the write lock up front, so a
+busy database waits (busy_timeout) instead of failing with "database is locked".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ..errors import JournalError
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "connect"]
+
+APPLICATION_ID = 0x706C7776  # "plwv"
+BUSY_TIMEOUT_S = 30.0
+
+# Each migration is a list of statements, applied in one transaction; never edit a released one.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            question TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            status TEXT NOT NULL,
+            answer TEXT,
+            error TEXT,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            wall_s REAL,
+            settings TEXT NOT NULL DEFAULT '{}',
+            pid INTEGER,
+            host TEXT,
+            llm TEXT NOT NULL DEFAULT '{}',
+            replans INTEGER NOT NULL DEFAULT 0,
+            sessions INTEGER NOT NULL DEFAULT 1,
+            cancel_requested INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX runs_by_created ON runs (created DESC)",
+        """CREATE TABLE tasks (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            id INTEGER NOT NULL,
+            plan_round INTEGER NOT NULL DEFAULT 0,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            call TEXT NOT NULL,
+            deps TEXT NOT NULL,
+            thought TEXT,
+            side_effects INTEGER NOT NULL DEFAULT 0,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            arguments TEXT,
+            result TEXT,
+            error TEXT,
+            started REAL,
+            ended REAL,
+            PRIMARY KEY (run_id, id)
+        )""",
+        """CREATE TABLE llm_calls (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            session INTEGER NOT NULL,
+            call INTEGER NOT NULL,
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            status TEXT NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            duration REAL,
+            text TEXT,
+            error TEXT,
+            started REAL,
+            PRIMARY KEY (run_id, session, call)
+        )""",
+        """CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            session INTEGER NOT NULL,
+            t REAL NOT NULL,
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+    ],
+]
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating or migrating as needed) the journal at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise JournalError(f"cannot open the journal {path}: {exc}", path=str(path)) from exc
+    try:
+        _check(conn, path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise JournalError(
+            f"{path} is not a usable planweave journal ({exc}); nothing was written to it",
+            path=str(path),
+        ) from exc
+    except JournalError:
+        conn.close()
+        raise
+    return conn
+
+
+def _check(conn: sqlite3.Connection, path: Path) -> None:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if app_id != APPLICATION_ID and (app_id != 0 or tables or version):
+        raise JournalError(
+            f"{path} is an SQLite database of another application, not a planweave journal; "
+            "pass another path with --db or PLANWEAVE_DB",
+            path=str(path),
+        )
+    if version > len(MIGRATIONS):
+        raise JournalError(
+            f"{path} was written by a newer planweave (journal schema {version}; this version "
+            f"knows up to {len(MIGRATIONS)}): upgrade planweave to read it",
+            path=str(path),
+        )
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    while True:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version >= len(MIGRATIONS):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while this one waited for the lock.
+            if conn.execute("PRAGMA user_version").fetchone()[0] == version:
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={version + 1}")
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        _check(conn, path)
