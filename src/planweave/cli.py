@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,7 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from rich.table import Table
 from rich.text import Text
 
-from .errors import PlanweaveError
+from .errors import DecisionNeeded, PlanweaveError
 from .events import (
     Event,
     LLMCallFinished,
@@ -33,6 +35,7 @@ from .events import (
 )
 from .llm.base import LLM
 from .runtime import Mode, RunResult, Runtime
+from .store import Decision, Journal
 from .tools import ToolRegistry, load_tools
 
 app = typer.Typer(
@@ -42,6 +45,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+runs_app = typer.Typer(
+    help="Recorded runs: list, show, cancel, resume.", no_args_is_help=True, add_completion=False
+)
+app.add_typer(runs_app, name="runs")
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db", help="The journal file (env PLANWEAVE_DB; default: runs.db in the user data dir)."
+    ),
+]
 
 _STYLE = {
     "pending": "dim",
@@ -108,6 +122,23 @@ class DagView:
                 self.notes.append(f"replan {event.plan_round}: {event.reason}")
             case _:
                 pass
+
+    @classmethod
+    def from_tasks(cls, tasks: list[dict[str, Any]], now: float = 0.0) -> DagView:
+        """The view of a recorded run, from its task objects (as `--json` has them)."""
+        view = cls(now=now)
+        for t in tasks:
+            view.rows[t["id"]] = _Row(
+                t["id"],
+                t["tool"],
+                t["call"][len(t["tool"]) + 1 : -1],
+                t["dependencies"],
+                t["status"],
+                t["start"],
+                t["end"],
+                str(t.get("error", {}).get("message", "")),
+            )
+        return view
 
     def render(self) -> Group:
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -273,6 +304,10 @@ def run(
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
+    db: DbOption = None,
+    journal: Annotated[
+        bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
+    ] = True,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = Console(stderr=True)
@@ -289,6 +324,14 @@ def run(
             console=err,
             quiet=as_json or not err.is_terminal,
         )
+        settings: dict[str, Any] = {
+            "tools": tools or ["builtin"],
+            "files": None if files is None else str(files.resolve()),
+            "base_url": base_url or os.environ.get("PLANWEAVE_BASE_URL"),
+            "grammar_field": grammar_field,
+        }
+        if model:
+            settings["model"] = model
         runtime = Runtime(
             registry,
             llm,
@@ -297,16 +340,35 @@ def run(
             tool_timeout=timeout,
             streaming=stream_dispatch,
             grammar=grammar,
+            journal=Journal(db) if journal else None,
+            settings=settings,
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
 
-    view = DagView()
-    result = _execute(
-        runtime, question, mode, view, live=not as_json and err.is_terminal, console=err
+    run_mode: Mode = "react" if mode == "react" else "compiled"
+    _execute_and_report(
+        runtime,
+        lambda subs: runtime.arun(question, mode=run_mode, subscribers=subs, check=False),
+        as_json=as_json,
+        console=err,
+        load_s=load_s,
     )
 
+
+def _execute_and_report(
+    runtime: Runtime,
+    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    *,
+    as_json: bool,
+    console: Console,
+    load_s: float,
+) -> None:
+    """Run with the live view (or quietly), print the outcome, exit 1 on a failed run."""
+    err = console
+    view = DagView()
+    result = _execute(runtime, start, view, live=not as_json and err.is_terminal, console=err)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
         raise typer.Exit(0 if result.error is None else 1)
@@ -323,13 +385,16 @@ def run(
 
 
 def _execute(
-    runtime: Runtime, question: str, mode: str, view: DagView, *, live: bool, console: Console
+    runtime: Runtime,
+    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    view: DagView,
+    *,
+    live: bool,
+    console: Console,
 ) -> RunResult:
-    run_mode: Mode = "react" if mode == "react" else "compiled"
-
     async def go() -> RunResult:
         try:
-            return await runtime.arun(question, mode=run_mode, subscribers=[view], check=False)
+            return await start([view])
         finally:
             await runtime.llm.aclose()
 
@@ -340,15 +405,202 @@ def _execute(
                 screen.update(view.render())
 
             try:
-                result = await runtime.arun(
-                    question, mode=run_mode, subscribers=[view, refresh], check=False
-                )
+                result = await start([view, refresh])
             finally:
                 await runtime.llm.aclose()
             screen.update(view.render())
             return result
 
     return anyio.run(go_live if live else go)
+
+
+# ---------------------------------------------------------------------- planweave runs ...
+
+
+def _open(db: Path | None, console: Console) -> Journal:
+    try:
+        return Journal(db)
+    except PlanweaveError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+@runs_app.command("list")
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """The recorded runs, newest first."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        runs = journal.runs(limit)
+    if as_json:
+        _print_json(runs)
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("id", "started", "status", "mode", "tasks", "wall", "question"):
+        table.add_column(column)
+    for r in runs:
+        done = r["tasks"].get("done", 0)
+        table.add_row(
+            r["id"],
+            _when(r["created"]),
+            Text(r["status"], style=_STYLE.get(r["status"], "")),
+            r["mode"],
+            f"{done}/{sum(r['tasks'].values())}",
+            "" if r["wall_s"] is None else f"{r['wall_s']:.1f}s",
+            r["question"][:60],
+        )
+    Console().print(table)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """One run: its DAG with timings, errors and the answer."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        try:
+            run = journal.show(run_id)
+        except PlanweaveError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+    if as_json:
+        _print_json(run)
+        return
+    out = Console()
+    out.print(f"[bold]{run['id']}[/bold]  {run['status']}  {_when(run['created'])}  {run['mode']}")
+    out.print(f"question: {run['question']}", markup=False)
+    out.print(DagView.from_tasks(run["tasks"], now=run["wall_s"] or 0.0).render())
+    for t in run["tasks"]:
+        if t["status"] == "failed":
+            out.print(f"[red]task {t['id']} failed:[/red] {t['error'].get('text') or t['error']}")
+    llm = run["llm"]
+    out.print(
+        f"[dim]{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
+        f"{llm.get('completion_tokens', 0)} tokens · sessions {run['sessions']}"
+        + ("" if run["wall_s"] is None else f" · {run['wall_s']:.2f} s since start")
+        + "[/dim]"
+    )
+    if "error" in run:
+        out.print(f"[red]error:[/red] {run['error'].get('text') or run['error']}", markup=True)
+    if run["answer"] is not None:
+        out.print(f"answer: {run['answer']}", markup=False)
+
+
+@runs_app.command("cancel")
+def runs_cancel(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+) -> None:
+    """Stop a run: a live one within a second, a stopped one is marked cancelled."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        try:
+            state = journal.request_cancel(run_id)
+        except PlanweaveError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+    Console().print(f"{run_id}: {state}")
+
+
+@runs_app.command("resume")
+def runs_resume(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    rerun: Annotated[
+        list[int] | None,
+        typer.Option(help="Re-run this side-effecting task that was in flight; repeatable."),
+    ] = None,
+    fail: Annotated[
+        list[int] | None,
+        typer.Option(help="Mark this side-effecting task that was in flight failed; repeatable."),
+    ] = None,
+    tools: Annotated[
+        list[str] | None, typer.Option("--tools", "-t", help="Override the recorded tool sets.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Override the recorded endpoint.")] = None,
+    model: Annotated[str | None, typer.Option(help="Override the recorded model.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object and nothing else.")
+    ] = False,
+) -> None:
+    """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
+    run again, and a side-effecting task that was in flight is re-run only if you say so."""
+    err = Console(stderr=True)
+    journal = _open(db, err)
+    decisions: dict[int, Decision] = {i: "rerun" for i in rerun or ()}
+    decisions.update({i: "fail" for i in fail or ()})
+
+    def decide(task: dict[str, Any]) -> Decision | None:
+        if task["id"] in decisions:
+            return decisions[task["id"]]
+        if as_json or not sys.stdin.isatty():
+            return None
+        again = typer.confirm(
+            f"task {task['id']} {task['call']} has side effects and was in flight when the "
+            "run stopped; it may or may not have taken effect. Run it again?",
+            err=True,
+        )
+        return "rerun" if again else "fail"
+
+    try:
+        settings = journal.show(run_id)["settings"]
+        files = settings.get("files")
+        registry = _load_tool_sets(tools or settings.get("tools") or [], files and Path(files))
+        llm, load_s = _make_llm(
+            base_url or settings.get("base_url"),
+            model or settings.get("model"),
+            grammar=settings.get("grammar", True),
+            grammar_field=settings.get("grammar_field"),
+            console=err,
+            quiet=as_json or not err.is_terminal,
+        )
+        runtime = Runtime(
+            registry,
+            llm,
+            mode="react" if settings.get("mode") == "react" else "compiled",
+            max_replans=settings.get("max_replans", 2),
+            max_repairs=settings.get("max_repairs", 2),
+            tool_timeout=settings.get("tool_timeout", 60.0),
+            streaming=settings.get("streaming", True),
+            grammar=settings.get("grammar", True),
+            journal=journal,
+            settings=settings,
+        )
+    except PlanweaveError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+    def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
+        return runtime.aresume(run_id, decisions=decide, subscribers=subs, check=False)
+
+    try:
+        _execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
+    except DecisionNeeded as exc:
+        if as_json:
+            _print_json({"id": run_id, "status": "paused", "error": exc.report()})
+        else:
+            err.print(f"[yellow]paused:[/yellow] {exc}")
+            err.print("resume with --rerun ID or --fail ID for each of these tasks")
+        raise typer.Exit(3) from None
+    except PlanweaveError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

@@ -17,8 +17,9 @@ from .journal import Journal, RecordedTask
 __all__ = ["Decision", "Decisions", "ResumeState", "prepare"]
 
 Decision = Literal["rerun", "fail"]
-# Either a decision per task id, or a function asked about each task ({id, tool, call}).
-Decisions = Mapping[int, Decision] | Callable[[dict[str, Any]], Decision]
+# Either a decision per task id, or a function asked about each task ({id, tool, call}); None
+# (or a missing id) leaves the task undecided, and the run paused.
+Decisions = Mapping[int, Decision] | Callable[[dict[str, Any]], Decision | None]
 
 
 @dataclass(slots=True)

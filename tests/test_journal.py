@@ -1,0 +1,404 @@
+"""The durable journal through the Python API: what is recorded, resuming, bad files."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+import ledger_tools
+from ledger_tools import FINISH, PLAN, TOOLS
+from planweave import Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
+from planweave.errors import (
+    DecisionNeeded,
+    JournalError,
+    ResultNotStorable,
+    ResumeError,
+)
+from planweave.events import Event, TaskStarted
+from planweave.store import Journal, Unstorable, decode, encode
+from planweave.tools import ToolRegistry
+
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def _ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLANWEAVE_TEST_LEDGER", str(tmp_path / "ledger.txt"))
+    monkeypatch.setenv("PLANWEAVE_TEST_DELAY", "0.05")
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Journal:
+    return Journal(tmp_path / "runs.db")
+
+
+def script(planner: int = 2, joiner: int = 2) -> Script:
+    return Script.by_purpose(planner=[PLAN] * planner, joiner=[FINISH] * joiner)
+
+
+# ---------------------------------------------------------------------- the value codec
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Point(BaseModel):
+    x: int
+    y: float
+
+
+@dataclasses.dataclass
+class Box:
+    name: str
+    size: tuple[int, int]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        {"a": [1, 2.5, "x", True, None]},
+        (1, "two", (3,)),
+        {1: "int key", (2, 3): "tuple key"},
+        {"__pw__": "a user's own key"},
+        {1, 2, 3},
+        frozenset({"a"}),
+        b"\x00\xff",
+        bytearray(b"ab"),
+        float("inf"),
+        dt.datetime(2026, 11, 29, 12, 30, tzinfo=dt.UTC),
+        dt.date(2026, 1, 2),
+        dt.timedelta(seconds=90.5),
+        decimal.Decimal("1.10"),
+        uuid.UUID(int=7),
+        Path("/tmp/x"),
+        Colour.RED,
+        Point(x=1, y=2.5),
+        Box("b", (1, 2)),
+        [Point(x=0, y=0), {"nested": (Colour.RED,)}],
+    ],
+)
+def test_codec_gives_back_the_same_kind_of_value(value: object) -> None:
+    back = decode(encode(value))
+    assert back == value
+    assert type(back) is type(value)
+
+
+def test_codec_refuses_what_it_cannot_rebuild() -> None:
+    @dataclasses.dataclass
+    class Local:
+        x: int
+
+    with pytest.raises(Unstorable, match="inside a function"):
+        encode(Local(1))
+    with pytest.raises(Unstorable, match="TextIOWrapper"), Path(__file__).open() as f:
+        encode({"file": f})
+
+
+# ---------------------------------------------------------------------- recording
+
+
+def test_a_journaled_run_records_tasks_llm_calls_and_events(journal: Journal) -> None:
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal, settings={"tag": "t1"})
+    result = runtime.run("What is a plus b? Send it.")
+    shown = journal.show(result.run_id)
+    assert shown["status"] == "finished"
+    assert shown["answer"] == result.answer
+    assert shown["settings"]["tag"] == "t1"
+    # Task objects have the fields of `planweave run --json`, with the same values.
+    live = result.to_dict()["tasks"]
+    for recorded, mine in zip(shown["tasks"], live, strict=True):
+        assert recorded.keys() == mine.keys()
+        for key in ("id", "tool", "args", "call", "dependencies", "status", "result"):
+            assert recorded[key] == mine[key]
+        assert recorded["start"] == pytest.approx(mine["start"], abs=0.05)
+    assert [c["purpose"] for c in shown["llm_calls"]] == ["planner", "joiner"]
+    assert shown["llm_calls"][0]["text"].startswith('1. lookup("a")')
+    assert shown["llm"]["calls"] == 2
+    kinds = [e["kind"] for e in journal.events(result.run_id)]
+    assert kinds[0] == "run_started"
+    assert kinds[-1] == "run_finished"
+    # Write-ahead: each task's start is recorded before its finish, and a result before any
+    # dependent starts.
+    order = [(e["kind"], e.get("task_id")) for e in journal.events(result.run_id)]
+    assert order.index(("task_finished", 1)) < order.index(("task_started", 3))
+    assert order.index(("task_finished", 3)) < order.index(("task_started", 4))
+    assert journal.runs()[0]["id"] == result.run_id
+
+
+def test_a_result_the_journal_cannot_store_fails_its_task_clearly(journal: Journal) -> None:
+    @tool
+    def opener(path: str) -> object:
+        """Open something."""
+        return sqlite3.connect(":memory:")
+
+    llm = ScriptedLLM(
+        Script.by_purpose(
+            planner=['1. opener("x")\n2. join()\n<END_OF_PLAN>'],
+            joiner=["Thought: it failed.\nAction: Finish(no)"],
+        )
+    )
+    result = Runtime(ToolRegistry([opener]), llm, journal=journal).run("open x")
+    error = result.tasks[0].error
+    assert isinstance(error, ResultNotStorable)
+    assert "sqlite3.Connection" in str(error)
+    assert journal.show(result.run_id)["tasks"][0]["status"] == "failed"
+
+
+def test_many_runs_at_once_in_one_process_share_the_journal(journal: Journal) -> None:
+    runtime = Runtime(TOOLS, ScriptedLLM(script(planner=12, joiner=12)), journal=journal)
+
+    async def many() -> list[str]:
+        ids: list[str] = []
+
+        async def one() -> None:
+            ids.append((await runtime.arun("q")).run_id)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(12):
+                tg.start_soon(one)
+        return ids
+
+    ids = anyio.run(many)
+    runs = {r["id"]: r for r in journal.runs(limit=50)}
+    assert set(ids) <= runs.keys()
+    assert all(runs[i]["status"] == "finished" and runs[i]["tasks"] == {"done": 4} for i in ids)
+
+
+def test_several_processes_write_one_journal_without_losing_writes(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    worker = (
+        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "from ledger_tools import TOOLS, PLAN, FINISH\n"
+        "from planweave import Runtime, Script, ScriptedLLM\n"
+        "llm = ScriptedLLM(Script.by_purpose(planner=[PLAN] * 15, joiner=[FINISH] * 15))\n"
+        "rt = Runtime(TOOLS, llm, journal=sys.argv[1])\n"
+        "for _ in range(15):\n"
+        "    assert rt.run('q').status == 'finished'\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", worker, str(db), str(TESTS)]) for _ in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    journal = Journal(db)
+    runs = journal.runs(limit=100)
+    assert len(runs) == 60
+    assert all(r["status"] == "finished" and r["tasks"] == {"done": 4} for r in runs)
+    assert all(len(journal.events(r["id"])) > 10 for r in runs)
+
+
+# ---------------------------------------------------------------------- resuming
+
+
+def failed_at_joiner(journal: Journal) -> str:
+    """A run whose tasks all finished but whose joiner call failed (the endpoint went away)."""
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[Reply(status=503)]))
+    with pytest.raises(RunFailed) as failed:
+        Runtime(TOOLS, llm, journal=journal).run("What is a plus b? Send it.")
+    return failed.value.result.run_id
+
+
+def test_resume_replays_the_plan_and_reuses_every_finished_result(journal: Journal) -> None:
+    run_id = failed_at_joiner(journal)
+    ran = ledger_tools.ledger()
+    assert sorted(ran) == ["add 2 3", "lookup a", "lookup b", "send total 5"]
+    assert journal.runs()[0]["status"] == "failed"
+
+    # No planner reply is left in this script: asking the planner again would fail the run.
+    llm = ScriptedLLM(Script.by_purpose(joiner=[FINISH]))
+    result = Runtime(TOOLS, llm, journal=journal).resume(run_id[:6])
+    assert result.run_id == run_id
+    assert result.answer == "The total is 5, and it was sent."
+    assert ledger_tools.ledger() == ran  # nothing ran again
+    assert [r.reused for r in result.tasks] == [True] * 4
+    assert result.results == {1: 2, 2: 3, 3: 5, 4: "sent"}
+    shown = journal.show(run_id)
+    assert shown["status"] == "finished"
+    assert shown["sessions"] == 2
+    assert [c["purpose"] for c in shown["llm_calls"]] == ["planner", "joiner", "joiner"]
+    assert [c["status"] for c in shown["llm_calls"]] == ["done", "failed", "done"]
+    # Times keep counting from the run's start.
+    assert all(t["start"] is not None and t["start"] < 5 for t in shown["tasks"])
+
+
+def test_resume_says_precisely_when_the_tools_no_longer_fit(journal: Journal) -> None:
+    run_id = failed_at_joiner(journal)
+    llm = ScriptedLLM(Script.by_purpose(joiner=[FINISH]))
+    without_send = ToolRegistry([ledger_tools.lookup, ledger_tools.add])
+    with pytest.raises(ResumeError, match=r"task 4 `send\(\"total \$\{3\}\"\)`.*send"):
+        Runtime(without_send, llm, journal=journal).resume(run_id)
+    assert journal.runs()[0]["status"] == "paused"  # nothing was lost; it can still resume
+    assert Runtime(TOOLS, llm, journal=journal).resume(run_id).status == "finished"
+
+
+def test_resume_refuses_unknown_and_finished_runs(journal: Journal) -> None:
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
+    done = runtime.run("q")
+    with pytest.raises(ResumeError, match="already finished"):
+        runtime.resume(done.run_id)
+    with pytest.raises(ResumeError, match="no run 'nope'"):
+        runtime.resume("nope")
+
+
+def killed_while_sending(tmp_path: Path) -> tuple[Path, str]:
+    """A run killed (SIGKILL) right after the start of the side-effecting task was recorded."""
+    db = tmp_path / "runs.db"
+    child = (
+        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "from ledger_tools import TOOLS, PLAN, FINISH\n"
+        "from planweave import Runtime, Script, ScriptedLLM\n"
+        "llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FINISH]))\n"
+        "Runtime(TOOLS, llm, journal=sys.argv[1]).run('What is a plus b? Send it.')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child, str(db), str(TESTS)],
+        env={**__import__("os").environ, "PLANWEAVE_FAULT": "task_started:4"},
+        timeout=60,
+    )
+    assert proc.returncode == -9
+    return db, Journal(db).runs()[0]["id"]
+
+
+def test_a_side_effect_in_flight_pauses_the_resume_until_someone_decides(
+    tmp_path: Path,
+) -> None:
+    db, run_id = killed_while_sending(tmp_path)
+    journal = Journal(db)
+    assert journal.runs()[0]["status"] == "interrupted"
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.by_purpose(joiner=[FINISH] * 2)), journal=journal)
+    with pytest.raises(DecisionNeeded) as paused:
+        runtime.resume(run_id)
+    assert paused.value.tasks == [{"id": 4, "tool": "send", "call": 'send("total ${3}")'}]
+    assert journal.runs()[0]["status"] == "paused"
+
+    asked: list[dict[str, object]] = []
+
+    def decide(task: dict[str, object]) -> str:
+        asked.append(task)
+        return "rerun"
+
+    result = runtime.resume(run_id, decisions=decide)  # type: ignore[arg-type]
+    assert [t["id"] for t in asked] == [4]
+    assert result.answer == "The total is 5, and it was sent."
+    assert ledger_tools.ledger().count("send total 5") == 1
+    assert [r.reused for r in result.tasks] == [True, True, True, False]
+
+
+def test_marking_the_in_flight_side_effect_failed_keeps_it_from_running(tmp_path: Path) -> None:
+    db, run_id = killed_while_sending(tmp_path)
+    journal = Journal(db)
+    llm = ScriptedLLM(Script.by_purpose(joiner=["Thought: not sent.\nAction: Finish(5, unsent)"]))
+    result = Runtime(TOOLS, llm, journal=journal).resume(run_id, decisions={4: "fail"})
+    assert "send total 5" not in ledger_tools.ledger()
+    assert result.tasks[3].status == "failed"
+    assert "marked failed on resume" in str(result.tasks[3].error)
+    assert journal.show(run_id)["tasks"][3]["status"] == "failed"
+
+
+def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path: Path) -> None:
+    @tool
+    async def wait() -> str:
+        """Wait a long time."""
+        await anyio.sleep(30)
+        return "waited"
+
+    llm = ScriptedLLM(Script.by_purpose(planner=["1. wait()\n2. join()\n<END_OF_PLAN>"]))
+    runtime = Runtime(ToolRegistry([wait]), llm, journal=journal)
+
+    async def go() -> str:
+        with anyio.fail_after(10):
+            return await cancel_soon()
+
+    async def cancel_soon() -> str:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: runtime.arun("q", check=False))
+            await anyio.sleep(0.3)
+            other = Journal(tmp_path / "runs.db")  # another connection, as another process
+            run_id = other.runs()[0]["id"]
+            assert other.request_cancel(run_id) == "cancelling"
+        return run_id
+
+    run_id = anyio.run(go)
+    shown = journal.show(run_id)
+    assert shown["status"] == "cancelled"
+    assert shown["error"]["type"] == "RunCancelled"
+    assert shown["tasks"][0]["status"] == "cancelled"
+
+
+# ---------------------------------------------------------------------- bad files
+
+
+def test_a_file_that_is_not_a_database_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"not a database at all, " * 200)
+    before = path.read_bytes()
+    with pytest.raises(JournalError, match="not a usable planweave journal"):
+        Journal(path)
+    assert path.read_bytes() == before
+
+
+def test_another_applications_database_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER)")
+    before = path.read_bytes()
+    with pytest.raises(JournalError, match="another application"):
+        Journal(path)
+    assert path.read_bytes() == before
+
+
+def test_a_journal_from_a_newer_planweave_is_refused(journal: Journal) -> None:
+    run_id = Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q").run_id
+    journal.close()
+    with sqlite3.connect(journal.path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(JournalError, match=r"newer planweave.*schema 99"):
+        Journal(journal.path)
+    with sqlite3.connect(journal.path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    assert Journal(journal.path).show(run_id)["status"] == "finished"
+
+
+def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(
+    journal: Journal,
+) -> None:
+    first = Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q")
+
+    @tool
+    def big() -> str:
+        """Return a large text."""
+        return "x" * 300_000
+
+    def fill_up(event: Event) -> None:
+        # SQLite's own size limit makes the next growth fail exactly as a full disk does.
+        if isinstance(event, TaskStarted):
+            pages = journal._conn.execute("PRAGMA page_count").fetchone()[0]
+            journal._conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    llm = ScriptedLLM(Script.by_purpose(planner=["1. big()\n2. join()\n<END_OF_PLAN>"]))
+    runtime = Runtime(ToolRegistry([big]), llm, journal=journal, subscribers=[fill_up])
+    with pytest.raises(RunFailed) as failed:
+        runtime.run("q")
+    cause = failed.value.cause
+    assert isinstance(cause, JournalError)
+    assert "is full" in str(cause)
+    # The run stopped at once: the joiner was never asked.
+    assert failed.value.result.llm.calls == 1
+    with pytest.raises(JournalError, match="is full"):
+        Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("another")
+    journal._conn.execute("PRAGMA max_page_count = 1073741823")
+    assert journal.show(first.run_id)["tasks"][3]["result"] == "sent"
+    started = journal.show(failed.value.result.run_id)["tasks"][0]
+    assert started["status"] == "running"  # recorded as in flight: resumable
