@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from demo_tools import AREA, POPULATION
 from planweave import Reply, Script, ScriptedServer
 
 TESTS = Path(__file__).parent
+JOURNAL = Path(tempfile.mkdtemp(prefix="planweave-cli-")) / "runs.db"
 PLAN = (
     '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n'
     '4. population("Atlantis")\n5. join()\n<END_OF_PLAN>'
@@ -35,6 +37,7 @@ def server() -> Iterator[ScriptedServer]:
 def planweave(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
     environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    environ["PLANWEAVE_DB"] = str(JOURNAL)  # never the user's own journal
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "planweave", *args],

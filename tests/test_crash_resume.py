@@ -1,0 +1,154 @@
+"""Kill a real `planweave run` with SIGKILL at several points, resume it in a new process, and
+prove: the answer is right, every task that had finished ran exactly once, and the
+side-effecting tool never ran twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledger_tools import FINISH, PLAN
+from planweave import Reply, Script, ScriptedServer
+from planweave.store import Journal
+
+TESTS = Path(__file__).parent
+QUESTION = "What is a plus b? Send it."
+CALLS = {1: "lookup a", 2: "lookup b", 3: "add 2 3", 4: "send total 5"}
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    # The plan streams slowly enough for tasks to start while it is still being written.
+    script = Script.by_purpose(
+        planner=[Reply(PLAN, chunk_size=6, delay=0.02)] * 2, joiner=[FINISH] * 2
+    )
+    with ScriptedServer(script) as srv:
+        yield srv
+
+
+def planweave(tmp: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
+        PLANWEAVE_DB=str(tmp / "runs.db"),
+        PLANWEAVE_TEST_LEDGER=str(tmp / "ledger.txt"),
+        PLANWEAVE_TEST_DELAY="0.3",
+    )
+    if fault:
+        env["PLANWEAVE_FAULT"] = fault
+    return subprocess.run(
+        [sys.executable, "-m", "planweave", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def ledger(tmp: Path) -> Counter[str]:
+    path = tmp / "ledger.txt"
+    return Counter(path.read_text().splitlines() if path.exists() else [])
+
+
+@pytest.mark.parametrize(
+    ("fault", "stage"),
+    [
+        ("task_planned:2", "planning"),  # the planner is still streaming
+        ("task_finished:1", "executing"),  # one lookup done, the other in flight
+        ("task_finished:3", "executing"),  # add done, send not yet started
+        ("llm_call_started:2", "joining"),  # every task done, the joiner just asked
+    ],
+)
+def test_killed_run_resumes_without_lost_or_repeated_work(
+    tmp_path: Path, server: ScriptedServer, fault: str, stage: str
+) -> None:
+    killed = planweave(
+        tmp_path,
+        "run",
+        QUESTION,
+        "--tools",
+        "ledger_tools:TOOLS",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--json",
+        fault=fault,
+    )
+    assert killed.returncode == -9, killed.stderr  # SIGKILL, at the injected point
+
+    listed = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)
+    assert [r["status"] for r in listed] == ["interrupted"]
+    run_id = listed[0]["id"]
+    before = Journal(tmp_path / "runs.db").show(run_id)
+    finished_before = {t["id"] for t in before["tasks"] if t["status"] == "done"}
+    if stage == "joining":
+        assert finished_before == {1, 2, 3, 4}
+
+    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    data = json.loads(resumed.stdout)
+    assert data["id"] == run_id
+    assert data["status"] == "finished"
+    assert data["answer"] == "The total is 5, and it was sent."
+    assert {t["id"]: t["result"] for t in data["tasks"]} == {1: 2, 2: 3, 3: 5, 4: "sent"}
+
+    ran = ledger(tmp_path)
+    for task_id in finished_before:
+        assert ran[CALLS[task_id]] == 1, (task_id, ran)
+    assert ran["send total 5"] == 1
+    assert ran["add 2 3"] == 1
+
+    shown = json.loads(planweave(tmp_path, "runs", "show", run_id, "--json").stdout)
+    assert shown["status"] == "finished"
+    assert shown["sessions"] == 2
+    assert [t["status"] for t in shown["tasks"]] == ["done"] * 4
+
+
+def test_a_side_effect_in_flight_is_only_rerun_when_asked(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    args = ["--tools", "ledger_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+    killed = planweave(tmp_path, "run", QUESTION, *args, "--json", fault="task_started:4")
+    assert killed.returncode == -9
+    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+
+    paused = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    assert paused.returncode == 3
+    assert json.loads(paused.stdout)["error"]["tasks"][0]["call"] == 'send("total ${3}")'
+    assert "send total 5" not in ledger(tmp_path)
+    listed = planweave(tmp_path, "runs", "list")
+    assert "paused" in listed.stdout
+
+    resumed = planweave(tmp_path, "runs", "resume", run_id, "--rerun", "4", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["answer"] == "The total is 5, and it was sent."
+    assert ledger(tmp_path)["send total 5"] == 1
+    assert ledger(tmp_path)["lookup a"] == 1
+
+    shown = planweave(tmp_path, "runs", "show", run_id)
+    assert shown.returncode == 0
+    assert "The total is 5" in shown.stdout
+    assert "send" in shown.stdout
+
+
+def test_runs_cancel_marks_a_stopped_run(tmp_path: Path, server: ScriptedServer) -> None:
+    args = ["--tools", "ledger_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+    assert planweave(tmp_path, "run", QUESTION, *args, fault="task_finished:1").returncode == -9
+    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+    cancelled = planweave(tmp_path, "runs", "cancel", run_id[:5])
+    assert cancelled.returncode == 0
+    assert "cancelled" in cancelled.stdout
+    assert json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["status"] == (
+        "cancelled"
+    )
+    unknown = planweave(tmp_path, "runs", "show", "zzzz")
+    assert unknown.returncode == 2
+    assert "no run 'zzzz'" in unknown.stderr
