@@ -402,3 +402,19 @@ def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(
     assert journal.show(first.run_id)["tasks"][3]["result"] == "sent"
     started = journal.show(failed.value.result.run_id)["tasks"][0]
     assert started["status"] == "running"  # recorded as in flight: resumable
+
+
+def test_a_react_run_resumes_from_its_recorded_steps(journal: Journal) -> None:
+    steps = ['Thought: a first.\nAction: lookup("a")', 'Thought: then b.\nAction: lookup("b")']
+    llm = ScriptedLLM(Script.by_purpose(react=[*steps, Reply(status=503)]))
+    with pytest.raises(RunFailed) as failed:
+        Runtime(TOOLS, llm, mode="react", journal=journal).run("a and b?")
+    run_id = failed.value.result.run_id
+    assert sorted(ledger_tools.ledger()) == ["lookup a", "lookup b"]
+
+    # Only the last step is asked again; both lookups keep their results.
+    again = ScriptedLLM(Script.by_purpose(react=["Thought: done.\nAction: Finish(2 and 3)"]))
+    result = Runtime(TOOLS, again, mode="react", journal=journal).resume(run_id)
+    assert result.answer == "2 and 3"
+    assert result.results == {1: 2, 2: 3}
+    assert sorted(ledger_tools.ledger()) == ["lookup a", "lookup b"]

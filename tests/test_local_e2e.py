@@ -8,15 +8,17 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from countryinfo import CountryInfo
 
 
 @pytest.mark.timeout(900)
-def test_embedded_model_answers_from_real_data() -> None:
+def test_embedded_model_answers_from_real_data(tmp_path: Path) -> None:
     population = int(CountryInfo("Norway").population())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
+    env["PLANWEAVE_DB"] = str(tmp_path / "runs.db")
     proc = subprocess.run(
         [sys.executable, "-m", "planweave", "run", "What is the population of Norway?", "--json"],
         capture_output=True,
@@ -34,3 +36,14 @@ def test_embedded_model_answers_from_real_data() -> None:
     digits = re.sub(r"(?<=\d)[,\s.](?=\d{3}\b)", "", data["answer"])
     assert str(population) in digits, data["answer"]
     assert data["llm"]["calls"] == 2  # one plan, one answer: the grammar left nothing to repair
+    # The run is in the journal, the same object `planweave runs show` gives.
+    shown = subprocess.run(
+        [sys.executable, "-m", "planweave", "runs", "show", data["id"], "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    recorded = json.loads(shown.stdout)
+    assert recorded["answer"] == data["answer"]
+    assert [t["result"] for t in recorded["tasks"]] == [t["result"] for t in data["tasks"]]
