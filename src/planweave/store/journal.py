@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
@@ -247,7 +248,8 @@ class Journal:
 
     def record(self, run_id: str, session: int, event: Event, *, durable: bool = False) -> None:
         """Apply one event to the run's state and append it to its event log, atomically."""
-        data = {k: v for k, v in event.to_dict().items() if k not in _HEAVY}
+        # Not event.to_dict(): that deep-copies results, which the tasks table already holds.
+        data = {f.name: getattr(event, f.name) for f in _fields(event) if f.name not in _HEAVY}
         with self._write(durable=durable, run_id=run_id) as conn:
             conn.execute(
                 "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
