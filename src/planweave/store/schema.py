@@ -117,9 +117,14 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _check(conn: sqlite3.Connection, path: Path) -> None:
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    # One read transaction: another process may be creating the schema meanwhile.
+    conn.execute("BEGIN")
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    finally:
+        conn.execute("COMMIT")
     if app_id != APPLICATION_ID and (app_id != 0 or tables or version):
         raise JournalError(
             f"{path} is an SQLite database of another application, not a planweave journal; "
