@@ -18,6 +18,7 @@ from planweave import (
     ToolArgumentError,
     ToolCrashed,
     ToolRegistry,
+    ToolRejected,
     ToolTimeout,
     parse_plan,
     tool,
@@ -100,7 +101,7 @@ async def test_failed_dependency_skips_dependents_but_not_independent_tasks() ->
         '4. population("France")\n5. join()\n'
     )
     assert s.records[1].status is TaskStatus.FAILED
-    assert isinstance(s.records[1].error, ToolCrashed)
+    assert isinstance(s.records[1].error, ToolRejected)  # the tool raised ToolFailed
     assert "Atlantis" in s.records[1].error.message
     for i in (2, 3):
         assert s.records[i].status is TaskStatus.SKIPPED

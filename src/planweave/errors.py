@@ -17,7 +17,11 @@
         │   └── MissingJoinError
         ├── TaskError ............ one task failed (names task, tool, arguments and cause)
         │   ├── ToolTimeout
-        │   ├── ToolCrashed
+        │   ├── ToolCrashed ...... an unexpected exception from the tool
+        │   ├── ToolTransient .... RetryTool, or a connection/timeout error inside the tool
+        │   ├── ToolRejected ..... ToolFailed: calling again with these arguments will not help
+        │   ├── ToolOutputError .. the result is not of the tool's declared return type
+        │   ├── ToolOutputTooLarge
         │   ├── ToolArgumentError  resolved arguments that do not fit the tool's schema
         │   ├── ProjectionError .. `$2.population` did not resolve
         │   ├── ResultNotStorable  the journal cannot store the tool's result faithfully
@@ -181,6 +185,23 @@ class ToolTimeout(TaskError):
 
 class ToolCrashed(TaskError):
     """The tool raised an exception."""
+
+
+class ToolTransient(TaskError):
+    """A failure that may pass if the call is made again (the tool raised RetryTool, or a
+    connection or timeout error)."""
+
+
+class ToolRejected(TaskError):
+    """The tool said it failed for good (ToolFailed)."""
+
+
+class ToolOutputError(TaskError):
+    """The tool returned a value that is not of its declared return type."""
+
+
+class ToolOutputTooLarge(TaskError):
+    """The tool returned more than the run accepts from one call."""
 
 
 class ToolArgumentError(TaskError):

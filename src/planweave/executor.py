@@ -10,10 +10,16 @@ import anyio
 
 from .errors import (
     ProjectionError,
+    RetryTool,
     TaskError,
     ToolArgumentError,
     ToolCrashed,
+    ToolFailed,
+    ToolOutputError,
+    ToolOutputTooLarge,
+    ToolRejected,
     ToolTimeout,
+    ToolTransient,
 )
 from .plan import Task, format_args, resolve
 from .tools import Tool
@@ -21,6 +27,7 @@ from .tools import Tool
 __all__ = ["DEFAULT_TIMEOUT", "Executor"]
 
 DEFAULT_TIMEOUT = 60.0
+MAX_OUTPUT_CHARS = 1_000_000
 
 
 def _shown(arguments: Mapping[str, Any], limit: int = 300) -> str:
@@ -37,9 +44,16 @@ class Executor:
     a hung async tool is cancelled, a hung sync tool's thread is abandoned and the run goes on.
     """
 
-    def __init__(self, *, default_timeout: float = DEFAULT_TIMEOUT, max_threads: int = 32) -> None:
+    def __init__(
+        self,
+        *,
+        default_timeout: float = DEFAULT_TIMEOUT,
+        max_threads: int = 32,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+    ) -> None:
         self.default_timeout = default_timeout
         self.threads = anyio.CapacityLimiter(max_threads)
+        self.max_output_chars = max_output_chars
 
     def resolve_arguments(
         self, task: Task, planned: Mapping[str, Any], results: Mapping[int, Any]
@@ -53,6 +67,28 @@ class Executor:
             err.task_id, err.tool = task.id, task.tool
             err.arguments = format_args(task.args, task.kwargs)
             raise
+
+    def _checked(self, task: Task, tool: Tool, arguments: Mapping[str, Any], result: Any) -> Any:
+        """The result, if it is of the tool's declared type and not too large."""
+        if isinstance(result, str | bytes) and len(result) > self.max_output_chars:
+            raise ToolOutputTooLarge(
+                f"returned {len(result):,} characters; at most {self.max_output_chars:,} are "
+                "accepted from one call",
+                task_id=task.id,
+                tool=tool.name,
+                arguments=_shown(arguments),
+                cause="output_too_large",
+            )
+        problem = tool.check_result(result)
+        if problem is not None:
+            raise ToolOutputError(
+                f"returned a value that is not {problem}",
+                task_id=task.id,
+                tool=tool.name,
+                arguments=_shown(arguments),
+                cause="wrong_type",
+            )
+        return result
 
     async def execute(self, task: Task, tool: Tool, arguments: Mapping[str, Any]) -> Any:
         """Call `tool`; return its result or raise a TaskError naming the task and the cause."""
@@ -69,21 +105,25 @@ class Executor:
         with anyio.move_on_after(timeout) as scope:
             try:
                 if tool.is_async:
-                    return await tool.fn(*positional, **keywords)
-                call = functools.partial(tool.fn, *positional, **keywords)
-                return await anyio.to_thread.run_sync(
-                    call, abandon_on_cancel=True, limiter=self.threads
-                )
+                    result = await tool.fn(*positional, **keywords)
+                else:
+                    call = functools.partial(tool.fn, *positional, **keywords)
+                    result = await anyio.to_thread.run_sync(
+                        call, abandon_on_cancel=True, limiter=self.threads
+                    )
             except TaskError:
                 raise
             except Exception as exc:
-                raise ToolCrashed(
-                    f"{type(exc).__name__}: {exc}",
+                raise _translated(exc)(
+                    f"{type(exc).__name__}: {exc}"
+                    if not isinstance(exc, RetryTool | ToolFailed)
+                    else str(exc),
                     task_id=task.id,
                     tool=tool.name,
                     arguments=_shown(arguments),
                     cause=type(exc).__name__,
                 ) from exc
+            return self._checked(task, tool, arguments, result)
         assert scope.cancelled_caught
         raise ToolTimeout(
             f"no result after {timeout:g} s (timeout)",
@@ -92,3 +132,12 @@ class Executor:
             arguments=_shown(arguments),
             cause="timeout",
         )
+
+
+def _translated(exc: Exception) -> type[TaskError]:
+    """The failure class of an exception a tool raised."""
+    if isinstance(exc, RetryTool | ConnectionError | TimeoutError):
+        return ToolTransient
+    if isinstance(exc, ToolFailed):
+        return ToolRejected
+    return ToolCrashed

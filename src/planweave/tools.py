@@ -205,6 +205,24 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
+    def check_result(self, value: Any) -> str | None:
+        """None if `value` fits the declared return type; else a description of that type."""
+        if self.returns in (inspect.Parameter.empty, Any, None, type(None)) and value is None:
+            return None
+        if self.returns in (inspect.Parameter.empty, Any, object):
+            return None
+        adapter = self._adapters.get("return")
+        if adapter is None:
+            try:
+                adapter = self._adapters["return"] = TypeAdapter(self.returns)
+            except Exception:  # an annotation pydantic cannot check: trust the tool
+                self._adapters["return"] = adapter = TypeAdapter(Any)
+        try:
+            adapter.validate_python(value, strict=True)
+        except ValueError:
+            return _type_name(self.returns)
+        return None
+
     def signature_text(self) -> str:
         """`name(a: str, b: int = 3) -> float`, as shown to the planner."""
         parts = []

@@ -1,0 +1,243 @@
+"""Recovery: every failure is classified, then handled by the patterns configured for its class.
+
+Classes (`classify`):
+
+    tool.transient  tool.permanent  tool.crash  tool.timeout  tool.invalid_arguments
+    tool.output_too_large  tool.wrong_type  tool.dependency
+    plan.syntax  plan.unknown_tool  plan.invalid_reference  plan.invalid_arguments
+    plan.duplicate_id  plan.missing_join  joiner
+    llm.connection  llm.rate_limit  llm.context_overflow  llm.stream_cut  llm.error
+    budget  journal  cancelled
+
+Patterns for a failed task are tried in the order configured, each while it still applies:
+`Retry` (exponential backoff with jitter; never for a tool with side effects unless told),
+`Fallback` (the same arguments to another tool), `Decompose` (the planner writes a sub-plan
+for the failed call, whose answer becomes the task's result, recursively to the budget's depth),
+`Escalate` (a person gives a result, asks for a retry, or lets it fail).  When none applies the
+failure becomes an observation: the joiner sees it and may replan (bounded by `max_replans`).
+Plan errors go back to the planner (repair, bounded by `max_repairs`); `Retry` on `llm.*`
+classes re-sends a failed LLM request (honouring Retry-After).
+
+    recovery = Recovery().on("tool.timeout", Retry(2), Fallback("search_mirror"), tool="search")
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import (
+    ArgumentError,
+    BudgetExceeded,
+    DependencyFailed,
+    DuplicateTaskError,
+    InvalidReferenceError,
+    JoinerError,
+    JournalError,
+    LLMConnectionError,
+    LLMContextOverflow,
+    LLMError,
+    LLMRateLimitError,
+    LLMStreamError,
+    MissingJoinError,
+    PlanError,
+    PlanweaveError,
+    ProjectionError,
+    RunCancelled,
+    TaskError,
+    ToolArgumentError,
+    ToolOutputError,
+    ToolOutputTooLarge,
+    ToolRejected,
+    ToolTimeout,
+    ToolTransient,
+    UnknownToolError,
+)
+
+__all__ = [
+    "Budget",
+    "Decompose",
+    "Escalate",
+    "Escalation",
+    "Fallback",
+    "Pattern",
+    "Recovery",
+    "Retry",
+    "classify",
+]
+
+_CLASSES: list[tuple[type[PlanweaveError], str]] = [
+    (ToolTransient, "tool.transient"),
+    (ToolRejected, "tool.permanent"),
+    (ToolTimeout, "tool.timeout"),
+    (ToolArgumentError, "tool.invalid_arguments"),
+    (ProjectionError, "tool.invalid_arguments"),
+    (ToolOutputTooLarge, "tool.output_too_large"),
+    (ToolOutputError, "tool.wrong_type"),
+    (DependencyFailed, "tool.dependency"),
+    (TaskError, "tool.crash"),
+    (UnknownToolError, "plan.unknown_tool"),
+    (InvalidReferenceError, "plan.invalid_reference"),
+    (ArgumentError, "plan.invalid_arguments"),
+    (DuplicateTaskError, "plan.duplicate_id"),
+    (MissingJoinError, "plan.missing_join"),
+    (PlanError, "plan.syntax"),
+    (JoinerError, "joiner"),
+    (LLMConnectionError, "llm.connection"),
+    (LLMRateLimitError, "llm.rate_limit"),
+    (LLMContextOverflow, "llm.context_overflow"),
+    (LLMStreamError, "llm.stream_cut"),
+    (LLMError, "llm.error"),
+    (BudgetExceeded, "budget"),
+    (JournalError, "journal"),
+    (RunCancelled, "cancelled"),
+]
+
+
+def classify(error: PlanweaveError) -> str:
+    """The failure class of `error` (see the module docstring)."""
+    for cls, name in _CLASSES:
+        if isinstance(error, cls):
+            return name
+    return "error"
+
+
+# ---------------------------------------------------------------------- patterns
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A way of handling a failure.  Subclass to add your own (see `Recovery.on`)."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Retry(Pattern):
+    """Call again, up to `attempts` calls in all, waiting base·factor^k seconds (capped at
+    `max_delay`, ±`jitter` of it, or the server's Retry-After when longer).  Tools with side
+    effects are only retried with `side_effects=True`."""
+
+    attempts: int = 3
+    base: float = 0.2
+    factor: float = 2.0
+    max_delay: float = 10.0
+    jitter: float = 0.25
+    side_effects: bool = False
+
+    def delay(self, retry: int, rng: random.Random, at_least: float | None = None) -> float:
+        wait = min(self.max_delay, self.base * self.factor**retry)
+        wait *= 1 + rng.uniform(-self.jitter, self.jitter)
+        return max(wait, at_least or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback(Pattern):
+    """Call `tool` with the same arguments instead."""
+
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decompose(Pattern):
+    """Give the failed call to the planner as a sub-goal; the sub-plan's answer is the result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Escalate(Pattern):
+    """Ask a person (the runtime's `escalate` handler): a result, a retry, or let it fail."""
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """What the escalation handler is asked about, and (`decide`) how it answers."""
+
+    run_id: str
+    task_id: int
+    tool: str
+    call: str
+    error: str
+    category: str
+
+
+EscalationAnswer = tuple[Literal["result", "retry", "fail"], Any]
+EscalationHandler = Callable[[Escalation], Awaitable[EscalationAnswer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits on a run; reaching one ends the run with what it has, naming the limit."""
+
+    llm_calls: int | None = None
+    tokens: int | None = None
+    wall_s: float | None = None
+    decomposition_depth: int = 2
+
+
+# ---------------------------------------------------------------------- the registry
+
+
+@dataclass(slots=True)
+class _Rule:
+    category: str  # an fnmatch pattern: "tool.*"
+    tool: str | None
+    patterns: tuple[Pattern, ...]
+
+
+DEFAULT_RULES: list[tuple[str, tuple[Pattern, ...]]] = [
+    ("tool.transient", (Retry(3),)),
+    ("tool.timeout", (Retry(2),)),
+    ("llm.rate_limit", (Retry(4, base=1.0),)),
+    ("llm.connection", (Retry(3, base=0.5),)),
+    ("llm.stream_cut", (Retry(2),)),
+]
+
+
+@dataclass(slots=True)
+class Recovery:
+    """Which patterns handle which failure class, per tool.  The most recently added matching
+    rule wins, and a rule naming the tool wins over one that does not."""
+
+    rules: list[_Rule] = field(default_factory=list)
+    seed: int | None = None
+
+    @classmethod
+    def default(cls) -> Recovery:
+        """Retries for transient tool failures, timeouts and LLM connection trouble."""
+        recovery = cls()
+        for category, patterns in DEFAULT_RULES:
+            recovery.on(category, *patterns)
+        return recovery
+
+    @classmethod
+    def none(cls) -> Recovery:
+        """No recovery: every failure becomes an observation at once."""
+        return cls()
+
+    def on(self, category: str, *patterns: Pattern, tool: str | None = None) -> Recovery:
+        """Handle failures of class `category` ("tool.timeout", or a wildcard: "tool.*") with
+        `patterns`, tried in order; only for `tool` if given.  No patterns: let it fail."""
+        for p in patterns:
+            if not isinstance(p, Pattern):
+                raise TypeError(f"{p!r} is not a recovery Pattern")
+        self.rules.append(_Rule(category, tool, tuple(patterns)))
+        return self
+
+    def patterns(self, category: str, tool: str | None = None) -> tuple[Pattern, ...]:
+        best: _Rule | None = None
+        for rule in self.rules:
+            if not fnmatch.fnmatchcase(category, rule.category):
+                continue
+            if rule.tool is not None and rule.tool != tool:
+                continue
+            if best is None or rule.tool is not None or best.tool is None:
+                best = rule
+        return best.patterns if best is not None else ()
+
+    def rng(self) -> random.Random:
+        return random.Random(self.seed)
