@@ -137,8 +137,8 @@ def test_tools_given_several_times_are_combined(server: ScriptedServer) -> None:
 
 
 def test_failed_run_exits_non_zero_with_the_cause() -> None:
-    # The SDK retries a 429 twice (honouring Retry-After) before giving up.
-    with ScriptedServer([Reply(status=429, retry_after=0.1)] * 3) as srv:
+    # planweave's recovery sends a rate-limited request 4 times in all (after Retry-After).
+    with ScriptedServer([Reply(status=429, retry_after=0.1)] * 4) as srv:
         proc = planweave(
             "run",
             "q",

@@ -9,11 +9,13 @@ import pytest
 import planweave
 from planweave import (
     BudgetExceeded,
+    DecisionNeeded,
     LLMRateLimitError,
     PlanweaveError,
     ToolCrashed,
     UnknownToolError,
 )
+from planweave.errors import error_from_dict
 
 
 def all_error_classes() -> list[type[PlanweaveError]]:
@@ -34,12 +36,18 @@ def test_every_error_pickles_with_its_fields(cls: type[PlanweaveError]) -> None:
     kwargs: dict[str, object] = {}
     if issubclass(cls, BudgetExceeded):
         kwargs["limit"] = "replans"
+    if issubclass(cls, DecisionNeeded):
+        kwargs["tasks"] = [{"id": 4, "tool": "send", "call": "send()"}]
     err = cls("something broke", **kwargs)  # type: ignore[arg-type]
     err.__dict__["run_id"] = "r1"
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is cls
     assert back.message == "something broke"
     assert back.__dict__ == err.__dict__
+    # The journal stores errors as to_dict() and reads them back with error_from_dict().
+    stored = error_from_dict(err.to_dict())
+    assert type(stored) is cls
+    assert stored.to_dict() == err.to_dict()
 
 
 def test_task_error_names_task_tool_arguments_and_cause() -> None:

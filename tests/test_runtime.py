@@ -16,6 +16,7 @@ from planweave import (
     LLMRateLimitError,
     LLMStreamError,
     OpenAICompatible,
+    Recovery,
     Reply,
     RunFailed,
     Runtime,
@@ -227,7 +228,7 @@ def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
 def test_rate_limit_is_reported_with_retry_after(server_factory: type[ScriptedServer]) -> None:
     server = server_factory([Reply(status=429, retry_after=2.5)]).start()
     with pytest.raises(RunFailed) as info:
-        runtime_for(server).run("q")
+        runtime_for(server, recovery=Recovery.none()).run("q")
     cause = info.value.cause
     assert isinstance(cause, LLMRateLimitError)
     assert cause.retry_after == 2.5

@@ -19,6 +19,7 @@ __all__ = [
     "EventBus",
     "LLMCallFinished",
     "LLMCallStarted",
+    "LLMRetry",
     "PlanInvalid",
     "ReplanEvent",
     "RunFinished",
@@ -28,12 +29,13 @@ __all__ = [
     "TaskFailed",
     "TaskFinished",
     "TaskPlanned",
+    "TaskRecovery",
     "TaskSkipped",
     "TaskStarted",
     "timings",
 ]
 
-Purpose = Literal["planner", "repair", "joiner", "react"]
+Purpose = Literal["planner", "repair", "joiner", "react", "decompose"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -88,6 +90,44 @@ class LLMCallFinished(Event):
     text: str
     error: dict[str, Any] | None = None
     replayed: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class LLMRetry(Event):
+    """A failed LLM request is sent again after `delay` seconds."""
+
+    kind: ClassVar[str] = "llm_retry"
+    call: int
+    purpose: Purpose
+    category: str
+    error: str
+    attempt: int
+    delay: float
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskRecovery(Event):
+    """A recovery pattern acted on a failed task: `pattern` is retry, fallback, decompose or
+    escalate; `category` the failure's class; `detail` what was done (delay, tool, depth...)."""
+
+    kind: ClassVar[str] = "task_recovery"
+    task_id: int
+    tool: str
+    pattern: str
+    category: str
+    error: str
+    attempt: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The entry in the task's `recovery` list."""
+        return {
+            "pattern": self.pattern,
+            "category": self.category,
+            "error": self.error,
+            "attempt": self.attempt,
+            **self.detail,
+        }
 
 
 @dataclass(slots=True, kw_only=True)

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import fnmatch
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
 
 from .errors import (
     ArgumentError,
@@ -56,6 +58,12 @@ from .errors import (
     ToolTransient,
     UnknownToolError,
 )
+from .events import EventBus, TaskRecovery
+
+if TYPE_CHECKING:
+    from .executor import Executor
+    from .scheduler import TaskRecord
+    from .tools import Tool, ToolRegistry
 
 __all__ = [
     "Budget",
@@ -66,6 +74,7 @@ __all__ = [
     "Pattern",
     "Recovery",
     "Retry",
+    "TaskRecoverer",
     "classify",
 ]
 
@@ -120,7 +129,7 @@ class Pattern:
 @dataclass(frozen=True, slots=True)
 class Retry(Pattern):
     """Call again, up to `attempts` calls in all, waiting base·factor^k seconds (capped at
-    `max_delay`, ±`jitter` of it, or the server's Retry-After when longer).  Tools with side
+    `max_delay`, ±`jitter` of it), or as long as the server's Retry-After says.  Tools with side
     effects are only retried with `side_effects=True`."""
 
     attempts: int = 3
@@ -131,9 +140,12 @@ class Retry(Pattern):
     side_effects: bool = False
 
     def delay(self, retry: int, rng: random.Random, at_least: float | None = None) -> float:
+        """Seconds before retry number `retry` (0-based); a server's Retry-After (`at_least`)
+        replaces the backoff, plus up to `jitter` of it so that clients do not return at once."""
+        if at_least is not None:
+            return at_least * (1 + rng.uniform(0, self.jitter))
         wait = min(self.max_delay, self.base * self.factor**retry)
-        wait *= 1 + rng.uniform(-self.jitter, self.jitter)
-        return max(wait, at_least or 0.0)
+        return wait * (1 + rng.uniform(-self.jitter, self.jitter))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,3 +253,112 @@ class Recovery:
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)
+
+
+# ---------------------------------------------------------------------- handling a task's failures
+
+Decomposer = Callable[["TaskRecord", TaskError, int], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class TaskRecoverer:
+    """Calls a task's tool and applies the configured patterns to each failure, emitting a
+    `TaskRecovery` event for every action, until a result or a failure no pattern takes."""
+
+    recovery: Recovery
+    tools: ToolRegistry
+    executor: Executor
+    bus: EventBus
+    decompose: Decomposer | None = None
+    escalate: EscalationHandler | None = None
+    run_id: str = ""
+    depth: int = 0
+    max_depth: int = 2
+    _rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = self.recovery.rng()
+
+    async def call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        task = rec.task
+        retries = 0
+        tried = {tool.name}
+        used: set[str] = set()
+        while True:
+            try:
+                return await self.executor.execute(task, tool, arguments)
+            except TaskError as err:
+                category = classify(err)
+                acted = False
+                for pattern in self.recovery.patterns(category, tool.name):
+                    if isinstance(pattern, Retry):
+                        if retries + 1 >= pattern.attempts:
+                            continue
+                        if tool.side_effects and not pattern.side_effects:
+                            continue
+                        wait = pattern.delay(retries, self._rng)
+                        retries += 1
+                        self._acted(rec, tool, pattern, category, err, delay=round(wait, 3))
+                        await anyio.sleep(wait)
+                    elif isinstance(pattern, Fallback):
+                        if pattern.tool in tried or pattern.tool not in self.tools:
+                            continue
+                        tried.add(pattern.tool)
+                        self._acted(rec, tool, pattern, category, err, to=pattern.tool)
+                        tool, retries = self.tools[pattern.tool], 0
+                    elif isinstance(pattern, Decompose):
+                        if "decompose" in used or self.decompose is None:
+                            continue
+                        if self.depth >= self.max_depth:
+                            continue
+                        used.add("decompose")
+                        self._acted(rec, tool, pattern, category, err, depth=self.depth + 1)
+                        return await self.decompose(rec, err, self.depth + 1)
+                    elif isinstance(pattern, Escalate):
+                        if "escalate" in used or self.escalate is None:
+                            continue
+                        used.add("escalate")
+                        self._acted(rec, tool, pattern, category, err)
+                        verdict, value = await self.escalate(
+                            Escalation(
+                                self.run_id,
+                                task.id,
+                                tool.name,
+                                task.call_text(),
+                                str(err),
+                                category,
+                            )
+                        )
+                        rec.recovery[-1]["answer"] = verdict
+                        if verdict == "result":
+                            return value
+                        if verdict != "retry":
+                            raise
+                    else:
+                        continue
+                    acted = True
+                    break
+                if not acted:
+                    raise
+                rec.attempts += 1
+
+    def _acted(
+        self,
+        rec: TaskRecord,
+        tool: Tool,
+        pattern: Pattern,
+        category: str,
+        err: TaskError,
+        **detail: Any,
+    ) -> None:
+        event = TaskRecovery(
+            task_id=rec.task.id,
+            tool=tool.name,
+            pattern=pattern.name,
+            category=category,
+            error=err.message,
+            attempt=rec.attempts,
+            detail=detail,
+        )
+        rec.recovery.append(event.record())
+        self.bus.emit(event)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -11,8 +13,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+from pydantic import TypeAdapter
 
-from .errors import BudgetExceeded, LLMError, PlanError, RunCancelled, RunError, UserError
+from .errors import (
+    BudgetExceeded,
+    LLMError,
+    PlanError,
+    RunCancelled,
+    RunError,
+    TaskError,
+    ToolOutputError,
+    UserError,
+)
 from .events import (
     AnswerEvent,
     Event,
@@ -32,6 +44,7 @@ from .llm.meter import LLMUsage, MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
 from .react import ReAct
+from .recovery import Budget, EscalationHandler, Recovery, TaskRecoverer
 from .scheduler import Scheduler, TaskRecord
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
@@ -56,6 +69,16 @@ class RunResult:
     replans: int = 0
     error: RunError | None = None
     events: list[Event] = field(default_factory=list, repr=False)
+
+    @property
+    def partial(self) -> str | None:
+        """For a run without an answer: what it found before it stopped, as text (no LLM)."""
+        if self.answer is not None:
+            return None
+        done = [r for r in self.tasks if r.status == "done"]
+        if not done:
+            return None
+        return "\n".join(f"{r.task.call_text()} = {r.observation(500)}" for r in done)
 
     @property
     def results(self) -> dict[int, Any]:
@@ -84,6 +107,8 @@ class RunResult:
         }
         if self.error is not None:
             data["error"] = self.error.report()
+        if self.partial is not None:
+            data["partial"] = self.partial
         return data
 
 
@@ -128,10 +153,18 @@ class Runtime:
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         settings: Mapping[str, Any] | None = None,
+        recovery: Recovery | None = None,
+        budget: Budget | None = None,
+        escalate: EscalationHandler | None = None,
     ) -> None:
         """`journal` (a Journal or a path) records every run durably so it can be resumed;
         `settings` are extra facts stored with each run (the CLI keeps how to rebuild its
-        tools and LLM there).  Never put secrets in them."""
+        tools and LLM there).  Never put secrets in them.
+
+        `recovery` maps failure classes to handling patterns (default: `Recovery.default()`,
+        retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
+        LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
+        a person answers through when the `Escalate` pattern acts."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if max_replans < 0 or max_repairs < 0 or max_concurrency < 1:
@@ -157,6 +190,9 @@ class Runtime:
             grammar=react_grammar(self.tools) if grammar else None,
         )
         self.subscribers = list(subscribers or ())
+        self.recovery = recovery if recovery is not None else Recovery.default()
+        self.budget = budget or Budget()
+        self.escalate = escalate
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
         self.settings = {
             "mode": mode,
@@ -288,15 +324,16 @@ class Runtime:
             # The journal goes first: no view shows what has not been recorded.
             subscribers = [recorder, *subscribers]
         bus = EventBus(subscribers, offset=offset)
-        llm = MeteredLLM(self.llm, bus, replay=resume.replay if resume else None)
-        scheduler = Scheduler(
-            self.tools,
-            Executor(default_timeout=self.tool_timeout),
+        llm = MeteredLLM(
+            self.llm,
             bus,
-            max_concurrency=self.max_concurrency,
-            store=encode if self.journal is not None else None,
-            recorded=resume.recorded if resume else None,
+            replay=resume.replay if resume else None,
+            recovery=self.recovery,
+            budget=self.budget,
         )
+        scheduler = self._scheduler(llm, bus, run_id, depth=0)
+        scheduler.store = encode if self.journal is not None else None
+        scheduler.recorded = dict(resume.recorded) if resume else {}
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
         requested = False
 
@@ -324,11 +361,17 @@ class Runtime:
             async with anyio.create_task_group() as tg:
                 if self.journal is not None:
                     tg.start_soon(watch_cancel, tg.cancel_scope)
-                if mode == "react":
-                    result.answer = await self.react.run(question, llm, scheduler, bus)
-                else:
-                    result.answer = await self._compiled(question, llm, scheduler, bus, result)
-                result.status = "finished"
+                with anyio.move_on_after(self._wall_left(bus)) as wall:
+                    if mode == "react":
+                        result.answer = await self.react.run(question, llm, scheduler, bus)
+                    else:
+                        result.answer = await self._compiled(question, llm, scheduler, bus, result)
+                    result.status = "finished"
+                if wall.cancelled_caught:
+                    raise BudgetExceeded(
+                        f"the run's wall-time budget of {self.budget.wall_s:g} s is spent",
+                        limit="wall_s",
+                    )
                 tg.cancel_scope.cancel()
         except RunError as err:
             err.run_id = run_id
@@ -349,6 +392,90 @@ class Runtime:
             result.error = RunCancelled("cancelled on request", run_id=run_id)
         self._finish(result, scheduler, bus)
         return result
+
+    def _wall_left(self, bus: EventBus) -> float:
+        if self.budget.wall_s is None:
+            return float("inf")
+        return max(0.0, self.budget.wall_s - bus.now())
+
+    def _scheduler(self, llm: MeteredLLM, bus: EventBus, run_id: str, depth: int) -> Scheduler:
+        executor = Executor(default_timeout=self.tool_timeout)
+
+        async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> Any:
+            return await self._decompose(llm, bus, run_id, rec, error, depth)
+
+        recoverer = TaskRecoverer(
+            self.recovery,
+            self.tools,
+            executor,
+            bus,
+            decompose=decompose,
+            escalate=self.escalate,
+            run_id=run_id,
+            depth=depth,
+            max_depth=self.budget.decomposition_depth,
+        )
+        return Scheduler(
+            self.tools,
+            executor,
+            bus,
+            max_concurrency=self.max_concurrency,
+            recoverer=recoverer,
+        )
+
+    async def _decompose(
+        self,
+        llm: MeteredLLM,
+        bus: EventBus,
+        run_id: str,
+        rec: TaskRecord,
+        error: TaskError,
+        depth: int,
+    ) -> Any:
+        """Hand a failed call to the planner as a sub-goal; the sub-plan's answer, read as the
+        tool's return type, becomes the task's result (ADaPT: decompose only when needed)."""
+        task = rec.task
+        tool = self.tools[task.tool]
+        goal = (
+            f"Find what `{task.call_text()}` would return ({tool.description or tool.name}). "
+            f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
+            "another way, with other tools or smaller calls, and answer with that result only."
+        )
+        # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls go
+        # through the run's meter, so they are counted, budgeted and journaled.
+        sub_bus = EventBus(offset=bus.now())
+        sub = self._scheduler(llm, sub_bus, run_id, depth)
+        parser = PlanParser(self.tools)
+        async with sub.running():
+            plan_error = await self.planner.stream_plan(
+                llm, self.planner.messages(goal), parser, sub.add, sub_bus, streaming=self.streaming
+            )
+        records = list(sub.records.values())
+        notes = [f"the sub-plan was invalid: {plan_error}"] if plan_error else []
+        output = await llm.complete(
+            self.joiner.request(self.joiner.messages(goal, records, last_round=True, notes=notes)),
+            "joiner",
+        )
+        decision = parse_decision(output)
+        outcome = {
+            "pattern": "decompose",
+            "depth": depth,
+            "subplan": [
+                {"call": r.task.call_text(), "status": r.status.value, "result": r.observation(200)}
+                for r in records
+            ],
+            "answer": decision.text if decision.action == "finish" else None,
+        }
+        rec.recovery.append(outcome)
+        if decision.action != "finish":
+            raise type(error)(
+                f"{error.message}; decomposing it (depth {depth}) gave no answer: {decision.text}",
+                task_id=task.id,
+                tool=task.tool,
+                arguments=error.arguments,
+                cause=error.cause,
+            )
+        return _as_return_type(decision.text, tool.returns, rec)
 
     def _finish(self, result: RunResult, scheduler: Scheduler, bus: EventBus) -> None:
         result.tasks = list(scheduler.records.values())
@@ -410,3 +537,29 @@ class Runtime:
         raise BudgetExceeded(
             f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
         )
+
+
+def _as_return_type(text: str, returns: Any, rec: TaskRecord) -> Any:
+    """A sub-plan's text answer as the value the tool would have returned."""
+    if returns in (inspect.Parameter.empty, Any, str, object):
+        return text
+    adapter: TypeAdapter[Any] = TypeAdapter(returns)
+    candidates = [text, text.strip().rstrip(".")]
+    if returns in (int, float):
+        candidates += [n.replace(",", "") for n in re.findall(r"-?\d[\d,]*\.?\d*", text)]
+    for candidate in candidates:
+        try:
+            return adapter.validate_python(candidate)
+        except ValueError:
+            pass
+        try:
+            return adapter.validate_json(candidate)
+        except ValueError:
+            pass
+    raise ToolOutputError(
+        f"the sub-plan answered {text[:200]!r}, which is not a "
+        f"{getattr(returns, '__name__', returns)}",
+        task_id=rec.task.id,
+        tool=rec.task.tool,
+        cause="decomposition",
+    )

@@ -29,6 +29,7 @@ from .events import (
 )
 from .executor import Executor
 from .plan import Ref, Task, Template, format_args, render_text
+from .recovery import TaskRecoverer
 from .tools import ToolRegistry
 
 __all__ = ["Recorded", "Scheduler", "TaskRecord", "TaskStatus", "jsonable", "plan_json"]
@@ -76,6 +77,7 @@ class TaskRecord:
     error: TaskError | None = None
     attempts: int = 0
     reused: bool = False
+    recovery: list[dict[str, Any]] = field(default_factory=list)
     waiting: int = 0
     dependents: list[TaskRecord] = field(default_factory=list)
 
@@ -115,6 +117,8 @@ class TaskRecord:
             data["error"] = self.error.to_dict()
         if task.thought:
             data["thought"] = task.thought
+        if self.recovery:
+            data["recovery"] = self.recovery
         return data
 
 
@@ -164,11 +168,13 @@ class Scheduler:
         max_concurrency: int = 64,
         store: Callable[[Any], Any] | None = None,
         recorded: Mapping[int, Recorded] | None = None,
+        recoverer: TaskRecoverer | None = None,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
         `recorded` holds outcomes to reuse from an earlier session of the run."""
         self.tools = tools
         self.store = store
+        self.recoverer = recoverer
         self.recorded = dict(recorded or {})
         self.executor = executor
         self.bus = bus
@@ -281,7 +287,10 @@ class Scheduler:
             # Recorded before the tool is called (write-ahead): a crash from here on leaves
             # the task marked as in flight.
             self.bus.emit(TaskStarted(task_id=task.id, tool=task.tool, arguments=arguments))
-            result = await self.executor.execute(task, tool, arguments)
+            if self.recoverer is None:
+                result = await self.executor.execute(task, tool, arguments)
+            else:
+                result = await self.recoverer.call(rec, tool, arguments)
             stored = self._stored(rec, arguments, result)
         except TaskError as err:
             rec.end = self.bus.now()

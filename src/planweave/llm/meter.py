@@ -9,8 +9,11 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from ..errors import LLMError
-from ..events import EventBus, LLMCallFinished, LLMCallStarted, Purpose
+import anyio
+
+from ..errors import BudgetExceeded, LLMError, LLMRateLimitError
+from ..events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, Purpose
+from ..recovery import Budget, Recovery, Retry, classify
 from .base import LLM, LLMRequest, estimate_usage
 
 __all__ = ["LLMUsage", "MeteredLLM", "Replay", "request_hash"]
@@ -63,15 +66,52 @@ class MeteredLLM:
     """Wraps a backend for one run: streams text, adds up usage, emits call events, and
     replays recorded responses when the run is resumed."""
 
-    def __init__(self, llm: LLM, bus: EventBus, replay: Mapping[int, Replay] | None = None):
+    def __init__(
+        self,
+        llm: LLM,
+        bus: EventBus,
+        replay: Mapping[int, Replay] | None = None,
+        *,
+        recovery: Recovery | None = None,
+        budget: Budget | None = None,
+    ):
         self.llm = llm
         self.bus = bus
         self.usage = LLMUsage()
         self.replay = dict(replay or {})
+        self.recovery = recovery
+        self.budget = budget
+        self._rng = recovery.rng() if recovery is not None else None
+
+    def _check_budget(self) -> None:
+        budget = self.budget
+        if budget is None:
+            return
+        if budget.llm_calls is not None and self.usage.calls >= budget.llm_calls:
+            raise BudgetExceeded(
+                f"the run's budget of {budget.llm_calls} LLM calls is spent", limit="llm_calls"
+            )
+        spent = self.usage.prompt_tokens + self.usage.completion_tokens
+        if budget.tokens is not None and spent >= budget.tokens:
+            raise BudgetExceeded(
+                f"the run's budget of {budget.tokens} tokens is spent ({spent} used)",
+                limit="tokens",
+            )
+
+    def _retry_delay(self, error: LLMError, retries: int) -> float | None:
+        """How long to wait before sending the request again, or None to give up."""
+        if self.recovery is None or self._rng is None:
+            return None
+        for pattern in self.recovery.patterns(classify(error)):
+            if isinstance(pattern, Retry) and retries + 1 < pattern.attempts:
+                at_least = error.retry_after if isinstance(error, LLMRateLimitError) else None
+                return pattern.delay(retries, self._rng, at_least)
+        return None
 
     async def stream(self, request: LLMRequest, purpose: Purpose) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
         consumer stops early (the planner drops the rest of the stream after `join()`)."""
+        self._check_budget()
         self.usage.calls += 1
         call = self.usage.calls
         model = self.llm.model
@@ -91,14 +131,35 @@ class MeteredLLM:
         parts: list[str] = []
         usage = None
         error: LLMError | None = None
+        retries = 0
         try:
-            async with aclosing(self.llm.stream(request)) as deltas:
-                async for delta in deltas:
-                    if delta.usage is not None:
-                        usage = delta.usage
-                    if delta.text:
-                        parts.append(delta.text)
-                        yield delta.text
+            while True:
+                try:
+                    async with aclosing(self.llm.stream(request)) as deltas:
+                        async for delta in deltas:
+                            if delta.usage is not None:
+                                usage = delta.usage
+                            if delta.text:
+                                parts.append(delta.text)
+                                yield delta.text
+                    break
+                except LLMError as exc:
+                    # Only a request that has produced no text yet can be sent again.
+                    wait = None if parts else self._retry_delay(exc, retries)
+                    if wait is None:
+                        raise
+                    retries += 1
+                    self.bus.emit(
+                        LLMRetry(
+                            call=call,
+                            purpose=purpose,
+                            category=classify(exc),
+                            error=exc.message,
+                            attempt=retries,
+                            delay=round(wait, 3),
+                        )
+                    )
+                    await anyio.sleep(wait)
         except LLMError as exc:
             error = exc
             raise

@@ -78,7 +78,7 @@ class OpenAICompatible(LLM):
         model: str | None = None,
         api_key: str | None = None,
         timeout: float = 120.0,
-        max_retries: int = 2,
+        max_retries: int = 0,
         grammar_field: str | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
