@@ -1,5 +1,7 @@
 """Orchestration benchmark on the oracle LLM: planweave compiled (streaming dispatch), compiled
-without streaming dispatch, and ReAct, interleaved per question, against the critical-path limit.
+without streaming dispatch, ReAct and native function calling, interleaved per question, against
+the critical-path limit; with the peer ports of LLMCompiler (LlamaIndex's pack and PyPI's
+`llmcompiler`) when their virtualenvs exist (`bash benchmarks/peers/setup.sh`).
 
     python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60
 
@@ -9,10 +11,8 @@ Writes benchmarks/results/oracle.md and oracle.json (with machine info).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
-import platform
-import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -25,7 +25,9 @@ from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry
 
 from .native import Outcome, native_run
 from .oracle import Oracle
-from .workloads import Question, bench_tools, generate, latency
+from .overhead import machine_info
+from .peers.client import PEERS, PeerRunner, available
+from .workloads import Question, bench_tools, generate, latency, mentions
 
 CONTESTANTS = {
     "compiled": {"mode": "compiled", "streaming": True},
@@ -71,8 +73,7 @@ def correct(q: Question, answer: str | None) -> bool:
     if answer is None:
         return False
     if isinstance(q.gold, float):
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.?\d*", answer)]
-        return any(abs(x - q.gold) <= 1e-3 * max(1.0, abs(q.gold)) for x in numbers)
+        return mentions(q.gold, answer)
     return q.gold.lower() in answer.lower()
 
 
@@ -108,12 +109,23 @@ def main() -> None:
     oracle = Oracle(questions, ttft=args.ttft, tps=args.tps)
     tools = bench_tools(args.profile)
     rows: list[dict[str, Any]] = []
-    with oracle.server() as server:
+    peers, skipped = available()
+    for line in skipped:
+        print(line)
+    with oracle.server() as server, contextlib.ExitStack() as stack:
         llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        runners = {
+            p.contestant: stack.enter_context(PeerRunner(p, server.base_url, args.profile))
+            for p in peers
+        }
+        names = [*CONTESTANTS, *runners]
         for q in questions:
             limit = critical_path_limit(q, oracle, args.profile)
-            for name in CONTESTANTS:  # interleaved: the same conditions for each
-                outcome = run_contestant(name, q.text, llm, server.base_url, tools)
+            for name in names:  # interleaved: the same conditions for each
+                if name in runners:
+                    outcome = runners[name].ask(q.text)
+                else:
+                    outcome = run_contestant(name, q.text, llm, server.base_url, tools)
                 rows.append(
                     {
                         "question": q.id,
@@ -129,18 +141,13 @@ def main() -> None:
                 )
             print(
                 f"{q.id}: "
-                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-4:])
+                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-len(names) :])
                 + (f", limit {limit:.2f}s" if limit else ""),
                 flush=True,
             )
 
     table = summarize(rows)
-    machine = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
-        "processor": platform.processor(),
-    }
+    machine = machine_info()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(
         json.dumps(
@@ -150,6 +157,13 @@ def main() -> None:
     )
     args.out.with_suffix(".md").write_text(table)
     print(table)
+    try:
+        from .plot import plot_all
+    except ImportError as exc:
+        print(f"no plots: {exc}")
+    else:
+        for path in plot_all(args.out.with_suffix(".json"), args.out.parent / "overhead.json"):
+            print(f"wrote {path}")
 
 
 def summarize(rows: list[dict[str, Any]]) -> str:
@@ -180,8 +194,71 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         )
     return (
         "\n".join(lines)
-        + "\n\nMedians per question shape; ratios of medians, measured side by side.\n"
+        + "\n\nMedians per question shape; ratios of medians, measured side by side.\n\n"
+        + summarize_peers(rows)
+        + summarize_splits(rows)
     )
+
+
+def summarize_peers(rows: list[dict[str, Any]]) -> str:
+    """planweave compiled against each peer port of LLMCompiler that ran, per shape."""
+    ran = {r["contestant"] for r in rows}
+    peers = [p.contestant for p in PEERS if p.contestant in ran]
+    if not peers:
+        return ""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["kind"], r["contestant"])].append(r)
+    head = ["shape", "compiled s"]
+    for p in peers:
+        head += [f"{p} s", f"compiled / {p}"]
+    head.append(f"correct (compiled / {' / '.join(peers)})")
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for kind in sorted({r["kind"] for r in rows}):
+        med = {
+            c: statistics.median(r["wall_s"] for r in by[(kind, c)]) for c in ["compiled", *peers]
+        }
+        cells = [kind, f"{med['compiled']:.2f}"]
+        for p in peers:
+            cells += [f"{med[p]:.2f}", f"{med['compiled'] / med[p]:.2f}x"]
+        acc = [
+            sum(r["correct"] for r in by[(kind, c)]) / len(by[(kind, c)])
+            for c in ["compiled", *peers]
+        ]
+        cells.append(" / ".join(f"{a:.0%}" for a in acc))
+        lines.append("| " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines)
+        + "\n\nPeer ports of LLMCompiler, each in its own virtualenv, on the same oracle and tools;"
+        " a port's time is measured inside its runner around the agent call.\n\n"
+    )
+
+
+def summarize_splits(rows: list[dict[str, Any]]) -> str:
+    """Accuracy and latency per split (questions used to tune prompts vs held out), per
+    contestant, over all shapes."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["split"], r["contestant"])].append(r)
+    splits = sorted({r["split"] for r in rows}, key=lambda s: (s != "tune", s))
+    contestants = list(dict.fromkeys(r["contestant"] for r in rows))
+    lines = [
+        "| split | contestant | questions | correct | median s | median s / limit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for split in splits:
+        for name in contestants:
+            group = by[(split, name)]
+            if not group:
+                continue
+            ratios = [r["wall_s"] / r["limit_s"] for r in group if r["limit_s"]]
+            lines.append(
+                f"| {split} | {name} | {len(group)} | "
+                f"{sum(r['correct'] for r in group) / len(group):.0%} | "
+                f"{statistics.median(r['wall_s'] for r in group):.2f} | "
+                f"{(statistics.median(ratios) if ratios else float('nan')):.2f}x |"
+            )
+    return "\n".join(lines) + "\n\nPer split, all shapes together (the limit excludes replans).\n"
 
 
 if __name__ == "__main__":

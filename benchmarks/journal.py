@@ -45,7 +45,8 @@ def per_task(n: int, repeats: int, db: Path) -> dict[str, float]:
         began = time.perf_counter()
         result = runtime.run("q")
         took = time.perf_counter() - began
-        assert result.status == "finished" and len(result.results) == n
+        assert result.status == "finished"
+        assert len(result.results) == n
         return took
 
     journal = Journal(db)

@@ -6,14 +6,15 @@ quality, identically for every contestant."""
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from planweave.llm.base import Message
 from planweave.llm.scripted import Reply, Script, ScriptedServer, purpose_of
 
 from .native import NATIVE_HEAD
-from .workloads import Question, bench_tools
+from .peers.dialects import peer_text
+from .workloads import Question, Step
+from .world import PARAMETERS
 
 CHARS_PER_TOKEN = 4
 
@@ -23,8 +24,6 @@ class Oracle:
         self.by_text = {q.text: q for q in questions}
         self.ttft = ttft
         self.tps = tps
-        # Native function calling names arguments: each bench tool's (only) parameter.
-        self._params = {t.name: t.params[0].name for t in bench_tools("zero").values()}
 
     def reply(self, text: str) -> Reply:
         return Reply(text, chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft)
@@ -35,18 +34,27 @@ class Oracle:
         return self.ttft + (chunks - 1) / self.tps
 
     def question(self, messages: Sequence[Message]) -> Question:
+        """The benchmark question asked: a line of its own, alone or after `Question: ` (the
+        peers' prompts bury it among worked examples or under a heading)."""
         for m in reversed(messages):
-            found = re.match(r"Question: (.*)", m.content) if m.role == "user" else None
-            if found and found.group(1).strip() in self.by_text:
-                return self.by_text[found.group(1).strip()]
+            for line in reversed(m.content.splitlines()):
+                text = line.strip().removeprefix("Question:").strip()
+                if text in self.by_text:
+                    return self.by_text[text]
         raise LookupError("the oracle does not know this question")
 
     def planner_text(self, q: Question, messages: Sequence[Message]) -> str:
-        if q.kind != "replan":
-            return q.plan_text()
-        if "A plan already ran" not in messages[-1].content:
-            return f"1. {q.steps[0].call()}\n2. join()\n<END_OF_PLAN>"
-        return f"3. {q.steps[1].call()}\n4. join()\n<END_OF_PLAN>"
+        return self.plan(q, second="A plan already ran" in messages[-1].content)
+
+    def plan(self, q: Question, *, second: bool, call: Callable[[Step], str] = Step.call) -> str:
+        """The gold plan, each call written by `call`; a replan question gets its first step,
+        then (`second`) its last step numbered on from the first plan."""
+        steps, first = q.steps, 1
+        if q.kind == "replan":
+            steps, first = ([q.steps[1]], 3) if second else ([q.steps[0]], 1)
+        lines = [f"{first + i}. {call(step)}" for i, step in enumerate(steps)]
+        lines.append(f"{first + len(steps)}. join()")
+        return "\n".join(lines) + "\n<END_OF_PLAN>"
 
     def joiner_text(self, q: Question, messages: Sequence[Message]) -> str:
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
@@ -87,7 +95,7 @@ class Oracle:
             for ref, value in sorted(results.items(), reverse=True):
                 arg = arg.replace(f"${{{ref}}}", value).replace(f"${ref}", json.dumps(value))
             value_obj = json.loads(arg)
-            calls.append((step.tool, {self._params[step.tool]: value_obj}))
+            calls.append((step.tool, {PARAMETERS[step.tool]: value_obj}))
         return Reply(
             "", chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft, tool_calls=calls
         )
@@ -101,6 +109,8 @@ class Oracle:
             return self.reply(self.planner_text(q, messages))
         if purpose == "joiner":
             return self.reply(self.joiner_text(q, messages))
+        if purpose == "other" and (peer := peer_text(self, q, messages)) is not None:
+            return self.reply(peer)
         return self.reply(self.react_text(q, messages))
 
     def server(self) -> ScriptedServer:

@@ -3,8 +3,18 @@ the real HTTP path.  Speed is not asserted here (the benchmark reports it)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from benchmarks.__main__ import CONTESTANTS, correct, critical_path_limit, run_contestant
+from benchmarks import overhead
+from benchmarks.__main__ import (
+    CONTESTANTS,
+    correct,
+    critical_path_limit,
+    run_contestant,
+    summarize_splits,
+)
 from benchmarks.oracle import Oracle
 from benchmarks.workloads import bench_tools, generate, latency
 
@@ -43,3 +53,64 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
                     assert outcome.calls >= 2
                 elif name != "react" and q.kind != "replan":
                     assert outcome.calls == 2
+
+
+def test_overhead_runs_every_task_in_every_shape(tmp_path: Path) -> None:
+    result = overhead.run(sizes=[50], repeats=1)
+    assert [r["shape"] for r in result["rows"]] == list(overhead.SHAPES)
+    for row in result["rows"]:
+        assert row["n"] == row["ran"] == 50
+        assert row["schedule_us"] > 0
+        assert row["gather_us"] > 0
+        assert row["x_gather"] > 0
+        assert row["peak_bytes_per_task"] > 0
+    depth = {r["shape"]: r["depth"] for r in result["rows"]}
+    assert depth["wide"] == 1
+    assert depth["deep"] == 50
+    assert 1 < depth["random"] < 50
+    assert {"python", "cpus"} <= result["machine"].keys()
+    table = overhead.write(result, tmp_path / "overhead")
+    assert (tmp_path / "overhead.json").exists()
+    assert table.count("| random | 50 |") == 1
+
+
+def test_random_dag_waits_on_zero_to_three_earlier_tasks() -> None:
+    deps = overhead.dag("random", 500, seed=1)
+    assert deps == overhead.dag("random", 500, seed=1)
+    assert all(len(ds) <= 3 and all(0 < d < i for d in ds) for i, ds in enumerate(deps, 1))
+    assert {len(ds) for ds in deps[10:]} == {0, 1, 2, 3}
+
+
+def test_summary_has_a_table_per_split() -> None:
+    rows = [
+        {"kind": "chain", "split": split, "contestant": name, "wall_s": 1.0, "limit_s": 0.5}
+        | {"correct": name == "compiled", "tokens": 10}
+        for split in ("heldout", "tune")
+        for name in CONTESTANTS
+    ]
+    splits = summarize_splits(rows).splitlines()
+    assert "| tune | compiled | 1 | 100% | 1.00 | 2.00x |" in splits
+    assert "| heldout | react | 1 | 0% | 1.00 | 2.00x |" in splits
+    assert splits.index("| tune | compiled | 1 | 100% | 1.00 | 2.00x |") < splits.index(
+        "| heldout | compiled | 1 | 100% | 1.00 | 2.00x |"
+    )
+
+
+def test_plots_are_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from benchmarks.plot import plot_all
+
+    rows = [
+        {"question": f"{kind}-{i}", "kind": kind, "split": "tune", "contestant": name}
+        | {"wall_s": 1.0 + i, "limit_s": None if kind == "replan" else 0.8, "correct": True}
+        for kind in ("chain", "replan")
+        for i in range(2)
+        for name in ("compiled", "react", "some-peer")
+    ]
+    (tmp_path / "oracle.json").write_text(json.dumps({"rows": rows}))
+    overhead.write(overhead.run(sizes=[20], shapes=["wide"], repeats=1), tmp_path / "overhead")
+    written = plot_all(tmp_path / "oracle.json", tmp_path / "overhead.json")
+    assert written == [tmp_path / "oracle.png", tmp_path / "overhead.png"]
+    for png in written:
+        assert png.read_bytes().startswith(b"\x89PNG")
+        assert png.stat().st_size > 1000

@@ -1,0 +1,76 @@
+"""What the oracle serves the peer ports of LLMCompiler, each in the syntax its prompts ask for.
+
+Each request is recognized by a sentence of the port's own prompt:
+
+- `llama-index-packs-agents-llm-compiler`: the planner wants LLMCompiler's numbered plan with
+  positional arguments (`1. population("France")`, `$1` references, `join()`); the joiner
+  reads `Thought: ...` / `Action: Finish(<answer>)`.  Its prompt offers no `Replan`; the oracle
+  still answers a replan question's first round with LLMCompiler's `Action: Replan(<why>)`.
+- `llmcompiler` (PyPI 2.0.1): the planner wants keyword arguments
+  (`1. population(country="France")`, references as `"${1}"`); the joiner answers with a
+  fenced JSON object holding `_thought_` and `_finish_` or `_replan_`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from planweave.llm.base import Message
+
+from ..workloads import Question, Step, mentions
+from ..world import PARAMETERS
+
+if TYPE_CHECKING:
+    from ..oracle import Oracle
+
+PLANNER_HEAD = "Given a user query, create a plan to solve it with the utmost parallelizability."
+LLAMAINDEX_PLANNER = "Do NOT specify arguments in kwargs format."
+LLAMAINDEX_REPLAN = "Previous Plan:"
+LLAMAINDEX_JOINER = "Solve a question answering task with interleaving Observation, Thought"
+LLMCOMPILER_PLANNER = "idx. tool(arg_name=args)"
+LLMCOMPILER_REPLAN = "Context from last attempt:"
+LLMCOMPILER_JOINER = "Solve a question answering task. Here are some guidelines:"
+
+REPLAN_REASON = "the capital is known now; look up its population"
+
+
+def peer_text(oracle: Oracle, q: Question, messages: Sequence[Message]) -> str | None:
+    """The reply to a peer's planner or joiner request, or None if it is not one."""
+    system = messages[0].content if messages else ""
+    if system.startswith(PLANNER_HEAD) and LLAMAINDEX_PLANNER in system:
+        return oracle.plan(q, second=LLAMAINDEX_REPLAN in messages[-1].content)
+    if system.startswith(PLANNER_HEAD) and any(LLMCOMPILER_PLANNER in m.content for m in messages):
+        second = any(LLMCOMPILER_REPLAN in m.content for m in messages)
+        return oracle.plan(q, second=second, call=keyword_call)
+    if system.startswith(LLAMAINDEX_JOINER):
+        thought, action = joiner_decision(q, messages)
+        return f"Thought: {thought}\nAction: {action}"
+    if system.startswith(LLMCOMPILER_JOINER):
+        thought, action = joiner_decision(q, messages)
+        key = "_replan_" if action.startswith("Replan(") else "_finish_"
+        decision = {"_thought_": thought, key: action[action.index("(") + 1 : -1]}
+        return f"```json\n{json.dumps(decision)}\n```"
+    return None
+
+
+def keyword_call(step: Step) -> str:
+    """`population(country="France")`; a bare reference `$1` becomes `"${1}"`."""
+    (arg,) = step.args
+    arg = re.sub(r"^\$(\d+)$", r'"${\1}"', arg)
+    return f"{step.tool}({PARAMETERS[step.tool]}={arg})"
+
+
+def joiner_decision(q: Question, messages: Sequence[Message]) -> tuple[str, str]:
+    """Thought and action of a gold joiner that reads the observations (what follows the
+    question): a numeric answer is given only once a tool result states it (a replan question
+    replans until then); an answer by name follows from lookups that take no references."""
+    text = "\n".join(m.content for m in messages)
+    observations = text[text.rfind(q.text) + len(q.text) :]
+    if not isinstance(q.gold, float) or mentions(q.gold, observations):
+        return "the results answer it.", f"Finish({q.answer})"
+    if q.kind == "replan":
+        return REPLAN_REASON, f"Replan({REPLAN_REASON})"
+    return "no result states the answer.", "Finish(the results do not answer it)"
