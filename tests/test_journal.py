@@ -27,6 +27,7 @@ from planweave.errors import (
 )
 from planweave.events import Event, TaskStarted
 from planweave.store import Journal, Unstorable, decode, encode
+from planweave.store.schema import MIGRATIONS
 from planweave.tools import ToolRegistry
 
 TESTS = Path(__file__).parent
@@ -367,7 +368,7 @@ def test_a_journal_from_a_newer_planweave_is_refused(journal: Journal) -> None:
     with pytest.raises(JournalError, match=r"newer planweave.*schema 99"):
         Journal(journal.path)
     with sqlite3.connect(journal.path) as conn:
-        conn.execute("PRAGMA user_version = 1")
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
     assert Journal(journal.path).show(run_id)["status"] == "finished"
 
 
@@ -418,3 +419,22 @@ def test_a_react_run_resumes_from_its_recorded_steps(journal: Journal) -> None:
     assert result.answer == "2 and 3"
     assert result.results == {1: 2, 2: 3}
     assert sorted(ledger_tools.ledger()) == ["lookup a", "lookup b"]
+
+
+def test_a_journal_of_an_older_schema_is_migrated_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:  # what planweave wrote before migration 2
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("PRAGMA application_id = 0x706C7776")
+        conn.execute(
+            "INSERT INTO runs (id, question, mode, status, created, updated) "
+            "VALUES ('old1', 'q', 'compiled', 'finished', 0, 0)"
+        )
+    journal = Journal(path)
+    assert journal.show("old1")["status"] == "finished"
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
+    assert "recovery" in columns

@@ -215,7 +215,7 @@ def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
     cut = Reply(PLAN, chunk_size=5, delay=0.02, cut_after=PLAN.index("2. area"))
     server = server_factory(Script.by_purpose(planner=[cut])).start()
     with pytest.raises(RunFailed) as info:
-        runtime_for(server).run("q")
+        runtime_for(server, recovery=Recovery.none()).run("q")
     assert isinstance(info.value.cause, LLMStreamError)
     result = info.value.result
     assert result.status == "failed"

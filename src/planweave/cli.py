@@ -24,12 +24,14 @@ from .events import (
     Event,
     LLMCallFinished,
     LLMCallStarted,
+    LLMRetry,
     PlanInvalid,
     ReplanEvent,
     TaskCancelled,
     TaskFailed,
     TaskFinished,
     TaskPlanned,
+    TaskRecovery,
     TaskSkipped,
     TaskStarted,
 )
@@ -118,6 +120,14 @@ class DagView:
                 self.llm_state = ""
             case PlanInvalid():
                 self.notes.append(f"invalid plan: {event.error.get('text')}")
+            case TaskRecovery():
+                row = self.rows[event.task_id]
+                row.note = f"{event.pattern} after {event.category}: {event.error}"
+            case LLMRetry():
+                self.notes.append(
+                    f"{event.purpose} call {event.call}: {event.category}, retry in "
+                    f"{event.delay:.1f} s"
+                )
             case ReplanEvent():
                 self.notes.append(f"replan {event.plan_round}: {event.reason}")
             case _:

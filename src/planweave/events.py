@@ -198,6 +198,7 @@ class PlanInvalid(Event):
     error: dict[str, Any]
     repair: int
     will_repair: bool
+    category: str = "plan.syntax"
 
 
 @dataclass(slots=True, kw_only=True)

@@ -6,12 +6,13 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from .errors import PlanError
+from .errors import LLMStreamError, PlanError, PlanSyntaxError
 from .events import EventBus, PlanInvalid, Purpose
 from .llm.base import LLMRequest, Message
 from .llm.meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
+from .recovery import classify
 from .scheduler import TaskRecord
 from .tools import Tool, ToolRegistry
 
@@ -161,12 +162,15 @@ class Planner:
         bus: EventBus,
         *,
         streaming: bool = True,
+        continue_cut: bool = False,
     ) -> PlanError | None:
         """Stream one plan into `add`, task by task; repair invalid plans a bounded number of times.
 
         Returns None when a complete plan (ending in join) was accepted, or the last PlanError
         once repairs ran out: the error then becomes an observation for the joiner.  Tasks
         accepted before an error keep running; `add` never sees a task that failed validation.
+        With `continue_cut`, a response that breaks off mid-plan is handled like an invalid
+        plan: the planner is asked to continue after the last accepted task (same bound).
         """
         parser.start_plan()
         accepted: list[Task] = []
@@ -189,9 +193,24 @@ class Planner:
                             break
                 take(parser.close())
                 break
-            except PlanError as err:
+            except (PlanError, LLMStreamError) as exc:
+                if isinstance(exc, LLMStreamError):
+                    if not continue_cut:
+                        raise
+                    err: PlanError = PlanSyntaxError(
+                        f"the response broke off before the plan ended ({exc.message})"
+                    )
+                else:
+                    err = exc
                 will_repair = repairs < self.max_repairs
-                bus.emit(PlanInvalid(error=err.report(), repair=repairs, will_repair=will_repair))
+                bus.emit(
+                    PlanInvalid(
+                        error=err.report(),
+                        repair=repairs,
+                        will_repair=will_repair,
+                        category="llm.stream_cut" if err is not exc else classify(err),
+                    )
+                )
                 if not will_repair:
                     error = err
                     break

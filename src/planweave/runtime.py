@@ -34,6 +34,7 @@ from .events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    TaskRecovery,
     timings,
 )
 from .executor import DEFAULT_TIMEOUT, Executor
@@ -44,7 +45,7 @@ from .llm.meter import LLMUsage, MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
 from .react import ReAct
-from .recovery import Budget, EscalationHandler, Recovery, TaskRecoverer
+from .recovery import Budget, EscalationHandler, Recovery, TaskRecoverer, classify
 from .scheduler import Scheduler, TaskRecord
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
@@ -393,6 +394,11 @@ class Runtime:
         self._finish(result, scheduler, bus)
         return result
 
+    @property
+    def _continue_cut(self) -> bool:
+        """Whether a plan that breaks off mid-stream is continued (a recovery rule says so)."""
+        return bool(self.recovery.patterns("llm.stream_cut"))
+
     def _wall_left(self, bus: EventBus) -> float:
         if self.budget.wall_s is None:
             return float("inf")
@@ -448,7 +454,13 @@ class Runtime:
         parser = PlanParser(self.tools)
         async with sub.running():
             plan_error = await self.planner.stream_plan(
-                llm, self.planner.messages(goal), parser, sub.add, sub_bus, streaming=self.streaming
+                llm,
+                self.planner.messages(goal),
+                parser,
+                sub.add,
+                sub_bus,
+                streaming=self.streaming,
+                continue_cut=self._continue_cut,
             )
         records = list(sub.records.values())
         notes = [f"the sub-plan was invalid: {plan_error}"] if plan_error else []
@@ -457,16 +469,28 @@ class Runtime:
             "joiner",
         )
         decision = parse_decision(output)
-        outcome = {
-            "pattern": "decompose",
-            "depth": depth,
-            "subplan": [
-                {"call": r.task.call_text(), "status": r.status.value, "result": r.observation(200)}
-                for r in records
-            ],
-            "answer": decision.text if decision.action == "finish" else None,
-        }
-        rec.recovery.append(outcome)
+        outcome = TaskRecovery(
+            task_id=task.id,
+            tool=task.tool,
+            pattern="decompose",
+            category=classify(error),
+            error=error.message,
+            attempt=rec.attempts,
+            detail={
+                "depth": depth,
+                "subplan": [
+                    {
+                        "call": r.task.call_text(),
+                        "status": r.status.value,
+                        "result": r.observation(200),
+                    }
+                    for r in records
+                ],
+                "answer": decision.text if decision.action == "finish" else None,
+            },
+        )
+        rec.recovery.append(outcome.record())
+        bus.emit(outcome)
         if decision.action != "finish":
             raise type(error)(
                 f"{error.message}; decomposing it (depth {depth}) gave no answer: {decision.text}",
@@ -508,7 +532,13 @@ class Runtime:
             async with scheduler.running():
                 try:
                     plan_error = await self.planner.stream_plan(
-                        llm, messages, parser, scheduler.add, bus, streaming=self.streaming
+                        llm,
+                        messages,
+                        parser,
+                        scheduler.add,
+                        bus,
+                        streaming=self.streaming,
+                        continue_cut=self._continue_cut,
                     )
                 except LLMError as err:
                     # Let the tasks already running finish and be recorded, then fail.

@@ -32,6 +32,7 @@ from ..events import (
     TaskFailed,
     TaskFinished,
     TaskPlanned,
+    TaskRecovery,
     TaskSkipped,
     TaskStarted,
     timings,
@@ -338,6 +339,12 @@ class Journal:
                         event.call,
                     ),
                 )
+            case TaskRecovery():
+                conn.execute(
+                    "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
+                    "json(?)), attempts = attempts + ? WHERE run_id = ? AND id = ?",
+                    (_dumps(event.record()), event.pattern in ("retry", "fallback"), *key),
+                )
             case ReplanEvent():
                 conn.execute("UPDATE runs SET replans = replans + 1 WHERE id = ?", (run_id,))
             case RunFinished():
@@ -527,4 +534,6 @@ def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
         data["error"] = _loads(r["error"])
     if r["thought"]:
         data["thought"] = r["thought"]
+    if r["recovery"]:
+        data["recovery"] = _loads(r["recovery"])
     return data

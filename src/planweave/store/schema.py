@@ -86,6 +86,8 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (run_id, seq)
         )""",
     ],
+    # 2: what recovery did to each task (a JSON list, as in `--json`'s `recovery`).
+    ["ALTER TABLE tasks ADD COLUMN recovery TEXT"],
 ]
 
 
