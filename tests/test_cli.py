@@ -191,3 +191,33 @@ def test_no_grammar_is_sent_unless_asked(server: ScriptedServer) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert all("grammar" not in body for body in server.bodies)
+
+
+def test_a_budget_ends_the_run_with_its_partial_results(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run",
+        "density?",
+        "--tools",
+        "demo_tools:TOOLS",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--max-llm-calls",
+        "1",
+        "--json",
+    )
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["error"]["type"] == "BudgetExceeded"
+    assert data["error"]["limit"] == "llm_calls"
+    assert 'population("Netherlands") = 17' in data["partial"]
+    assert data["tasks"][0]["attempts"] == 1
+
+
+def test_unknown_recovery_name_is_a_usage_error(server: ScriptedServer) -> None:
+    proc = planweave(
+        "run", "q", "--base-url", server.base_url, "--model", "m", "--recovery", "sometimes"
+    )
+    assert proc.returncode == 2
+    assert "--recovery must be default or none" in proc.stderr

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from rich.table import Table
 from rich.text import Text
 
-from .errors import DecisionNeeded, PlanweaveError
+from .errors import DecisionNeeded, PlanweaveError, UserError
 from .events import (
     Event,
     LLMCallFinished,
@@ -36,6 +36,17 @@ from .events import (
     TaskStarted,
 )
 from .llm.base import LLM
+from .recovery import (
+    DEFAULT_RULES,
+    Budget,
+    Decompose,
+    Escalate,
+    Escalation,
+    EscalationAnswer,
+    EscalationHandler,
+    Pattern,
+    Recovery,
+)
 from .runtime import Mode, RunResult, Runtime
 from .store import Decision, Journal
 from .tools import ToolRegistry, load_tools
@@ -318,6 +329,35 @@ def run(
     journal: Annotated[
         bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
     ] = True,
+    recovery: Annotated[
+        str,
+        typer.Option(
+            help="`default` (retry transient failures, timeouts and LLM connection trouble) "
+            "or `none` (every failure goes straight to the joiner)."
+        ),
+    ] = "default",
+    decompose: Annotated[
+        bool,
+        typer.Option(
+            help="Give a call that fails for good to the planner as a sub-goal (costs LLM calls)."
+        ),
+    ] = False,
+    ask: Annotated[
+        bool,
+        typer.Option(
+            help="When a task fails for good, ask here for a result, a retry, or to let it fail."
+        ),
+    ] = False,
+    max_llm_calls: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many LLM calls.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many tokens.")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Budget: end the run after this many seconds.")
+    ] = None,
+    max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = Console(stderr=True)
@@ -339,6 +379,15 @@ def run(
             "files": None if files is None else str(files.resolve()),
             "base_url": base_url or os.environ.get("PLANWEAVE_BASE_URL"),
             "grammar_field": grammar_field,
+            "recovery": recovery,
+            "decompose": decompose,
+            "ask": ask,
+            "budget": {
+                "llm_calls": max_llm_calls,
+                "tokens": max_tokens,
+                "wall_s": max_wall,
+                "decomposition_depth": max_depth,
+            },
         }
         if model:
             settings["model"] = model
@@ -352,6 +401,7 @@ def run(
             grammar=grammar,
             journal=Journal(db) if journal else None,
             settings=settings,
+            **_recovery_options(settings, err),
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -365,6 +415,58 @@ def run(
         console=err,
         load_s=load_s,
     )
+
+
+def _recovery_options(settings: dict[str, Any], console: Console) -> dict[str, Any]:
+    """Runtime keyword arguments for the CLI's recovery and budget options (kept in the run's
+    settings, so a resumed run recovers the same way)."""
+    name = settings.get("recovery", "default")
+    if name not in ("default", "none"):
+        raise UserError(f"--recovery must be default or none, not {name!r}")
+    recovery = Recovery.default() if name == "default" else Recovery.none()
+    last: list[Pattern] = []
+    if settings.get("decompose"):
+        last.append(Decompose())
+    escalate = None
+    if settings.get("ask") and sys.stdin.isatty():
+        last.append(Escalate())
+        escalate = _ask_on_terminal(console)
+    if last:
+        for category in ("tool.permanent", "tool.crash", "tool.wrong_type"):
+            recovery.on(category, *last)
+        for category, patterns in DEFAULT_RULES if name == "default" else []:
+            if category.startswith("tool."):
+                recovery.on(category, *patterns, *last)
+    budget = Budget(**(settings.get("budget") or {}))
+    return {"recovery": recovery, "budget": budget, "escalate": escalate}
+
+
+def _ask_on_terminal(console: Console) -> EscalationHandler:
+    async def ask(question: Escalation) -> EscalationAnswer:
+        def prompt() -> str:
+            console.print(
+                f"[yellow]task {question.task_id} {question.call} failed "
+                f"({question.category}):[/yellow] {question.error}"
+            )
+            answer: str = typer.prompt(
+                "Type a result to use (JSON or text), r to retry, or press Enter to let it fail",
+                default="",
+                show_default=False,
+                err=True,
+            )
+            return answer
+
+        answer = (await anyio.to_thread.run_sync(prompt)).strip()
+        if not answer:
+            return ("fail", None)
+        if answer.lower() == "r":
+            return ("retry", None)
+        try:
+            return ("result", json.loads(answer))
+        except json.JSONDecodeError:
+            return ("result", answer)
+
+    return ask
 
 
 def _execute_and_report(
@@ -591,6 +693,7 @@ def runs_resume(
             grammar=settings.get("grammar", True),
             journal=journal,
             settings=settings,
+            **_recovery_options(settings, err),
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")
