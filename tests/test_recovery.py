@@ -381,3 +381,14 @@ def test_the_journal_records_attempts_and_recovery(tmp_path: Path) -> None:
     assert recorded["recovery"] == result.to_dict()["tasks"][0]["recovery"]
     kinds = [e["kind"] for e in journal.events(result.run_id)]
     assert kinds.count("task_recovery") == 2
+
+
+def test_an_error_names_its_plan_line_plan_version_and_upstream_tasks() -> None:
+    runtime, _ = run([plan('count("a")', "add($1, 1)")], [finish("unknown")])
+    tasks = runtime.run("q").to_dict()["tasks"]
+    assert tasks[0]["error"]["line"] == '1. count("a")'
+    assert tasks[0]["error"]["plan_round"] == 0
+    assert tasks[0]["error"]["upstream"] == []
+    assert tasks[1]["status"] == "skipped"
+    assert tasks[1]["error"]["upstream"] == [1]
+    assert tasks[1]["error"]["line"] == "2. add($1, 1)"

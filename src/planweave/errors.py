@@ -153,7 +153,9 @@ class MissingJoinError(PlanError):
 
 
 class TaskError(RunError):
-    """One task failed.  Names the task, the tool, its rendered arguments and the cause."""
+    """One task failed.  Names the task, the tool, its rendered arguments and the cause; once
+    the scheduler has it, also the plan line, the plan version (`plan_round`) and the upstream
+    tasks the call depended on, so the cause in the plan is visible, not only the symptom."""
 
     def __init__(
         self,
@@ -164,12 +166,18 @@ class TaskError(RunError):
         arguments: str | None = None,
         cause: str | None = None,
         run_id: str | None = None,
+        line: str | None = None,
+        plan_round: int | None = None,
+        upstream: list[int] | None = None,
     ) -> None:
         super().__init__(message, run_id=run_id)
         self.task_id = task_id
         self.tool = tool
         self.arguments = arguments
         self.cause = cause
+        self.line = line
+        self.plan_round = plan_round
+        self.upstream = upstream
 
     def __str__(self) -> str:
         if self.tool is None:

@@ -147,6 +147,17 @@ def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | N
     return first
 
 
+def _locate(err: TaskError, rec: TaskRecord) -> None:
+    """Name where in the plan a failure comes from."""
+    task = rec.task
+    if err.line is None and task.line:
+        err.line = task.line.strip()
+    if err.plan_round is None:
+        err.plan_round = rec.plan_round
+    if err.upstream is None:
+        err.upstream = list(task.deps)
+
+
 async def _acquire(limiter: anyio.CapacityLimiter) -> None:
     # A free slot is taken without a checkpoint: the task has just been started, so it has
     # already yielded once, and skipping the extra checkpoint halves the per-task overhead.
@@ -337,6 +348,7 @@ class Scheduler:
                     self._dispatch(dependent)
 
     def _failed(self, rec: TaskRecord, err: TaskError) -> None:
+        _locate(err, rec)
         rec.status = TaskStatus.FAILED
         rec.error = err
         end = rec.end if rec.end is not None else self.bus.now()
@@ -364,6 +376,7 @@ class Scheduler:
             arguments=format_args(task.args, task.kwargs),
             cause=f"task {upstream.task.id}",
         )
+        _locate(rec.error, rec)
         self.bus.emit(TaskSkipped(task_id=task.id, tool=task.tool, error=rec.error.to_dict()))
         for dependent in rec.dependents:
             if dependent.status is TaskStatus.PENDING:
