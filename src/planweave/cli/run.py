@@ -1,0 +1,372 @@
+"""`planweave run`: answer a question with the live view; what `runs resume` shares with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from ..errors import PlanweaveError, UserError
+from ..events import (
+    Event,
+)
+from ..llm.base import LLM
+from ..recovery import (
+    DEFAULT_RULES,
+    Budget,
+    Decompose,
+    Escalate,
+    Escalation,
+    EscalationAnswer,
+    EscalationHandler,
+    Pattern,
+    Recovery,
+)
+from ..runtime import Mode, RunResult, Runtime
+from ..store import Journal
+from ..tools import ToolRegistry, load_tools
+from .app import DbOption, app
+from .view import DagView
+
+
+def load_tool_sets(specs: list[str], files: Path | None) -> ToolRegistry:
+    """`builtin` (the default) names planweave's own tools; anything else is MODULE:ATTR."""
+    registry = ToolRegistry()
+    for spec in specs or ["builtin"]:
+        if spec == "builtin":
+            from ..builtin import builtin_tools
+
+            registry.add(builtin_tools(files))
+        else:
+            registry.add(load_tools(spec))
+    return registry
+
+
+def make_llm(
+    base_url: str | None,
+    model: str | None,
+    *,
+    grammar: bool,
+    grammar_field: str | None,
+    console: Console,
+    quiet: bool,
+) -> tuple[LLM, float]:
+    """An endpoint when one is configured, else the embedded model (loaded now, with progress).
+    Returns the backend and the seconds spent assembling and loading it."""
+    if base_url or os.environ.get("PLANWEAVE_BASE_URL"):
+        from ..llm.openai_compat import OpenAICompatible
+
+        return OpenAICompatible(base_url=base_url, model=model, grammar_field=grammar_field), 0.0
+    from ..llm.local import LocalLLM
+    from ..llm.models import DEFAULT_MODEL
+
+    name = model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
+    if quiet:
+        llm = LocalLLM(name, grammar=grammar)
+        report = llm.load()
+        return llm, report.assemble_s + report.load_s
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            label = f"{stage} {name}"
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(label, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        llm = LocalLLM(name, grammar=grammar, progress=progress)
+        report = llm.load()
+    took = report.assemble_s + report.load_s
+    console.print(
+        f"[dim]model {name}: assembled and verified in {report.assemble_s:.1f} s, "
+        f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
+    )
+    return llm, took
+
+
+def _summary(result: RunResult, load_s: float) -> str:
+    usage = result.llm
+    failed = sum(1 for r in result.tasks if r.status != "done")
+    spent = result.timings()
+    phases = ", ".join(f"{k} {v:.2f} s" for k, v in spent.items() if v or k != "reasoning")
+    parts = [
+        (f"load {load_s:.2f} s · " if load_s else "") + f"run {result.wall_s:.2f} s ({phases})",
+        f"{len(result.tasks)} tasks" + (f" ({failed} not done)" if failed else ""),
+        f"{usage.calls} LLM calls",
+        f"{usage.prompt_tokens}+{usage.completion_tokens} tokens",
+    ]
+    if result.replans:
+        parts.append(f"{result.replans} replans")
+    return " · ".join(parts)
+
+
+@app.command()
+def run(
+    question: Annotated[str, typer.Argument(help="The question to answer.")],
+    tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tools",
+            "-t",
+            help="`builtin` (the default) or MODULE:ATTR naming a tool, a list or a registry; "
+            "repeatable.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint (env PLANWEAVE_BASE_URL); without one, the "
+            "embedded local model answers."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Endpoint model name, or for the embedded backend a registry name "
+            "(qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) or a GGUF path (env PLANWEAVE_MODEL)."
+        ),
+    ] = None,
+    files: Annotated[
+        Path | None,
+        typer.Option(help="A folder of .txt/.md files the built-in search_files tool may read."),
+    ] = None,
+    grammar: Annotated[
+        bool, typer.Option(help="Constrain decoding with grammars where the backend can.")
+    ] = True,
+    grammar_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Send grammars to the endpoint in this request field: `grammar` for llama.cpp "
+            "server, `guided_grammar` for vLLM."
+        ),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option(help="compiled (parallel plan) or react (baseline).")
+    ] = "compiled",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object and nothing else.")
+    ] = False,
+    max_replans: Annotated[
+        int, typer.Option(help="How many times the joiner may ask for a new plan.")
+    ] = 2,
+    timeout: Annotated[
+        float, typer.Option(help="Default timeout of one tool call, seconds.")
+    ] = 60.0,
+    stream_dispatch: Annotated[
+        bool, typer.Option(help="Start tasks while the plan is still streaming.")
+    ] = True,
+    db: DbOption = None,
+    journal: Annotated[
+        bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
+    ] = True,
+    recovery: Annotated[
+        str,
+        typer.Option(
+            help="`default` (retry transient failures, timeouts and LLM connection trouble) "
+            "or `none` (every failure goes straight to the joiner)."
+        ),
+    ] = "default",
+    decompose: Annotated[
+        bool,
+        typer.Option(
+            help="Give a call that fails for good to the planner as a sub-goal (costs LLM calls)."
+        ),
+    ] = False,
+    ask: Annotated[
+        bool,
+        typer.Option(
+            help="When a task fails for good, ask here for a result, a retry, or to let it fail."
+        ),
+    ] = False,
+    max_llm_calls: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many LLM calls.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many tokens.")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Budget: end the run after this many seconds.")
+    ] = None,
+    max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
+) -> None:
+    """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
+    err = Console(stderr=True)
+    if mode not in ("compiled", "react"):
+        err.print(f"[red]error:[/red] --mode must be compiled or react, not {mode!r}")
+        raise typer.Exit(2)
+    try:
+        registry = load_tool_sets(tools or [], files)
+        llm, load_s = make_llm(
+            base_url,
+            model,
+            grammar=grammar,
+            grammar_field=grammar_field if grammar else None,
+            console=err,
+            quiet=as_json or not err.is_terminal,
+        )
+        settings: dict[str, Any] = {
+            "tools": tools or ["builtin"],
+            "files": None if files is None else str(files.resolve()),
+            "base_url": base_url or os.environ.get("PLANWEAVE_BASE_URL"),
+            "grammar_field": grammar_field,
+            "recovery": recovery,
+            "decompose": decompose,
+            "ask": ask,
+            "budget": {
+                "llm_calls": max_llm_calls,
+                "tokens": max_tokens,
+                "wall_s": max_wall,
+                "decomposition_depth": max_depth,
+            },
+        }
+        if model:
+            settings["model"] = model
+        runtime = Runtime(
+            registry,
+            llm,
+            mode="react" if mode == "react" else "compiled",
+            max_replans=max_replans,
+            tool_timeout=timeout,
+            streaming=stream_dispatch,
+            grammar=grammar,
+            journal=Journal(db) if journal else None,
+            settings=settings,
+            **recovery_options(settings, err),
+        )
+    except PlanweaveError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+    run_mode: Mode = "react" if mode == "react" else "compiled"
+    execute_and_report(
+        runtime,
+        lambda subs: runtime.arun(question, mode=run_mode, subscribers=subs, check=False),
+        as_json=as_json,
+        console=err,
+        load_s=load_s,
+    )
+
+
+def recovery_options(settings: dict[str, Any], console: Console) -> dict[str, Any]:
+    """Runtime keyword arguments for the CLI's recovery and budget options (kept in the run's
+    settings, so a resumed run recovers the same way)."""
+    name = settings.get("recovery", "default")
+    if name not in ("default", "none"):
+        raise UserError(f"--recovery must be default or none, not {name!r}")
+    recovery = Recovery.default() if name == "default" else Recovery.none()
+    last: list[Pattern] = []
+    if settings.get("decompose"):
+        last.append(Decompose())
+    escalate = None
+    if settings.get("ask") and sys.stdin.isatty():
+        last.append(Escalate())
+        escalate = _ask_on_terminal(console)
+    if last:
+        for category in ("tool.permanent", "tool.crash", "tool.wrong_type"):
+            recovery.on(category, *last)
+        for category, patterns in DEFAULT_RULES if name == "default" else []:
+            if category.startswith("tool."):
+                recovery.on(category, *patterns, *last)
+    budget = Budget(**(settings.get("budget") or {}))
+    return {"recovery": recovery, "budget": budget, "escalate": escalate}
+
+
+def _ask_on_terminal(console: Console) -> EscalationHandler:
+    async def ask(question: Escalation) -> EscalationAnswer:
+        def prompt() -> str:
+            console.print(
+                f"[yellow]task {question.task_id} {question.call} failed "
+                f"({question.category}):[/yellow] {question.error}"
+            )
+            answer: str = typer.prompt(
+                "Type a result to use (JSON or text), r to retry, or press Enter to let it fail",
+                default="",
+                show_default=False,
+                err=True,
+            )
+            return answer
+
+        answer = (await anyio.to_thread.run_sync(prompt)).strip()
+        if not answer:
+            return ("fail", None)
+        if answer.lower() == "r":
+            return ("retry", None)
+        try:
+            return ("result", json.loads(answer))
+        except json.JSONDecodeError:
+            return ("result", answer)
+
+    return ask
+
+
+def execute_and_report(
+    runtime: Runtime,
+    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    *,
+    as_json: bool,
+    console: Console,
+    load_s: float,
+) -> None:
+    """Run with the live view (or quietly), print the outcome, exit 1 on a failed run."""
+    err = console
+    view = DagView()
+    result = _execute(runtime, start, view, live=not as_json and err.is_terminal, console=err)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
+        raise typer.Exit(0 if result.error is None else 1)
+    if not err.is_terminal:
+        err.print(view.render())
+    for rec in result.tasks:
+        if rec.error is not None and rec.status == "failed":
+            err.print(f"[red]task {rec.task.id} failed:[/red] {rec.error}")
+    err.print(f"[dim]{_summary(result, load_s)}[/dim]")
+    if result.error is not None:
+        err.print(f"[red]error:[/red] {result.error}")
+        raise typer.Exit(1)
+    Console().print(result.answer or "", markup=False, highlight=False)
+
+
+def _execute(
+    runtime: Runtime,
+    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    view: DagView,
+    *,
+    live: bool,
+    console: Console,
+) -> RunResult:
+    async def go() -> RunResult:
+        try:
+            return await start([view])
+        finally:
+            await runtime.llm.aclose()
+
+    async def go_live() -> RunResult:
+        with Live(view.render(), console=console, refresh_per_second=10, transient=False) as screen:
+
+            def refresh(event: Event) -> None:
+                screen.update(view.render())
+
+            try:
+                result = await start([view, refresh])
+            finally:
+                await runtime.llm.aclose()
+            screen.update(view.render())
+            return result
+
+    return anyio.run(go_live if live else go)

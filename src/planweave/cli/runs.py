@@ -1,0 +1,212 @@
+"""`planweave runs list|show|cancel|resume`: the journal's run history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import DecisionNeeded, PlanweaveError
+from ..events import (
+    Event,
+)
+from ..runtime import RunResult, Runtime
+from ..store import Decision, Journal
+from .app import DbOption, runs_app
+from .run import execute_and_report, load_tool_sets, make_llm, recovery_options
+from .view import STYLE, DagView
+
+
+def _open(db: Path | None, console: Console) -> Journal:
+    try:
+        return Journal(db)
+    except PlanweaveError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+@runs_app.command("list")
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """The recorded runs, newest first."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        runs = journal.runs(limit)
+    if as_json:
+        _print_json(runs)
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("id", "started", "status", "mode", "tasks", "wall", "question"):
+        table.add_column(column)
+    for r in runs:
+        done = r["tasks"].get("done", 0)
+        table.add_row(
+            r["id"],
+            _when(r["created"]),
+            Text(r["status"], style=STYLE.get(r["status"], "")),
+            r["mode"],
+            f"{done}/{sum(r['tasks'].values())}",
+            "" if r["wall_s"] is None else f"{r['wall_s']:.1f}s",
+            r["question"][:60],
+        )
+    Console().print(table)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """One run: its DAG with timings, errors and the answer."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        try:
+            run = journal.show(run_id)
+        except PlanweaveError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+    if as_json:
+        _print_json(run)
+        return
+    out = Console()
+    out.print(f"[bold]{run['id']}[/bold]  {run['status']}  {_when(run['created'])}  {run['mode']}")
+    out.print(f"question: {run['question']}", markup=False)
+    out.print(DagView.from_tasks(run["tasks"], now=run["wall_s"] or 0.0).render())
+    for t in run["tasks"]:
+        if t["status"] == "failed":
+            out.print(f"[red]task {t['id']} failed:[/red] {t['error'].get('text') or t['error']}")
+    llm = run["llm"]
+    out.print(
+        f"[dim]{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
+        f"{llm.get('completion_tokens', 0)} tokens · sessions {run['sessions']}"
+        + ("" if run["wall_s"] is None else f" · {run['wall_s']:.2f} s since start")
+        + "[/dim]"
+    )
+    if "error" in run:
+        out.print(f"[red]error:[/red] {run['error'].get('text') or run['error']}", markup=True)
+    if run["answer"] is not None:
+        out.print(f"answer: {run['answer']}", markup=False)
+
+
+@runs_app.command("cancel")
+def runs_cancel(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+) -> None:
+    """Stop a run: a live one within a second, a stopped one is marked cancelled."""
+    err = Console(stderr=True)
+    with _open(db, err) as journal:
+        try:
+            state = journal.request_cancel(run_id)
+        except PlanweaveError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+    Console().print(f"{run_id}: {state}")
+
+
+@runs_app.command("resume")
+def runs_resume(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    rerun: Annotated[
+        list[int] | None,
+        typer.Option(help="Re-run this side-effecting task that was in flight; repeatable."),
+    ] = None,
+    fail: Annotated[
+        list[int] | None,
+        typer.Option(help="Mark this side-effecting task that was in flight failed; repeatable."),
+    ] = None,
+    tools: Annotated[
+        list[str] | None, typer.Option("--tools", "-t", help="Override the recorded tool sets.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Override the recorded endpoint.")] = None,
+    model: Annotated[str | None, typer.Option(help="Override the recorded model.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object and nothing else.")
+    ] = False,
+) -> None:
+    """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
+    run again, and a side-effecting task that was in flight is re-run only if you say so."""
+    err = Console(stderr=True)
+    journal = _open(db, err)
+    decisions: dict[int, Decision] = {i: "rerun" for i in rerun or ()}
+    decisions.update({i: "fail" for i in fail or ()})
+
+    def decide(task: dict[str, Any]) -> Decision | None:
+        if task["id"] in decisions:
+            return decisions[task["id"]]
+        if as_json or not sys.stdin.isatty():
+            return None
+        again = typer.confirm(
+            f"task {task['id']} {task['call']} has side effects and was in flight when the "
+            "run stopped; it may or may not have taken effect. Run it again?",
+            err=True,
+        )
+        return "rerun" if again else "fail"
+
+    try:
+        settings = journal.show(run_id)["settings"]
+        files = settings.get("files")
+        registry = load_tool_sets(tools or settings.get("tools") or [], files and Path(files))
+        llm, load_s = make_llm(
+            base_url or settings.get("base_url"),
+            model or settings.get("model"),
+            grammar=settings.get("grammar", True),
+            grammar_field=settings.get("grammar_field"),
+            console=err,
+            quiet=as_json or not err.is_terminal,
+        )
+        runtime = Runtime(
+            registry,
+            llm,
+            mode="react" if settings.get("mode") == "react" else "compiled",
+            max_replans=settings.get("max_replans", 2),
+            max_repairs=settings.get("max_repairs", 2),
+            tool_timeout=settings.get("tool_timeout", 60.0),
+            streaming=settings.get("streaming", True),
+            grammar=settings.get("grammar", True),
+            journal=journal,
+            settings=settings,
+            **recovery_options(settings, err),
+        )
+    except PlanweaveError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+    def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
+        return runtime.aresume(run_id, decisions=decide, subscribers=subs, check=False)
+
+    try:
+        execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
+    except DecisionNeeded as exc:
+        if as_json:
+            _print_json({"id": run_id, "status": "paused", "error": exc.report()})
+        else:
+            err.print(f"[yellow]paused:[/yellow] {exc}")
+            err.print("resume with --rerun ID or --fail ID for each of these tasks")
+        raise typer.Exit(3) from None
+    except PlanweaveError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None

@@ -1,0 +1,142 @@
+"""The live terminal view of a run, built from nothing but the event stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..events import (
+    Event,
+    LLMCallFinished,
+    LLMCallStarted,
+    LLMRetry,
+    PlanInvalid,
+    ReplanEvent,
+    TaskCancelled,
+    TaskFailed,
+    TaskFinished,
+    TaskPlanned,
+    TaskRecovery,
+    TaskSkipped,
+    TaskStarted,
+)
+
+STYLE = {
+    "pending": "dim",
+    "running": "yellow",
+    "done": "green",
+    "failed": "red",
+    "skipped": "magenta",
+    "cancelled": "red dim",
+}
+
+
+@dataclass
+class _Row:
+    task_id: int
+    tool: str
+    args: str
+    deps: list[int]
+    status: str = "pending"
+    start: float | None = None
+    end: float | None = None
+    note: str = ""
+
+
+@dataclass
+class DagView:
+    """The live terminal view, built from nothing but the event stream."""
+
+    rows: dict[int, _Row] = field(default_factory=dict)
+    llm_state: str = ""
+    notes: list[str] = field(default_factory=list)
+    now: float = 0.0
+
+    def __call__(self, event: Event) -> None:
+        self.now = event.t
+        match event:
+            case TaskPlanned():
+                self.rows[event.task_id] = _Row(event.task_id, event.tool, event.args, event.deps)
+            case TaskStarted():
+                row = self.rows[event.task_id]
+                row.status, row.start = "running", event.t
+            case TaskFinished():
+                row = self.rows[event.task_id]
+                row.status, row.end = "done", event.t
+            case TaskFailed():
+                row = self.rows[event.task_id]
+                row.status, row.end, row.note = (
+                    "failed",
+                    event.t,
+                    str(event.error.get("message", "")),
+                )
+            case TaskSkipped():
+                row = self.rows[event.task_id]
+                row.status, row.note = "skipped", str(event.error.get("message", ""))
+            case TaskCancelled():
+                row = self.rows[event.task_id]
+                row.status, row.end = "cancelled", event.t if row.start is not None else None
+            case LLMCallStarted():
+                self.llm_state = f"{event.purpose} ({event.model}) streaming…"
+            case LLMCallFinished():
+                self.llm_state = ""
+            case PlanInvalid():
+                self.notes.append(f"invalid plan: {event.error.get('text')}")
+            case TaskRecovery():
+                row = self.rows[event.task_id]
+                row.note = f"{event.pattern} after {event.category}: {event.error}"
+            case LLMRetry():
+                self.notes.append(
+                    f"{event.purpose} call {event.call}: {event.category}, retry in "
+                    f"{event.delay:.1f} s"
+                )
+            case ReplanEvent():
+                self.notes.append(f"replan {event.plan_round}: {event.reason}")
+            case _:
+                pass
+
+    @classmethod
+    def from_tasks(cls, tasks: list[dict[str, Any]], now: float = 0.0) -> DagView:
+        """The view of a recorded run, from its task objects (as `--json` has them)."""
+        view = cls(now=now)
+        for t in tasks:
+            view.rows[t["id"]] = _Row(
+                t["id"],
+                t["tool"],
+                t["call"][len(t["tool"]) + 1 : -1],
+                t["dependencies"],
+                t["status"],
+                t["start"],
+                t["end"],
+                str(t.get("error", {}).get("message", "")),
+            )
+        return view
+
+    def render(self) -> Group:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        table.add_column("id", justify="right")
+        table.add_column("task")
+        table.add_column("needs")
+        table.add_column("status")
+        table.add_column("time", justify="right")
+        for row in self.rows.values():
+            if row.start is None:
+                took = ""
+            else:
+                took = f"{(row.end if row.end is not None else self.now) - row.start:.2f}s"
+            call = f"{row.tool}({row.args})"
+            if len(call) > 70:
+                call = call[:67] + "..."
+            status = Text(row.status, style=STYLE.get(row.status, ""))
+            if row.note:
+                status.append(f"  {row.note[:80]}", style="dim")
+            table.add_row(str(row.task_id), call, ",".join(f"${d}" for d in row.deps), status, took)
+        parts: list[Any] = [table]
+        parts.extend(Text(note, style="yellow") for note in self.notes[-3:])
+        if self.llm_state:
+            parts.append(Text(self.llm_state, style="cyan"))
+        return Group(*parts)
