@@ -112,7 +112,14 @@ def pair_sum(a: str, b: str) -> int:
     raise ToolFailed("the pair service is down")
 
 
-TOOLS = ToolRegistry([lookup, add, flaky, charge, hang, mirror, count, total, pair_sum])
+@tool
+async def guess(key: str) -> int:
+    """An answer that varies from call to call, like a sampled LLM's."""
+    CALLS["guess"] += 1
+    return [7, 8, 7][(CALLS["guess"] - 1) % 3]
+
+
+TOOLS = ToolRegistry([lookup, add, flaky, charge, hang, mirror, count, total, pair_sum, guess])
 
 
 def plan(*lines: str) -> str:
@@ -392,3 +399,21 @@ def test_an_error_names_its_plan_line_plan_version_and_upstream_tasks() -> None:
     assert tasks[1]["status"] == "skipped"
     assert tasks[1]["error"]["upstream"] == [1]
     assert tasks[1]["error"]["line"] == "2. add($1, 1)"
+
+
+def test_voting_keeps_the_answer_most_calls_agree_on() -> None:
+    runtime, _ = run([plan('guess("a")')], [finish("7")], recovery=Recovery().vote("guess", k=3))
+    result = runtime.run("q")
+    assert CALLS["guess"] == 3
+    assert result.results == {1: 7}
+    assert result.tasks[0].recovery == [
+        {
+            "pattern": "vote",
+            "category": "vote",
+            "error": "",
+            "attempt": 1,
+            "k": 3,
+            "agreeing": 2,
+            "answers": 3,
+        }
+    ]

@@ -42,7 +42,17 @@ from .events import Event
 from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
 from .parser import PlanParser, parse_json_plan, parse_plan
 from .plan import Ref, Task, Template
-from .recovery import Budget, Decompose, Escalate, Escalation, Fallback, Recovery, Retry, classify
+from .recovery import (
+    Budget,
+    Decompose,
+    Escalate,
+    Escalation,
+    Fallback,
+    Recovery,
+    Retry,
+    Vote,
+    classify,
+)
 from .runtime import Mode, RunFailed, RunResult, Runtime
 from .scheduler import TaskRecord, TaskStatus
 from .store import Journal
@@ -113,6 +123,7 @@ __all__ = [
     "ToolTransient",
     "UnknownToolError",
     "UserError",
+    "Vote",
     "__version__",
     "classify",
     "load_tools",

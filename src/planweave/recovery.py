@@ -24,7 +24,9 @@ classes re-sends a failed LLM request (honouring Retry-After).
 from __future__ import annotations
 
 import fnmatch
+import json
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -75,6 +77,7 @@ __all__ = [
     "Recovery",
     "Retry",
     "TaskRecoverer",
+    "Vote",
     "classify",
 ]
 
@@ -161,6 +164,14 @@ class Decompose(Pattern):
 
 
 @dataclass(frozen=True, slots=True)
+class Vote(Pattern):
+    """For a tool whose answers vary (one backed by an LLM): call it `k` times at once and take
+    the answer most calls agree on (MAKER-style voting).  Set per tool with `Recovery.vote`."""
+
+    k: int = 3
+
+
+@dataclass(frozen=True, slots=True)
 class Escalate(Pattern):
     """Ask a person (the runtime's `escalate` handler): a result, a retry, or let it fail."""
 
@@ -217,6 +228,7 @@ class Recovery:
 
     rules: list[_Rule] = field(default_factory=list)
     seed: int | None = None
+    votes: dict[str, Vote] = field(default_factory=dict)
 
     @classmethod
     def default(cls) -> Recovery:
@@ -238,6 +250,13 @@ class Recovery:
             if not isinstance(p, Pattern):
                 raise TypeError(f"{p!r} is not a recovery Pattern")
         self.rules.append(_Rule(category, tool, tuple(patterns)))
+        return self
+
+    def vote(self, tool: str, k: int = 3) -> Recovery:
+        """Call `tool` `k` times for every task and keep the majority answer."""
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        self.votes[tool] = Vote(k)
         return self
 
     def patterns(self, category: str, tool: str | None = None) -> tuple[Pattern, ...]:
@@ -280,6 +299,44 @@ class TaskRecoverer:
         self._rng = self.recovery.rng()
 
     async def call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        vote = self.recovery.votes.get(tool.name)
+        if vote is None or vote.k == 1 or tool.side_effects:
+            return await self._call(rec, tool, arguments)
+        return await self._vote(rec, tool, arguments, vote)
+
+    async def _vote(
+        self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any], vote: Vote
+    ) -> Any:
+        answers: list[Any] = []
+        errors: list[TaskError] = []
+
+        async def one() -> None:
+            try:
+                answers.append(await self._call(rec, tool, arguments))
+            except TaskError as err:
+                errors.append(err)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(vote.k):
+                tg.start_soon(one)
+        if not answers:
+            raise errors[0]
+        tally = Counter(_ballot(a) for a in answers)
+        winner, agreeing = tally.most_common(1)[0]
+        event = TaskRecovery(
+            task_id=rec.task.id,
+            tool=tool.name,
+            pattern="vote",
+            category="vote",
+            error="; ".join(e.message for e in errors),
+            attempt=rec.attempts,
+            detail={"k": vote.k, "agreeing": agreeing, "answers": len(answers)},
+        )
+        rec.recovery.append(event.record())
+        self.bus.emit(event)
+        return next(a for a in answers if _ballot(a) == winner)
+
+    async def _call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
         task = rec.task
         retries = 0
         tried = {tool.name}
@@ -362,3 +419,8 @@ class TaskRecoverer:
         )
         rec.recovery.append(event.record())
         self.bus.emit(event)
+
+
+def _ballot(value: Any) -> str:
+    """A canonical form of an answer, so equal answers count as one choice."""
+    return json.dumps(value, sort_keys=True, default=repr)
