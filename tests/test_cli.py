@@ -221,3 +221,28 @@ def test_unknown_recovery_name_is_a_usage_error(server: ScriptedServer) -> None:
     )
     assert proc.returncode == 2
     assert "--recovery must be default or none" in proc.stderr
+
+
+def test_an_unusable_default_journal_is_a_warning_not_a_failure(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    (tmp_path / "planweave").mkdir()
+    (tmp_path / "planweave" / "runs.db").write_bytes(b"junk" * 500)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
+    env.update(PYTHONPATH=str(TESTS), XDG_DATA_HOME=str(tmp_path))
+    args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "planweave", "run", "density?", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "not a usable planweave journal" in proc.stderr
+    assert "this run is not recorded" in proc.stderr
+    assert (tmp_path / "planweave" / "runs.db").read_bytes() == b"junk" * 500
+    # Asked for explicitly, the same file is an error.
+    explicit = planweave("run", "q", *args, "--db", str(tmp_path / "planweave" / "runs.db"))
+    assert explicit.returncode == 2
+    assert "not a usable planweave journal" in explicit.stderr

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from ..errors import PlanweaveError, UserError
+from ..errors import JournalError, PlanweaveError, UserError
 from ..events import (
     Event,
 )
@@ -245,7 +245,7 @@ def run(
             tool_timeout=timeout,
             streaming=stream_dispatch,
             grammar=grammar,
-            journal=Journal(db) if journal else None,
+            journal=_journal(db, err) if journal else None,
             settings=settings,
             **recovery_options(settings, err),
         )
@@ -261,6 +261,18 @@ def run(
         console=err,
         load_s=load_s,
     )
+
+
+def _journal(db: Path | None, console: Console) -> Journal | None:
+    """The journal to record in.  The default one is a convenience: if it cannot be opened
+    (a read-only home, a foreign file), say so and run without it; an asked-for one must work."""
+    try:
+        return Journal(db)
+    except JournalError as exc:
+        if db is not None or os.environ.get("PLANWEAVE_DB"):
+            raise
+        console.print(f"[yellow]warning:[/yellow] {exc}; this run is not recorded")
+        return None
 
 
 def recovery_options(settings: dict[str, Any], console: Console) -> dict[str, Any]:
