@@ -362,7 +362,9 @@ class Runtime:
             async with anyio.create_task_group() as tg:
                 if self.journal is not None:
                     tg.start_soon(watch_cancel, tg.cancel_scope)
-                with anyio.move_on_after(self._wall_left(bus)) as wall:
+                # Wall time counts per session: a resumed run gets its budget afresh.
+                wall_s = self.budget.wall_s
+                with anyio.move_on_after(float("inf") if wall_s is None else wall_s) as wall:
                     if mode == "react":
                         result.answer = await self.react.run(question, llm, scheduler, bus)
                     else:
@@ -398,11 +400,6 @@ class Runtime:
     def _continue_cut(self) -> bool:
         """Whether a plan that breaks off mid-stream is continued (a recovery rule says so)."""
         return bool(self.recovery.patterns("llm.stream_cut"))
-
-    def _wall_left(self, bus: EventBus) -> float:
-        if self.budget.wall_s is None:
-            return float("inf")
-        return max(0.0, self.budget.wall_s - bus.now())
 
     def _scheduler(self, llm: MeteredLLM, bus: EventBus, run_id: str, depth: int) -> Scheduler:
         executor = Executor(default_timeout=self.tool_timeout)
