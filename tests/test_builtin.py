@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from planweave import ToolFailed, UserError
+from planweave import Runtime, Script, ScriptedLLM, ToolFailed, UserError
 from planweave.builtin import (
     BUILTIN,
     builtin_tools,
@@ -516,3 +517,15 @@ def test_builtin_tools_with_a_folder_adds_search(tmp_path: Path) -> None:
     assert "search_files" in registry.render()
     assert search.invoke({"query": "anything"}) == []
     assert "search_files" not in builtin_tools()
+
+
+@pytest.mark.parametrize("example", BUILTIN.usable_examples("react"))
+def test_react_examples_show_what_the_real_tools_return(example: str) -> None:
+    # Replay the transcript's own steps through ReAct mode with the real tools: every
+    # observation it shows must be what the tool really returns, and its answer is accepted.
+    steps = re.split(r"\nObservation: .*\n", example.split("\n", 1)[1])
+    shown = re.findall(r"^Observation: (.*)$", example, re.M)
+    llm = ScriptedLLM(Script.by_purpose(react=steps))
+    result = Runtime(BUILTIN, llm, mode="react").run(example.split("\n", 1)[0][10:])
+    assert [r.observation() for r in result.tasks] == shown
+    assert result.answer == re.search(r"Action: Finish\((.*)\)$", example).group(1)

@@ -46,7 +46,11 @@ class ReAct:
         self.grammar = grammar
 
     def system_prompt(self) -> str:
-        return f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
+        prompt = f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
+        examples = self.tools.usable_examples("react")
+        if examples:
+            prompt += "\n\nExamples:\n" + "\n\n".join(examples)
+        return prompt
 
     async def run(self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus) -> str:
         """Answer `question`, recording every action in `scheduler` like a compiled plan."""

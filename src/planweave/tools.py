@@ -358,14 +358,19 @@ def tool(
     return wrap
 
 
+_PLAN_CALL = re.compile(r"^\s*\d+\.\s*([A-Za-z_]\w*)\(", re.M)
+_REACT_CALL = re.compile(r"^Action:\s*([A-Za-z_]\w*)\(", re.M)
+
 ToolSource: TypeAlias = "Tool | Callable[..., Any] | Iterable[Any] | ToolRegistry"
 
 
 class ToolRegistry(Mapping[str, Tool]):
     """An ordered set of tools by name.  Combine registries with `+` or by passing several.
 
-    `examples` are worked plans for the planner prompt, each a `Question: ...` line followed by
-    the plan; the planner shows those whose tools are all present."""
+    `examples` are worked examples for the prompts, each a `Question: ...` line followed by a
+    plan (numbered task lines, for the planner) or a ReAct transcript (`Thought:`, `Action:`,
+    `Observation:` lines ending in `Action: Finish(...)`, for ReAct mode); each prompt shows
+    the examples of its form whose tools are all present."""
 
     def __init__(self, *sources: ToolSource, examples: Iterable[str] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -410,12 +415,13 @@ class ToolRegistry(Mapping[str, Tool]):
     def __repr__(self) -> str:
         return f"ToolRegistry({', '.join(self._tools)})"
 
-    def usable_examples(self) -> list[str]:
-        """The examples whose every tool is in this registry."""
+    def usable_examples(self, form: Literal["plan", "react"] = "plan") -> list[str]:
+        """The examples of `form` whose every tool is in this registry."""
+        call = _PLAN_CALL if form == "plan" else _REACT_CALL
         usable = []
         for example in self.examples:
-            names = set(re.findall(r"^\s*\d+\.\s*([A-Za-z_]\w*)\(", example, re.M)) - {JOIN}
-            if names <= self._tools.keys():
+            names = set(call.findall(example)) - {JOIN, "Finish"}
+            if names and names <= self._tools.keys():
                 usable.append(example.strip())
         return usable
 

@@ -60,6 +60,29 @@ Thought: Land per person is area divided by population, for each country.
 4. calculator("${1} - ${2}")
 5. join()
 <END_OF_PLAN>""",
+    # ReAct transcripts with the tools' real observations and real answers (a placeholder
+    # answer was copied literally by the 1.5B model).
+    """Question: Which country has the larger area, Chile or Peru?
+Thought: I need the area of Chile first.
+Action: country_info("Chile", field="area_km2")
+Observation: 756102
+Thought: Now the area of Peru.
+Action: country_info("Peru", field="area_km2")
+Observation: 1285216
+Thought: 1285216 is more than 756102, so Peru is larger.
+Action: Finish(Peru is larger: 1,285,216 km² against 756,102 km² for Chile.)""",
+    """Question: How many times more people live in Osaka than in Kyoto?
+Thought: I need the population of Osaka.
+Action: city_info("Osaka", field="population")
+Observation: 2753862
+Thought: Now the population of Kyoto.
+Action: city_info("Kyoto", field="population")
+Observation: 1463723
+Thought: Divide Osaka's population by Kyoto's.
+Action: calculator("${1} / ${2}")
+Observation: 1.8814092557130004
+Thought: The ratio answers the question.
+Action: Finish(About 1.88 times as many: 2,753,862 people in Osaka against 1,463,723 in Kyoto.)""",
 ]
 
 
