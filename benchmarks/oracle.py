@@ -1,7 +1,12 @@
 """The oracle LLM: an OpenAI-compatible server on loopback that streams, for each benchmark
 question, the gold plan, the gold ReAct steps and the gold joiner answer at a configured
 time-to-first-token and tokens per second.  Orchestration speed is measured apart from model
-quality, identically for every contestant."""
+quality, identically for every contestant.
+
+The oracle answers only from what the tools returned: when a result it needs is an error (a
+tool failed and the runtime did not recover it), the joiner and the ReAct step give up with an
+answer that names no result, as a model that does not retry by itself would.  Without failures
+it answers exactly as before."""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from .workloads import Question, Step
 from .world import PARAMETERS
 
 CHARS_PER_TOKEN = 4
+FAILED = "Observation: ERROR"
+GIVE_UP = "Thought: a lookup failed, so the results cannot answer it.\nAction: Finish(unknown)"
 
 
 class Oracle:
@@ -57,11 +64,16 @@ class Oracle:
         return "\n".join(lines) + "\n<END_OF_PLAN>"
 
     def joiner_text(self, q: Question, messages: Sequence[Message]) -> str:
+        # Every task of a gold plan is needed, so any failed one leaves the question open.
+        if messages and FAILED in messages[-1].content:
+            return GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
             return "Thought: the capital is known now.\nAction: Replan(look up its population)"
         return f"Thought: the results answer it.\nAction: Finish({q.answer})"
 
     def react_text(self, q: Question, messages: Sequence[Message]) -> str:
+        if messages and messages[-1].content.startswith(FAILED):
+            return GIVE_UP
         done = sum(1 for m in messages if m.role == "user" and m.content.startswith("Observation:"))
         if done < len(q.steps):
             return f"Thought: next step.\nAction: {q.steps[done].call()}\n"
