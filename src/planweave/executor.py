@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,9 @@ class Executor:
     """Runs a tool call and turns every way it can fail into a `TaskError`.
 
     Async tools run on the event loop; sync tools run in worker threads bounded by a
-    `CapacityLimiter`, so a blocking tool never blocks the loop.  Every call runs under a timeout:
-    a hung async tool is cancelled, a hung sync tool's thread is abandoned and the run goes on.
+    `CapacityLimiter`, so a blocking tool never blocks the loop.  Every call runs under its timeout
+    (unless that is infinite): a hung async tool is cancelled, a hung sync tool's thread is
+    abandoned and the run goes on.
     """
 
     def __init__(
@@ -102,28 +104,11 @@ class Executor:
                 tool=tool.name,
                 arguments=_shown(arguments),
             ) from None
+        if timeout == math.inf:
+            # No deadline to keep: skip the cancel scope, which costs more than a quick call.
+            return await self._call(task, tool, arguments, positional, keywords)
         with anyio.move_on_after(timeout) as scope:
-            try:
-                if tool.is_async:
-                    result = await tool.fn(*positional, **keywords)
-                else:
-                    call = functools.partial(tool.fn, *positional, **keywords)
-                    result = await anyio.to_thread.run_sync(
-                        call, abandon_on_cancel=True, limiter=self.threads
-                    )
-            except TaskError:
-                raise
-            except Exception as exc:
-                raise _translated(exc)(
-                    f"{type(exc).__name__}: {exc}"
-                    if not isinstance(exc, RetryTool | ToolFailed)
-                    else str(exc),
-                    task_id=task.id,
-                    tool=tool.name,
-                    arguments=_shown(arguments),
-                    cause=type(exc).__name__,
-                ) from exc
-            return self._checked(task, tool, arguments, result)
+            return await self._call(task, tool, arguments, positional, keywords)
         assert scope.cancelled_caught
         raise ToolTimeout(
             f"no result after {timeout:g} s (timeout)",
@@ -132,6 +117,36 @@ class Executor:
             arguments=_shown(arguments),
             cause="timeout",
         )
+
+    async def _call(
+        self,
+        task: Task,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        positional: list[Any],
+        keywords: dict[str, Any],
+    ) -> Any:
+        try:
+            if tool.is_async:
+                result = await tool.fn(*positional, **keywords)
+            else:
+                call = functools.partial(tool.fn, *positional, **keywords)
+                result = await anyio.to_thread.run_sync(
+                    call, abandon_on_cancel=True, limiter=self.threads
+                )
+        except TaskError:
+            raise
+        except Exception as exc:
+            raise _translated(exc)(
+                f"{type(exc).__name__}: {exc}"
+                if not isinstance(exc, RetryTool | ToolFailed)
+                else str(exc),
+                task_id=task.id,
+                tool=tool.name,
+                arguments=_shown(arguments),
+                cause=type(exc).__name__,
+            ) from exc
+        return self._checked(task, tool, arguments, result)
 
 
 def _translated(exc: Exception) -> type[TaskError]:

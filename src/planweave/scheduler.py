@@ -1,16 +1,20 @@
 """The task fetching unit: dependency counting, dispatch, concurrency limits, cancellation.
 
 Event-driven, never polling: each task holds the number of its unfinished dependencies; when the
-last one lands, the task is started in the run's task group at once, even while the planner is
-still streaming the rest of the plan.
+last one lands, the task joins the ready queue at once, even while the planner is still streaming
+the rest of the plan.  Ready tasks are run by a pool of workers in the run's task group: one
+worker per free concurrency slot at most, each taking task after task from the queue and ending
+when the queue is empty.  Spawning a task per tool call would cost more than most calls.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -158,13 +162,9 @@ def _locate(err: TaskError, rec: TaskRecord) -> None:
         err.upstream = list(task.deps)
 
 
-async def _acquire(limiter: anyio.CapacityLimiter) -> None:
-    # A free slot is taken without a checkpoint: the task has just been started, so it has
-    # already yielded once, and skipping the extra checkpoint halves the per-task overhead.
-    try:
-        limiter.acquire_nowait()
-    except anyio.WouldBlock:
-        await limiter.acquire()
+# Tasks a worker runs back to back before it lets the rest of the event loop run: a task whose
+# tool returns without waiting never yields on its own.
+_YIELD_EVERY = 16
 
 
 class Scheduler:
@@ -193,12 +193,18 @@ class Scheduler:
         self.results: dict[int, Any] = {}
         self.plan_round = 0
         self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._max_workers = max_concurrency
         self._tool_limiters: Mapping[str, anyio.CapacityLimiter] = {
             t.name: anyio.CapacityLimiter(t.max_concurrency)
             for t in tools.values()
             if t.max_concurrency is not None
         }
         self._tg: TaskGroup | None = None
+        self._ready: deque[TaskRecord] = deque()
+        # Ready tasks whose tool is at its own limit, by tool, until one of its calls ends.
+        self._parked: defaultdict[str, deque[TaskRecord]] = defaultdict(deque)
+        self._workers = 0
+        self._busy = 0  # workers inside a task, between taking it and announcing its outcome
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Scheduler]:
@@ -218,6 +224,8 @@ class Scheduler:
             raise error from group
         finally:
             self._tg = None
+            self._ready.clear()
+            self._parked.clear()
             for rec in self.records.values():
                 if not rec.ended:
                     self._cancelled(rec)
@@ -261,21 +269,48 @@ class Scheduler:
     def _dispatch(self, rec: TaskRecord) -> None:
         if self._tg is None:
             raise RuntimeError("Scheduler.add() called outside Scheduler.running()")
-        self._tg.start_soon(self._run, rec, name=f"task {rec.task.id}")
+        self._ready.append(rec)
+        # A worker that is not busy takes the task without help; a new one is started only
+        # when the queue outgrows those, and never beyond the concurrency limit.
+        if len(self._ready) > self._workers - self._busy and self._workers < self._max_workers:
+            self._workers += 1
+            self._tg.start_soon(self._work, name="planweave worker")
 
-    async def _run(self, rec: TaskRecord) -> None:
-        tool_limiter = self._tool_limiters.get(rec.task.tool)
-        await _acquire(self._limiter)
+    async def _work(self) -> None:
+        """Run ready tasks one after another until none is left, holding one global slot."""
+        # There are never more workers than slots, so this takes a free one without waiting.
+        self._limiter.acquire_nowait()
         try:
-            if tool_limiter is None:
-                await self._call(rec)
-            else:
-                await _acquire(tool_limiter)
+            ran = 0
+            while self._ready:
+                rec = self._ready.popleft()
+                tool = rec.task.tool
+                tool_limiter = self._tool_limiters.get(tool)
+                if tool_limiter is not None:
+                    try:
+                        tool_limiter.acquire_nowait()
+                    except anyio.WouldBlock:
+                        # The worker whose call of this tool ends next puts it back in line.
+                        self._parked[tool].append(rec)
+                        continue
+                self._busy += 1
                 try:
-                    await self._call(rec)
+                    announce = await self._call(rec)
                 finally:
-                    tool_limiter.release()
+                    self._busy -= 1
+                    if tool_limiter is not None:
+                        tool_limiter.release()
+                        parked = self._parked.get(tool)
+                        if parked:
+                            self._ready.appendleft(parked.popleft())
+                # Announced once this worker counts as free, so that it runs the first of the
+                # dependents this releases itself instead of starting a worker for it.
+                announce()
+                ran += 1
+                if ran % _YIELD_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()
         finally:
+            self._workers -= 1
             self._limiter.release()
 
     def _reuse(self, rec: TaskRecord, earlier: Recorded) -> None:
@@ -287,7 +322,8 @@ class Scheduler:
             assert earlier.error is not None
             self._failed(rec, earlier.error)
 
-    async def _call(self, rec: TaskRecord) -> None:
+    async def _call(self, rec: TaskRecord) -> Callable[[], None]:
+        """Call the task's tool; return what announces the outcome (and starts dependents)."""
         task = rec.task
         tool = self.tools[task.tool]
         rec.status = TaskStatus.RUNNING
@@ -305,10 +341,9 @@ class Scheduler:
             stored = self._stored(rec, arguments, result)
         except TaskError as err:
             rec.end = self.bus.now()
-            self._failed(rec, err)
-        else:
-            rec.end = self.bus.now()
-            self._done(rec, result, stored)
+            return partial(self._failed, rec, err)
+        rec.end = self.bus.now()
+        return partial(self._done, rec, result, stored)
 
     def _stored(self, rec: TaskRecord, arguments: Mapping[str, Any], result: Any) -> Any:
         if self.store is None:
