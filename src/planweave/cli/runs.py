@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,6 +24,8 @@ from .app import DbOption, runs_app
 from .run import execute_and_report, load_tool_sets, make_llm, recovery_options
 from .view import STYLE, DagView
 
+T = TypeVar("T")
+
 
 def _open(db: Path | None, console: Console) -> Journal:
     try:
@@ -31,6 +33,16 @@ def _open(db: Path | None, console: Console) -> Journal:
     except PlanweaveError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
+
+
+def _read(db: Path | None, console: Console, read: Callable[[Journal], T]) -> T:
+    """`read(journal)`, or the error on the console and exit status 2."""
+    with _open(db, console) as journal:
+        try:
+            return read(journal)
+        except PlanweaveError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
 
 
 def _when(epoch: float | None) -> str:
@@ -51,8 +63,7 @@ def runs_list(
 ) -> None:
     """The recorded runs, newest first."""
     err = Console(stderr=True)
-    with _open(db, err) as journal:
-        runs = journal.runs(limit)
+    runs = _read(db, err, lambda journal: journal.runs(limit))
     if as_json:
         _print_json(runs)
         return
@@ -81,12 +92,7 @@ def runs_show(
 ) -> None:
     """One run: its DAG with timings, errors and the answer."""
     err = Console(stderr=True)
-    with _open(db, err) as journal:
-        try:
-            run = journal.show(run_id)
-        except PlanweaveError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from None
+    run = _read(db, err, lambda journal: journal.show(run_id))
     if as_json:
         _print_json(run)
         return
@@ -117,12 +123,7 @@ def runs_cancel(
 ) -> None:
     """Stop a run: a live one within a second, a stopped one is marked cancelled."""
     err = Console(stderr=True)
-    with _open(db, err) as journal:
-        try:
-            state = journal.request_cancel(run_id)
-        except PlanweaveError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from None
+    state = _read(db, err, lambda journal: journal.request_cancel(run_id))
     Console().print(f"{run_id}: {state}")
 
 
