@@ -64,6 +64,15 @@ class Question:
         return refs
 
 
+def _summed(qid: str, shape: str, text: str, names: list[str], field: str) -> Question:
+    """Look `field` up for each name (the tool of the same name), then add them up."""
+    total = sum(facts(n)[field] for n in names)
+    steps = [Step(field, (f'"{n}"',)) for n in names]
+    expr = " + ".join(f"${{{i}}}" for i in range(1, len(names) + 1))
+    steps.append(Step("calculator", (f'"{expr}"',)))
+    return Question(qid, shape, text, float(total), steps, answer=f"{total}")
+
+
 def generate(n: int = 200, seed: int = 2026) -> list[Question]:
     """`n` questions over six shapes; every fifth is held out (never used to tune prompts)."""
     rng = random.Random(seed)
@@ -93,14 +102,9 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
         text = f"Which of {', '.join(names[:3])} and {names[3]} has the largest area?"
         return Question(qid, shape, text, gold, steps, answer=f"{gold} is the largest.")
     if shape == "fanout":
-        count = rng.randint(2, 5)
-        names = rng.sample(COUNTRIES, count)
-        total = sum(facts(n)["population"] for n in names)
-        steps = [Step("population", (f'"{n}"',)) for n in names]
-        expr = " + ".join(f"${{{i}}}" for i in range(1, count + 1))
-        steps.append(Step("calculator", (f'"{expr}"',)))
+        names = rng.sample(COUNTRIES, rng.randint(2, 5))
         text = f"What is the combined population of {', '.join(names)}?"
-        return Question(qid, shape, text, float(total), steps, answer=f"{total}")
+        return _summed(qid, shape, text, names, "population")
     if shape == "chain":
         a = rng.choice(COUNTRIES)
         fa = facts(a)
@@ -118,12 +122,8 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
     if shape == "map":
         count = rng.choice([16, 24, 32])
         names = [rng.choice(COUNTRIES) for _ in range(count)]
-        total = sum(facts(n)["area"] for n in names)
-        steps = [Step("area", (f'"{n}"',)) for n in names]
-        expr = " + ".join(f"${{{i}}}" for i in range(1, count + 1))
-        steps.append(Step("calculator", (f'"{expr}"',)))
         text = f"Add up the areas of these {count} countries: {', '.join(names)}."
-        return Question(qid, shape, text, float(total), steps, answer=f"{total}")
+        return _summed(qid, shape, text, names, "area")
     # replan: the first plan finds a capital; what to look up next is only known then.
     a = rng.choice(COUNTRIES)
     capital = facts(a)["capital"]

@@ -208,7 +208,7 @@ class Planner:
                         error=err.report(),
                         repair=repairs,
                         will_repair=will_repair,
-                        category="llm.stream_cut" if err is not exc else classify(err),
+                        category=classify(exc),
                     )
                 )
                 if not will_repair:

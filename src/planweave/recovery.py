@@ -24,14 +24,17 @@ classes re-sends a failed LLM request (honouring Retry-After).
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+from pydantic import TypeAdapter
 
 from .errors import (
     ArgumentError,
@@ -76,6 +79,7 @@ __all__ = [
     "Pattern",
     "Recovery",
     "Retry",
+    "SubplanAnswer",
     "TaskRecoverer",
     "Vote",
     "classify",
@@ -276,7 +280,19 @@ class Recovery:
 
 # ---------------------------------------------------------------------- handling a task's failures
 
-Decomposer = Callable[["TaskRecord", TaskError, int], Awaitable[Any]]
+
+@dataclass(frozen=True, slots=True)
+class SubplanAnswer:
+    """What a decomposition's sub-plan came to: its answer (None when it found none, with the
+    joiner's reason in `text`) and each of its tasks as {call, status, result}."""
+
+    answer: str | None
+    text: str
+    subplan: list[dict[str, Any]]
+
+
+# Runs the sub-plan for a failed task at the given depth.
+Decomposer = Callable[["TaskRecord", TaskError, int], Awaitable[SubplanAnswer]]
 
 
 @dataclass(slots=True)
@@ -323,17 +339,10 @@ class TaskRecoverer:
             raise errors[0]
         tally = Counter(_ballot(a) for a in answers)
         winner, agreeing = tally.most_common(1)[0]
-        event = TaskRecovery(
-            task_id=rec.task.id,
-            tool=tool.name,
-            pattern="vote",
-            category="vote",
-            error="; ".join(e.message for e in errors),
-            attempt=rec.attempts,
-            detail={"k": vote.k, "agreeing": agreeing, "answers": len(answers)},
+        errors_text = "; ".join(e.message for e in errors)
+        self._acted(
+            rec, tool, vote, "vote", errors_text, k=vote.k, agreeing=agreeing, answers=len(answers)
         )
-        rec.recovery.append(event.record())
-        self.bus.emit(event)
         return next(a for a in answers if _ballot(a) == winner)
 
     async def _call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
@@ -355,13 +364,13 @@ class TaskRecoverer:
                             continue
                         wait = pattern.delay(retries, self._rng)
                         retries += 1
-                        self._acted(rec, tool, pattern, category, err, delay=round(wait, 3))
+                        self._acted(rec, tool, pattern, category, err.message, delay=round(wait, 3))
                         await anyio.sleep(wait)
                     elif isinstance(pattern, Fallback):
                         if pattern.tool in tried or pattern.tool not in self.tools:
                             continue
                         tried.add(pattern.tool)
-                        self._acted(rec, tool, pattern, category, err, to=pattern.tool)
+                        self._acted(rec, tool, pattern, category, err.message, to=pattern.tool)
                         tool, retries = self.tools[pattern.tool], 0
                     elif isinstance(pattern, Decompose):
                         if "decompose" in used or self.decompose is None:
@@ -369,13 +378,12 @@ class TaskRecoverer:
                         if self.depth >= self.max_depth:
                             continue
                         used.add("decompose")
-                        self._acted(rec, tool, pattern, category, err, depth=self.depth + 1)
-                        return await self.decompose(rec, err, self.depth + 1)
+                        return await self._decompose(rec, tool, pattern, category, err)
                     elif isinstance(pattern, Escalate):
                         if "escalate" in used or self.escalate is None:
                             continue
                         used.add("escalate")
-                        self._acted(rec, tool, pattern, category, err)
+                        self._acted(rec, tool, pattern, category, err.message)
                         verdict, value = await self.escalate(
                             Escalation(
                                 self.run_id,
@@ -399,13 +407,41 @@ class TaskRecoverer:
                     raise
                 rec.attempts += 1
 
+    async def _decompose(
+        self, rec: TaskRecord, tool: Tool, pattern: Pattern, category: str, err: TaskError
+    ) -> Any:
+        """Splice the answer of a sub-plan for the failed call in as the task's result."""
+        assert self.decompose is not None
+        depth = self.depth + 1
+        self._acted(rec, tool, pattern, category, err.message, depth=depth)
+        sub = await self.decompose(rec, err, depth)
+        self._acted(
+            rec,
+            tool,
+            pattern,
+            category,
+            err.message,
+            depth=depth,
+            subplan=sub.subplan,
+            answer=sub.answer,
+        )
+        if sub.answer is None:
+            raise type(err)(
+                f"{err.message}; decomposing it (depth {depth}) gave no answer: {sub.text}",
+                task_id=rec.task.id,
+                tool=rec.task.tool,
+                arguments=err.arguments,
+                cause=err.cause,
+            )
+        return as_return_type(sub.answer, tool.returns, rec)
+
     def _acted(
         self,
         rec: TaskRecord,
         tool: Tool,
         pattern: Pattern,
         category: str,
-        err: TaskError,
+        error: str,
         **detail: Any,
     ) -> None:
         event = TaskRecovery(
@@ -413,7 +449,7 @@ class TaskRecoverer:
             tool=tool.name,
             pattern=pattern.name,
             category=category,
-            error=err.message,
+            error=error,
             attempt=rec.attempts,
             detail=detail,
         )
@@ -424,3 +460,29 @@ class TaskRecoverer:
 def _ballot(value: Any) -> str:
     """A canonical form of an answer, so equal answers count as one choice."""
     return json.dumps(value, sort_keys=True, default=repr)
+
+
+def as_return_type(text: str, returns: Any, rec: TaskRecord) -> Any:
+    """A sub-plan's text answer as the value the tool would have returned."""
+    if returns in (inspect.Parameter.empty, Any, str, object):
+        return text
+    adapter: TypeAdapter[Any] = TypeAdapter(returns)
+    candidates = [text, text.strip().rstrip(".")]
+    if returns in (int, float):
+        candidates += [n.replace(",", "") for n in re.findall(r"-?\d[\d,]*\.?\d*", text)]
+    for candidate in candidates:
+        try:
+            return adapter.validate_python(candidate)
+        except ValueError:
+            pass
+        try:
+            return adapter.validate_json(candidate)
+        except ValueError:
+            pass
+    raise ToolOutputError(
+        f"the sub-plan answered {text[:200]!r}, which is not a "
+        f"{getattr(returns, '__name__', returns)}",
+        task_id=rec.task.id,
+        tool=rec.task.tool,
+        cause="decomposition",
+    )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
-import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -13,7 +11,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from pydantic import TypeAdapter
 
 from .errors import (
     BudgetExceeded,
@@ -22,7 +19,6 @@ from .errors import (
     RunCancelled,
     RunError,
     TaskError,
-    ToolOutputError,
     UserError,
 )
 from .events import (
@@ -34,7 +30,6 @@ from .events import (
     RunFinished,
     RunResumed,
     RunStarted,
-    TaskRecovery,
     timings,
 )
 from .executor import DEFAULT_TIMEOUT, Executor
@@ -45,8 +40,8 @@ from .llm.meter import LLMUsage, MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
 from .react import ReAct
-from .recovery import Budget, EscalationHandler, Recovery, TaskRecoverer, classify
-from .scheduler import Scheduler, TaskRecord
+from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer, TaskRecoverer
+from .scheduler import Recorded, Scheduler, TaskRecord
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
 
@@ -332,9 +327,14 @@ class Runtime:
             recovery=self.recovery,
             budget=self.budget,
         )
-        scheduler = self._scheduler(llm, bus, run_id, depth=0)
-        scheduler.store = encode if self.journal is not None else None
-        scheduler.recorded = dict(resume.recorded) if resume else {}
+        scheduler = self._scheduler(
+            llm,
+            bus,
+            run_id,
+            Executor(default_timeout=self.tool_timeout),
+            store=encode if self.journal is not None else None,
+            recorded=resume.recorded if resume else None,
+        )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
         requested = False
 
@@ -401,11 +401,22 @@ class Runtime:
         """Whether a plan that breaks off mid-stream is continued (a recovery rule says so)."""
         return bool(self.recovery.patterns("llm.stream_cut"))
 
-    def _scheduler(self, llm: MeteredLLM, bus: EventBus, run_id: str, depth: int) -> Scheduler:
-        executor = Executor(default_timeout=self.tool_timeout)
+    def _scheduler(
+        self,
+        llm: MeteredLLM,
+        bus: EventBus,
+        run_id: str,
+        executor: Executor,
+        *,
+        depth: int = 0,
+        store: Callable[[Any], Any] | None = None,
+        recorded: Mapping[int, Recorded] | None = None,
+    ) -> Scheduler:
+        """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
+        run's top level also the journal's `store` and the `recorded` outcomes to reuse."""
 
-        async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> Any:
-            return await self._decompose(llm, bus, run_id, rec, error, depth)
+        async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> SubplanAnswer:
+            return await self._decompose(llm, bus, run_id, executor, rec, error, depth)
 
         recoverer = TaskRecoverer(
             self.recovery,
@@ -424,6 +435,8 @@ class Runtime:
             bus,
             max_concurrency=self.max_concurrency,
             recoverer=recoverer,
+            store=store,
+            recorded=recorded,
         )
 
     async def _decompose(
@@ -431,12 +444,13 @@ class Runtime:
         llm: MeteredLLM,
         bus: EventBus,
         run_id: str,
+        executor: Executor,
         rec: TaskRecord,
         error: TaskError,
         depth: int,
-    ) -> Any:
-        """Hand a failed call to the planner as a sub-goal; the sub-plan's answer, read as the
-        tool's return type, becomes the task's result (ADaPT: decompose only when needed)."""
+    ) -> SubplanAnswer:
+        """Hand a failed call to the planner as a sub-goal and run the sub-plan it writes; the
+        recoverer splices the answer in (ADaPT: decompose only when needed)."""
         task = rec.task
         tool = self.tools[task.tool]
         goal = (
@@ -447,7 +461,7 @@ class Runtime:
         # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls go
         # through the run's meter, so they are counted, budgeted and journaled.
         sub_bus = EventBus(offset=bus.now())
-        sub = self._scheduler(llm, sub_bus, run_id, depth)
+        sub = self._scheduler(llm, sub_bus, run_id, executor, depth=depth)
         parser = PlanParser(self.tools)
         async with sub.running():
             plan_error = await self.planner.stream_plan(
@@ -466,37 +480,14 @@ class Runtime:
             "joiner",
         )
         decision = parse_decision(output)
-        outcome = TaskRecovery(
-            task_id=task.id,
-            tool=task.tool,
-            pattern="decompose",
-            category=classify(error),
-            error=error.message,
-            attempt=rec.attempts,
-            detail={
-                "depth": depth,
-                "subplan": [
-                    {
-                        "call": r.task.call_text(),
-                        "status": r.status.value,
-                        "result": r.observation(200),
-                    }
-                    for r in records
-                ],
-                "answer": decision.text if decision.action == "finish" else None,
-            },
+        return SubplanAnswer(
+            answer=decision.text if decision.action == "finish" else None,
+            text=decision.text,
+            subplan=[
+                {"call": r.task.call_text(), "status": r.status.value, "result": r.observation(200)}
+                for r in records
+            ],
         )
-        rec.recovery.append(outcome.record())
-        bus.emit(outcome)
-        if decision.action != "finish":
-            raise type(error)(
-                f"{error.message}; decomposing it (depth {depth}) gave no answer: {decision.text}",
-                task_id=task.id,
-                tool=task.tool,
-                arguments=error.arguments,
-                cause=error.cause,
-            )
-        return _as_return_type(decision.text, tool.returns, rec)
 
     def _finish(self, result: RunResult, scheduler: Scheduler, bus: EventBus) -> None:
         result.tasks = list(scheduler.records.values())
@@ -564,29 +555,3 @@ class Runtime:
         raise BudgetExceeded(
             f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
         )
-
-
-def _as_return_type(text: str, returns: Any, rec: TaskRecord) -> Any:
-    """A sub-plan's text answer as the value the tool would have returned."""
-    if returns in (inspect.Parameter.empty, Any, str, object):
-        return text
-    adapter: TypeAdapter[Any] = TypeAdapter(returns)
-    candidates = [text, text.strip().rstrip(".")]
-    if returns in (int, float):
-        candidates += [n.replace(",", "") for n in re.findall(r"-?\d[\d,]*\.?\d*", text)]
-    for candidate in candidates:
-        try:
-            return adapter.validate_python(candidate)
-        except ValueError:
-            pass
-        try:
-            return adapter.validate_json(candidate)
-        except ValueError:
-            pass
-    raise ToolOutputError(
-        f"the sub-plan answered {text[:200]!r}, which is not a "
-        f"{getattr(returns, '__name__', returns)}",
-        task_id=rec.task.id,
-        tool=rec.task.tool,
-        cause="decomposition",
-    )

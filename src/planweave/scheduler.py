@@ -21,7 +21,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_core import to_jsonable_python
 
-from .errors import DependencyFailed, JournalError, ResultNotStorable, TaskError
+from .errors import DependencyFailed, ResultNotStorable, TaskError
 from .events import (
     EventBus,
     TaskCancelled,
@@ -140,17 +140,6 @@ class Recorded:
     end: float | None = None
 
 
-def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The journal error inside a task group's error, if there is one."""
-    found = group.subgroup(JournalError)
-    if found is None:
-        return None
-    first: BaseException = found
-    while isinstance(first, BaseExceptionGroup):
-        first = first.exceptions[0]
-    return first
-
-
 def _locate(err: TaskError, rec: TaskRecord) -> None:
     """Name where in the plan a failure comes from."""
     task = rec.task
@@ -216,12 +205,6 @@ class Scheduler:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 yield self
-        except BaseExceptionGroup as group:
-            # A journal that cannot be written ends the run with that error, unwrapped.
-            error = _single_error(group)
-            if error is None:
-                raise
-            raise error from group
         finally:
             self._tg = None
             self._ready.clear()

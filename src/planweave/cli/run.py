@@ -21,7 +21,6 @@ from ..events import (
 )
 from ..llm.base import LLM
 from ..recovery import (
-    DEFAULT_RULES,
     Budget,
     Decompose,
     Escalate,
@@ -290,11 +289,15 @@ def recovery_options(settings: dict[str, Any], console: Console) -> dict[str, An
         last.append(Escalate())
         escalate = _ask_on_terminal(console)
     if last:
-        for category in ("tool.permanent", "tool.crash", "tool.wrong_type"):
-            recovery.on(category, *last)
-        for category, patterns in DEFAULT_RULES if name == "default" else []:
-            if category.startswith("tool."):
-                recovery.on(category, *patterns, *last)
+        # After whatever the policy already does for a failed tool call (its retries).
+        for category in (
+            "tool.permanent",
+            "tool.crash",
+            "tool.wrong_type",
+            "tool.transient",
+            "tool.timeout",
+        ):
+            recovery.on(category, *recovery.patterns(category), *last)
     budget = Budget(**(settings.get("budget") or {}))
     return {"recovery": recovery, "budget": budget, "escalate": escalate}
 

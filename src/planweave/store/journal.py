@@ -38,6 +38,7 @@ from ..events import (
     timings,
 )
 from ..llm.meter import Replay
+from ..scheduler import jsonable
 from .codec import Unstorable, decode, encode
 from .schema import connect
 
@@ -119,13 +120,13 @@ class Journal:
         try:
             yield
         except sqlite3.Error as exc:
-            text = str(exc)
-            if "full" in text:
+            code = getattr(exc, "sqlite_errorcode", None)
+            if code == sqlite3.SQLITE_FULL:
                 why = "the disk (or the journal's size limit) is full"
-            elif "locked" in text or "busy" in text:
+            elif code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 why = "the database stayed locked by another process for too long"
             else:
-                why = f"SQLite failed: {text}"
+                why = f"SQLite failed: {exc}"
             raise JournalError(
                 f"cannot write the journal {self.path}: {why}", path=str(self.path), run_id=run_id
             ) from exc
@@ -482,8 +483,6 @@ def _storable(value: Any) -> Any:
     try:
         return encode(value)
     except Unstorable:
-        from ..scheduler import jsonable
-
         return jsonable(value)
 
 
@@ -511,8 +510,6 @@ def _run_summary(r: sqlite3.Row) -> dict[str, Any]:
 
 
 def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
-    from ..scheduler import jsonable
-
     data: dict[str, Any] = {
         "id": r["id"],
         "tool": r["tool"],

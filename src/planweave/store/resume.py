@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -80,7 +81,7 @@ def prepare(
                     cause="interrupted",
                 ).to_dict()
                 journal.mark_failed(run_id, task.id, error)
-                tasks[task.id] = _with(task, status="failed", error=error)
+                tasks[task.id] = dataclasses.replace(task, status="failed", error=error)
         if undecided:
             listed = "; ".join(f"task {t['id']} {t['call']}" for t in undecided)
             raise DecisionNeeded(
@@ -102,11 +103,6 @@ def _decide(decisions: Decisions | None, task: RecordedTask) -> Decision | None:
     if callable(decisions):
         return decisions({"id": task.id, "tool": task.tool, "call": task.call})
     return decisions.get(task.id)
-
-
-def _with(task: RecordedTask, **changes: Any) -> RecordedTask:
-    fields = {name: getattr(task, name) for name in RecordedTask.__slots__}
-    return RecordedTask(**(fields | changes))
 
 
 def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegistry) -> None:
