@@ -19,7 +19,6 @@ from planweave import (
     InvalidReferenceError,
     MissingJoinError,
     PlanError,
-    PlanParser,
     PlanSyntaxError,
     ProjectionError,
     Ref,
@@ -31,6 +30,7 @@ from planweave import (
     parse_plan,
     tool,
 )
+from planweave.parser import PlanParser
 from planweave.plan import END_OF_PLAN, resolve
 
 # --------------------------------------------------------------------------- tools

@@ -4,6 +4,7 @@ real SSE), and the exact recovery path each failure takes, with no finished resu
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -15,8 +16,10 @@ from planweave import (
     Decompose,
     Escalate,
     Escalation,
+    Failure,
     Fallback,
     OpenAICompatible,
+    Pattern,
     Recovery,
     Reply,
     Retry,
@@ -31,6 +34,9 @@ from planweave import (
     ToolOutputError,
     ToolRegistry,
     ToolTransient,
+    UserError,
+    UseResult,
+    Vote,
     classify,
     tool,
 )
@@ -161,8 +167,59 @@ def test_the_registry_prefers_the_latest_and_the_most_specific_rule() -> None:
     assert recovery.patterns("tool.crash") == (Retry(2),)
     assert recovery.patterns("tool.timeout", "flaky") == ()
     assert recovery.patterns("plan.syntax") == ()
-    with pytest.raises(TypeError, match="not a recovery Pattern"):
+    with pytest.raises(UserError, match="not a recovery Pattern"):
         recovery.on("tool.*", "retry")  # type: ignore[arg-type]
+
+
+def test_a_rule_that_could_never_act_is_refused_when_it_is_made() -> None:
+    @dataclass(frozen=True)
+    class Shrug(Pattern):
+        pass  # no handle(): it could never act
+
+    with pytest.raises(UserError, match="Shrug cannot be applied"):
+        Recovery().on("tool.permanent", Shrug())
+    with pytest.raises(UserError, match=r"Recovery\(\)\.vote"):
+        Recovery().on("tool.permanent", Vote(3))
+    with pytest.raises(UserError, match="can only be retried"):
+        Recovery().on("llm.connection", Fallback("mirror"))
+    with pytest.raises(UserError, match="no failure class 'plan.syntax'"):
+        Recovery().on("plan.syntax", Retry(2))
+
+
+@dataclass(frozen=True)
+class FromCache(Pattern):
+    """A user's own pattern: answer a failed call from a cache of earlier answers."""
+
+    cache: dict[str, int]
+
+    async def handle(self, failure: Failure) -> UseResult | None:
+        value = self.cache.get(failure.call)
+        if value is None:
+            return None
+        return UseResult(value, {"source": "cache", "class_seen": failure.category})
+
+
+def test_a_custom_pattern_runs_and_is_recorded_like_the_built_in_ones(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "runs.db")
+    recovery = Recovery().on(
+        "tool.permanent", FromCache({'total(["b"])': 9}), FromCache({'total(["a"])': 41})
+    )
+    runtime, _ = run(
+        [plan('total(["a"])', "add($1, 1)")], [finish("42")], recovery=recovery, journal=journal
+    )
+    result = runtime.run("q")
+    assert result.results == {1: 41, 2: 42}  # the first pattern passed, the second answered
+    assert result.tasks[0].recovery == [
+        {
+            "pattern": "fromcache",
+            "category": "tool.permanent",
+            "error": "the totals service is down",
+            "attempt": 1,
+            "source": "cache",
+            "class_seen": "tool.permanent",
+        }
+    ]
+    assert journal.show(result.run_id)["tasks"][0]["recovery"] == result.tasks[0].recovery
 
 
 # ---------------------------------------------------------------------- tool failures
@@ -417,3 +474,65 @@ def test_voting_keeps_the_answer_most_calls_agree_on() -> None:
             "answers": 3,
         }
     ]
+
+
+# ---------------------------------------------------------------------- one record of a run
+
+
+async def _retry_then_escalate(question: Escalation) -> tuple[str, object]:
+    return ("retry", None)
+
+
+SCENARIOS: dict[str, dict[str, object]] = {
+    "retry": {
+        "planner": [plan('flaky("a")', "add($1, 1)")],
+        "recovery": Recovery().on("tool.transient", FAST),
+    },
+    "fallback": {
+        "planner": [plan('hang("a")', "add($1, 1)")],
+        "recovery": Recovery().on(
+            "tool.timeout", Retry(2, base=0.01), Fallback("mirror"), tool="hang"
+        ),
+    },
+    "escalate-retry": {
+        "planner": [plan('flaky("a")', "add($1, 1)")],
+        "recovery": Recovery().on("tool.transient", Escalate()),
+        "escalate": _retry_then_escalate,
+    },
+    "decompose": {
+        "planner": [plan('total(["a", "b"])'), plan('lookup("a")', 'lookup("b")', "add($1, $2)")],
+        "joiner": [finish("5"), finish("5")],
+        "recovery": Recovery().on("tool.permanent", Decompose()),
+    },
+    "vote": {
+        "planner": [plan('guess("a")', "add($1, 1)")],
+        "recovery": Recovery().vote("guess", k=3),
+    },
+    "fail-with-partial": {
+        "planner": [plan('lookup("a")', 'total(["a"])')],
+        "joiner": [],  # the LLM-call budget ends the run before the joiner
+        "recovery": Recovery.none(),
+        "budget": Budget(llm_calls=1),
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_journal_shows_the_run_exactly_as_the_run_reported_it(
+    name: str, tmp_path: Path
+) -> None:
+    scenario = dict(SCENARIOS[name])
+    planner = scenario.pop("planner")
+    joiner = scenario.pop("joiner", [finish("done")])
+    journal = Journal(tmp_path / "runs.db")
+    runtime, _ = run(planner, joiner, journal=journal, **scenario)  # type: ignore[arg-type]
+    result = anyio.run(lambda: runtime.arun("q", check=False))
+    reported = result.to_dict()
+    shown = journal.show(result.run_id)
+    assert {k: shown[k] for k in reported} == reported
+    assert any(t.get("recovery") for t in reported["tasks"]) or name == "fail-with-partial"
+    if name == "escalate-retry":
+        assert reported["tasks"][0]["attempts"] == 2
+        assert reported["tasks"][0]["recovery"][0]["answer"] == "retry"
+    if name == "fail-with-partial":
+        assert reported["partial"] == 'lookup("a") = 2'

@@ -278,7 +278,8 @@ def test_react_mode_turns_a_bad_action_into_an_observation() -> None:
 
 
 async def _collect(runtime: Runtime) -> list[str]:
-    return [event.kind async for event in runtime.events("q")]
+    async with runtime.events("q") as events:
+        return [event.kind async for event in events]
 
 
 def test_event_iterator_yields_the_run_in_order() -> None:
@@ -321,12 +322,11 @@ def test_leaving_the_event_loop_early_cancels_the_run() -> None:
 
     async def main() -> list[str]:
         kinds = []
-        events = runtime.events("q")
-        async for event in events:
-            kinds.append(event.kind)
-            if event.kind == "task_finished":
-                break
-        await events.aclose()
+        async with runtime.events("q") as events:
+            async for event in events:
+                kinds.append(event.kind)
+                if event.kind == "task_finished":
+                    break
         return kinds
 
     began = time.monotonic()
@@ -334,6 +334,41 @@ def test_leaving_the_event_loop_early_cancels_the_run() -> None:
     assert time.monotonic() - began < 10  # the 30 s tool was cancelled, not awaited
     assert kinds[-1] == "task_finished"
     assert [e.task_id for e in cancelled] == [1]
+
+
+def test_an_error_in_the_consumer_cancels_the_run_and_comes_out_unchanged() -> None:
+    finished: list[RunFinished] = []
+    plan = '1. population("France", delay=30)\n2. join()\n'
+    runtime = Runtime(
+        TOOLS,
+        ScriptedLLM(Script.by_purpose(planner=[plan])),
+        subscribers=[lambda e: finished.append(e) if isinstance(e, RunFinished) else None],
+    )
+
+    async def main() -> None:
+        async with runtime.events("q") as events:
+            async for event in events:
+                if event.kind == "task_started":
+                    raise KeyError("the consumer's own bug")
+
+    began = time.monotonic()
+    with pytest.raises(KeyError, match="the consumer's own bug"):
+        anyio.run(main)
+    assert time.monotonic() - began < 10
+    assert [e.status for e in finished] == ["cancelled"]
+
+
+def test_reading_every_event_ends_the_run_once_without_cancelling_it() -> None:
+    finished: list[RunFinished] = []
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FINISH]))
+    runtime = Runtime(
+        TOOLS,
+        llm,
+        subscribers=[lambda e: finished.append(e) if isinstance(e, RunFinished) else None],
+    )
+    kinds = anyio.run(_collect, runtime)
+    assert kinds[-1] == "run_finished"
+    assert [e.status for e in finished] == ["finished"]
 
 
 def test_a_plan_streamed_in_the_json_form_runs_the_same() -> None:

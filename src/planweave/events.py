@@ -26,6 +26,7 @@ __all__ = [
     "RunResumed",
     "RunStarted",
     "TaskCancelled",
+    "TaskEnded",
     "TaskFailed",
     "TaskFinished",
     "TaskPlanned",
@@ -148,17 +149,32 @@ class TaskPlanned(Event):
 
 @dataclass(slots=True, kw_only=True)
 class TaskStarted(Event):
+    """A tool call begins (`attempt` counts this task's calls so far, this one included)."""
+
     kind: ClassVar[str] = "task_started"
     task_id: int
     tool: str
     arguments: dict[str, Any] = field(repr=False)
+    start: float = 0.0
+    attempt: int = 1
 
 
 @dataclass(slots=True, kw_only=True)
-class TaskFinished(Event):
-    kind: ClassVar[str] = "task_finished"
+class TaskEnded(Event):
+    """A task reached its final state; `start`, `end` and `attempts` are its record's, so that
+    every subscriber stores the same values the run reports."""
+
+    kind: ClassVar[str] = "task_ended"
     task_id: int
     tool: str
+    start: float | None = None
+    end: float | None = None
+    attempts: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskFinished(TaskEnded):
+    kind: ClassVar[str] = "task_finished"
     duration: float
     result: Any = field(repr=False)
     # The journal's stored form of `result` (journaled runs only), and whether the result was
@@ -168,28 +184,22 @@ class TaskFinished(Event):
 
 
 @dataclass(slots=True, kw_only=True)
-class TaskFailed(Event):
+class TaskFailed(TaskEnded):
     kind: ClassVar[str] = "task_failed"
-    task_id: int
-    tool: str
     duration: float
     error: dict[str, Any]
     reused: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
-class TaskSkipped(Event):
+class TaskSkipped(TaskEnded):
     kind: ClassVar[str] = "task_skipped"
-    task_id: int
-    tool: str
     error: dict[str, Any]
 
 
 @dataclass(slots=True, kw_only=True)
-class TaskCancelled(Event):
+class TaskCancelled(TaskEnded):
     kind: ClassVar[str] = "task_cancelled"
-    task_id: int
-    tool: str
 
 
 @dataclass(slots=True, kw_only=True)
@@ -216,10 +226,16 @@ class AnswerEvent(Event):
 
 @dataclass(slots=True, kw_only=True)
 class RunFinished(Event):
+    """The run ended; carries the run's own totals so that every subscriber stores the same."""
+
     kind: ClassVar[str] = "run_finished"
     status: Literal["finished", "failed", "cancelled"]
     answer: str | None
     error: dict[str, Any] | None = None
+    wall_s: float = 0.0
+    llm: dict[str, int] = field(default_factory=dict)
+    replans: int = 0
+    partial: str | None = None
 
 
 Subscriber = Callable[[Event], None]

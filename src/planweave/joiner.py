@@ -10,7 +10,7 @@ from typing import Literal
 
 from .llm.base import LLMRequest, Message
 from .planner import format_observations
-from .scheduler import TaskRecord
+from .records import TaskRecord
 
 __all__ = ["JOINER_HEAD", "Decision", "Joiner", "parse_decision"]
 

@@ -9,11 +9,11 @@ from typing import Any
 from .errors import LLMStreamError, PlanError, PlanSyntaxError
 from .events import EventBus, PlanInvalid, Purpose
 from .llm.base import LLMRequest, Message
-from .llm.meter import MeteredLLM
+from .meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
+from .records import TaskRecord
 from .recovery import classify
-from .scheduler import TaskRecord
 from .tools import Tool, ToolRegistry
 
 __all__ = ["PLANNER_HEAD", "REPAIR_HEAD", "Planner", "format_observations"]

@@ -9,7 +9,7 @@ from .errors import BudgetExceeded, PlanError
 from .events import EventBus
 from .joiner import parse_decision
 from .llm.base import LLMRequest, Message
-from .llm.meter import MeteredLLM
+from .meter import MeteredLLM
 from .parser import PlanParser, parse_call
 from .scheduler import Scheduler
 from .tools import ToolRegistry

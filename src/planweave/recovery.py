@@ -19,21 +19,22 @@ Plan errors go back to the planner (repair, bounded by `max_repairs`); `Retry` o
 classes re-sends a failed LLM request (honouring Retry-After).
 
     recovery = Recovery().on("tool.timeout", Retry(2), Fallback("search_mirror"), tool="search")
+
+This module is the policy: the classes, the patterns and what each decides, the registry and the
+budgets.  `recoverer.TaskRecoverer` is the engine that applies it to a task's calls.  Your own
+pattern is a `Pattern` subclass with an async `handle(failure)`; see `Pattern`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import inspect
-import json
 import random
 import re
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
 from pydantic import TypeAdapter
 
 from .errors import (
@@ -62,25 +63,27 @@ from .errors import (
     ToolTimeout,
     ToolTransient,
     UnknownToolError,
+    UserError,
 )
-from .events import EventBus, TaskRecovery
 
 if TYPE_CHECKING:
-    from .executor import Executor
-    from .scheduler import TaskRecord
     from .tools import Tool, ToolRegistry
 
 __all__ = [
+    "Action",
     "Budget",
+    "CallAgain",
     "Decompose",
     "Escalate",
     "Escalation",
+    "Fail",
+    "Failure",
     "Fallback",
     "Pattern",
     "Recovery",
     "Retry",
     "SubplanAnswer",
-    "TaskRecoverer",
+    "UseResult",
     "Vote",
     "classify",
 ]
@@ -121,16 +124,106 @@ def classify(error: PlanweaveError) -> str:
     return "error"
 
 
+# ---------------------------------------------------------------------- what a pattern decides
+
+
+@dataclass(frozen=True, slots=True)
+class SubplanAnswer:
+    """What a decomposition's sub-plan came to: its answer (None when it found none, with the
+    joiner's reason in `text`) and each of its tasks as {call, status, result}."""
+
+    answer: str | None
+    text: str
+    subplan: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallAgain:
+    """Call the tool again (or `tool` instead) after `delay` seconds."""
+
+    tool: str | None = None
+    delay: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UseResult:
+    """End the task with `value` as its result."""
+
+    value: Any
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """End the task failed, with `error` in place of the failure when given."""
+
+    error: TaskError | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+Action = CallAgain | UseResult | Fail
+
+
+@dataclass(slots=True)
+class Failure:
+    """A failed call of a task's tool, as a pattern sees it, with what the run offers to handle it.
+
+    `retries` counts the calls of the current tool since the first (or since a fallback),
+    `tried` the tools called so far, `acted` the names of the patterns that acted on this task.
+    `report(pattern, **detail)` adds an entry to the task's recovery list (and an event) for a
+    step a pattern takes before deciding; the engine records each decision itself.
+    """
+
+    run_id: str
+    task_id: int
+    call: str
+    tool: Tool
+    arguments: Mapping[str, Any]
+    error: TaskError
+    category: str
+    attempts: int
+    tools: ToolRegistry
+    rng: random.Random
+    report: Callable[..., None]
+    retries: int = 0
+    tried: set[str] = field(default_factory=set)
+    acted: set[str] = field(default_factory=set)
+    depth: int = 0
+    max_depth: int = 0
+    decompose: Callable[[int], Awaitable[SubplanAnswer]] | None = None
+    escalate: EscalationHandler | None = None
+
+
 # ---------------------------------------------------------------------- patterns
 
 
 @dataclass(frozen=True, slots=True)
 class Pattern:
-    """A way of handling a failure.  Subclass to add your own (see `Recovery.on`)."""
+    """A way of handling a failed tool call.
+
+    Write your own by subclassing and defining `async def handle(self, failure: Failure)`: look
+    at the failure (its `category`, `error`, `tool`, `arguments`, `attempts`, `retries`...) and
+    return `None` when the pattern does not apply (the next one is tried), or an action:
+    `CallAgain(tool=None, delay=0)`, `UseResult(value)` or `Fail(error=None)`, each with the
+    `detail` to record.  Every action is a `task_recovery` event and an entry in the task's
+    `recovery` list, named by the pattern's `name`.
+
+        @dataclass(frozen=True)
+        class CachedCopy(Pattern):
+            async def handle(self, failure):
+                value = CACHE.get(failure.call)
+                return None if value is None else UseResult(value, {"source": "cache"})
+
+        Recovery().on("tool.transient", Retry(2), CachedCopy())
+    """
 
     @property
     def name(self) -> str:
         return type(self).__name__.lower()
+
+    async def handle(self, failure: Failure) -> Action | None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +247,14 @@ class Retry(Pattern):
         wait = min(self.max_delay, self.base * self.factor**retry)
         return wait * (1 + rng.uniform(-self.jitter, self.jitter))
 
+    async def handle(self, failure: Failure) -> Action | None:
+        if failure.retries + 1 >= self.attempts:
+            return None
+        if failure.tool.side_effects and not self.side_effects:
+            return None
+        wait = self.delay(failure.retries, failure.rng)
+        return CallAgain(delay=wait, detail={"delay": round(wait, 3)})
+
 
 @dataclass(frozen=True, slots=True)
 class Fallback(Pattern):
@@ -161,28 +262,78 @@ class Fallback(Pattern):
 
     tool: str
 
+    async def handle(self, failure: Failure) -> Action | None:
+        if self.tool in failure.tried or self.tool not in failure.tools:
+            return None
+        return CallAgain(tool=self.tool, detail={"to": self.tool})
+
 
 @dataclass(frozen=True, slots=True)
 class Decompose(Pattern):
     """Give the failed call to the planner as a sub-goal; the sub-plan's answer is the result."""
 
-
-@dataclass(frozen=True, slots=True)
-class Vote(Pattern):
-    """For a tool whose answers vary (one backed by an LLM): call it `k` times at once and take
-    the answer most calls agree on (MAKER-style voting).  Set per tool with `Recovery.vote`."""
-
-    k: int = 3
+    async def handle(self, failure: Failure) -> Action | None:
+        if self.name in failure.acted or failure.decompose is None:
+            return None
+        if failure.depth >= failure.max_depth:
+            return None
+        depth = failure.depth + 1
+        failure.report(self, depth=depth)
+        sub = await failure.decompose(depth)
+        detail = {"depth": depth, "subplan": sub.subplan, "answer": sub.answer}
+        err = failure.error
+        if sub.answer is None:
+            return Fail(
+                type(err)(
+                    f"{err.message}; decomposing it (depth {depth}) gave no answer: {sub.text}",
+                    task_id=failure.task_id,
+                    tool=err.tool,
+                    arguments=err.arguments,
+                    cause=err.cause,
+                ),
+                detail,
+            )
+        try:
+            return UseResult(as_return_type(sub.answer, failure.tool.returns, failure), detail)
+        except ToolOutputError as exc:
+            return Fail(exc, detail)
 
 
 @dataclass(frozen=True, slots=True)
 class Escalate(Pattern):
     """Ask a person (the runtime's `escalate` handler): a result, a retry, or let it fail."""
 
+    async def handle(self, failure: Failure) -> Action | None:
+        if self.name in failure.acted or failure.escalate is None:
+            return None
+        question = Escalation(
+            failure.run_id,
+            failure.task_id,
+            failure.tool.name,
+            failure.call,
+            str(failure.error),
+            failure.category,
+        )
+        verdict, value = await failure.escalate(question)
+        if verdict == "result":
+            return UseResult(value, {"answer": verdict})
+        if verdict == "retry":
+            return CallAgain(detail={"answer": verdict})
+        return Fail(detail={"answer": verdict})
+
+
+@dataclass(frozen=True, slots=True)
+class Vote(Pattern):
+    """For a tool whose answers vary (one backed by an LLM): call it `k` times at once and take
+    the answer most calls agree on (MAKER-style voting).  Not a failure handler: set it per tool
+    with `Recovery.vote`."""
+
+    k: int = 3
+
 
 @dataclass(frozen=True, slots=True)
 class Escalation:
-    """What the escalation handler is asked about, and (`decide`) how it answers."""
+    """What the escalation handler is asked about."""
 
     run_id: str
     task_id: int
@@ -196,6 +347,32 @@ EscalationAnswer = tuple[Literal["result", "retry", "fail"], Any]
 EscalationHandler = Callable[[Escalation], Awaitable[EscalationAnswer]]
 
 
+def as_return_type(text: str, returns: Any, failure: Failure) -> Any:
+    """A sub-plan's text answer as the value the tool would have returned."""
+    if returns in (inspect.Parameter.empty, Any, str, object):
+        return text
+    adapter: TypeAdapter[Any] = TypeAdapter(returns)
+    candidates = [text, text.strip().rstrip(".")]
+    if returns in (int, float):
+        candidates += [n.replace(",", "") for n in re.findall(r"-?\d[\d,]*\.?\d*", text)]
+    for candidate in candidates:
+        try:
+            return adapter.validate_python(candidate)
+        except ValueError:
+            pass
+        try:
+            return adapter.validate_json(candidate)
+        except ValueError:
+            pass
+    raise ToolOutputError(
+        f"the sub-plan answered {text[:200]!r}, which is not a "
+        f"{getattr(returns, '__name__', returns)}",
+        task_id=failure.task_id,
+        tool=failure.error.tool,
+        cause="decomposition",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Limits on a run; reaching one ends the run with what it has, naming the limit."""
@@ -207,6 +384,9 @@ class Budget:
 
 
 # ---------------------------------------------------------------------- the registry
+
+TOOL_CLASSES = sorted({name for _, name in _CLASSES if name.startswith("tool.")})
+LLM_CLASSES = sorted({name for _, name in _CLASSES if name.startswith("llm.")})
 
 
 @dataclass(slots=True)
@@ -223,6 +403,29 @@ DEFAULT_RULES: list[tuple[str, tuple[Pattern, ...]]] = [
     ("llm.connection", (Retry(3, base=0.5),)),
     ("llm.stream_cut", (Retry(2),)),
 ]
+
+
+def _check_rule(category: str, patterns: tuple[Pattern, ...]) -> None:
+    """Refuse a rule that could never act, instead of skipping it silently at run time."""
+    for p in patterns:
+        if isinstance(p, Vote):
+            raise UserError("Vote is not a failure handler: use Recovery().vote(tool, k)")
+        if not isinstance(p, Pattern):
+            raise UserError(f"{p!r} is not a recovery Pattern")
+        if type(p).handle is Pattern.handle:
+            raise UserError(
+                f"{type(p).__name__} cannot be applied: a Pattern subclass must define "
+                "`async def handle(self, failure)` (see planweave.Pattern)"
+            )
+    tool_match = any(fnmatch.fnmatchcase(c, category) for c in TOOL_CLASSES)
+    llm_match = any(fnmatch.fnmatchcase(c, category) for c in LLM_CLASSES)
+    if not (tool_match or llm_match):
+        raise UserError(
+            f"no failure class {category!r} is handled by patterns; tool classes: "
+            f"{', '.join(TOOL_CLASSES)}; LLM classes (Retry only): {', '.join(LLM_CLASSES)}"
+        )
+    if llm_match and not tool_match and any(not isinstance(p, Retry) for p in patterns):
+        raise UserError(f"LLM failures ({category}) can only be retried: use Retry(...)")
 
 
 @dataclass(slots=True)
@@ -249,17 +452,16 @@ class Recovery:
 
     def on(self, category: str, *patterns: Pattern, tool: str | None = None) -> Recovery:
         """Handle failures of class `category` ("tool.timeout", or a wildcard: "tool.*") with
-        `patterns`, tried in order; only for `tool` if given.  No patterns: let it fail."""
-        for p in patterns:
-            if not isinstance(p, Pattern):
-                raise TypeError(f"{p!r} is not a recovery Pattern")
+        `patterns`, tried in order; only for `tool` if given.  No patterns: let it fail.
+        Raises UserError for a class no pattern handles or a pattern that cannot be applied."""
+        _check_rule(category, patterns)
         self.rules.append(_Rule(category, tool, tuple(patterns)))
         return self
 
     def vote(self, tool: str, k: int = 3) -> Recovery:
         """Call `tool` `k` times for every task and keep the majority answer."""
         if k < 1:
-            raise ValueError("k must be at least 1")
+            raise UserError("k must be at least 1")
         self.votes[tool] = Vote(k)
         return self
 
@@ -276,213 +478,3 @@ class Recovery:
 
     def rng(self) -> random.Random:
         return random.Random(self.seed)
-
-
-# ---------------------------------------------------------------------- handling a task's failures
-
-
-@dataclass(frozen=True, slots=True)
-class SubplanAnswer:
-    """What a decomposition's sub-plan came to: its answer (None when it found none, with the
-    joiner's reason in `text`) and each of its tasks as {call, status, result}."""
-
-    answer: str | None
-    text: str
-    subplan: list[dict[str, Any]]
-
-
-# Runs the sub-plan for a failed task at the given depth.
-Decomposer = Callable[["TaskRecord", TaskError, int], Awaitable[SubplanAnswer]]
-
-
-@dataclass(slots=True)
-class TaskRecoverer:
-    """Calls a task's tool and applies the configured patterns to each failure, emitting a
-    `TaskRecovery` event for every action, until a result or a failure no pattern takes."""
-
-    recovery: Recovery
-    tools: ToolRegistry
-    executor: Executor
-    bus: EventBus
-    decompose: Decomposer | None = None
-    escalate: EscalationHandler | None = None
-    run_id: str = ""
-    depth: int = 0
-    max_depth: int = 2
-    _rng: random.Random = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._rng = self.recovery.rng()
-
-    async def call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
-        vote = self.recovery.votes.get(tool.name)
-        if vote is None or vote.k == 1 or tool.side_effects:
-            return await self._call(rec, tool, arguments)
-        return await self._vote(rec, tool, arguments, vote)
-
-    async def _vote(
-        self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any], vote: Vote
-    ) -> Any:
-        answers: list[Any] = []
-        errors: list[TaskError] = []
-
-        async def one() -> None:
-            try:
-                answers.append(await self._call(rec, tool, arguments))
-            except TaskError as err:
-                errors.append(err)
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(vote.k):
-                tg.start_soon(one)
-        if not answers:
-            raise errors[0]
-        tally = Counter(_ballot(a) for a in answers)
-        winner, agreeing = tally.most_common(1)[0]
-        errors_text = "; ".join(e.message for e in errors)
-        self._acted(
-            rec, tool, vote, "vote", errors_text, k=vote.k, agreeing=agreeing, answers=len(answers)
-        )
-        return next(a for a in answers if _ballot(a) == winner)
-
-    async def _call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
-        task = rec.task
-        retries = 0
-        tried = {tool.name}
-        used: set[str] = set()
-        while True:
-            try:
-                return await self.executor.execute(task, tool, arguments)
-            except TaskError as err:
-                category = classify(err)
-                acted = False
-                for pattern in self.recovery.patterns(category, tool.name):
-                    if isinstance(pattern, Retry):
-                        if retries + 1 >= pattern.attempts:
-                            continue
-                        if tool.side_effects and not pattern.side_effects:
-                            continue
-                        wait = pattern.delay(retries, self._rng)
-                        retries += 1
-                        self._acted(rec, tool, pattern, category, err.message, delay=round(wait, 3))
-                        await anyio.sleep(wait)
-                    elif isinstance(pattern, Fallback):
-                        if pattern.tool in tried or pattern.tool not in self.tools:
-                            continue
-                        tried.add(pattern.tool)
-                        self._acted(rec, tool, pattern, category, err.message, to=pattern.tool)
-                        tool, retries = self.tools[pattern.tool], 0
-                    elif isinstance(pattern, Decompose):
-                        if "decompose" in used or self.decompose is None:
-                            continue
-                        if self.depth >= self.max_depth:
-                            continue
-                        used.add("decompose")
-                        return await self._decompose(rec, tool, pattern, category, err)
-                    elif isinstance(pattern, Escalate):
-                        if "escalate" in used or self.escalate is None:
-                            continue
-                        used.add("escalate")
-                        self._acted(rec, tool, pattern, category, err.message)
-                        verdict, value = await self.escalate(
-                            Escalation(
-                                self.run_id,
-                                task.id,
-                                tool.name,
-                                task.call_text(),
-                                str(err),
-                                category,
-                            )
-                        )
-                        rec.recovery[-1]["answer"] = verdict
-                        if verdict == "result":
-                            return value
-                        if verdict != "retry":
-                            raise
-                    else:
-                        continue
-                    acted = True
-                    break
-                if not acted:
-                    raise
-                rec.attempts += 1
-
-    async def _decompose(
-        self, rec: TaskRecord, tool: Tool, pattern: Pattern, category: str, err: TaskError
-    ) -> Any:
-        """Splice the answer of a sub-plan for the failed call in as the task's result."""
-        assert self.decompose is not None
-        depth = self.depth + 1
-        self._acted(rec, tool, pattern, category, err.message, depth=depth)
-        sub = await self.decompose(rec, err, depth)
-        self._acted(
-            rec,
-            tool,
-            pattern,
-            category,
-            err.message,
-            depth=depth,
-            subplan=sub.subplan,
-            answer=sub.answer,
-        )
-        if sub.answer is None:
-            raise type(err)(
-                f"{err.message}; decomposing it (depth {depth}) gave no answer: {sub.text}",
-                task_id=rec.task.id,
-                tool=rec.task.tool,
-                arguments=err.arguments,
-                cause=err.cause,
-            )
-        return as_return_type(sub.answer, tool.returns, rec)
-
-    def _acted(
-        self,
-        rec: TaskRecord,
-        tool: Tool,
-        pattern: Pattern,
-        category: str,
-        error: str,
-        **detail: Any,
-    ) -> None:
-        event = TaskRecovery(
-            task_id=rec.task.id,
-            tool=tool.name,
-            pattern=pattern.name,
-            category=category,
-            error=error,
-            attempt=rec.attempts,
-            detail=detail,
-        )
-        rec.recovery.append(event.record())
-        self.bus.emit(event)
-
-
-def _ballot(value: Any) -> str:
-    """A canonical form of an answer, so equal answers count as one choice."""
-    return json.dumps(value, sort_keys=True, default=repr)
-
-
-def as_return_type(text: str, returns: Any, rec: TaskRecord) -> Any:
-    """A sub-plan's text answer as the value the tool would have returned."""
-    if returns in (inspect.Parameter.empty, Any, str, object):
-        return text
-    adapter: TypeAdapter[Any] = TypeAdapter(returns)
-    candidates = [text, text.strip().rstrip(".")]
-    if returns in (int, float):
-        candidates += [n.replace(",", "") for n in re.findall(r"-?\d[\d,]*\.?\d*", text)]
-    for candidate in candidates:
-        try:
-            return adapter.validate_python(candidate)
-        except ValueError:
-            pass
-        try:
-            return adapter.validate_json(candidate)
-        except ValueError:
-            pass
-    raise ToolOutputError(
-        f"the sub-plan answered {text[:200]!r}, which is not a "
-        f"{getattr(returns, '__name__', returns)}",
-        task_id=rec.task.id,
-        tool=rec.task.tool,
-        cause="decomposition",
-    )

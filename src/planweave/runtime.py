@@ -5,22 +5,16 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
-from .errors import (
-    BudgetExceeded,
-    LLMError,
-    PlanError,
-    RunCancelled,
-    RunError,
-    TaskError,
-    UserError,
-)
+from .compiled import Compiled
+from .errors import BudgetExceeded, RunCancelled, RunError, TaskError, UserError
 from .events import (
     AnswerEvent,
     Event,
@@ -34,14 +28,15 @@ from .events import (
 )
 from .executor import DEFAULT_TIMEOUT, Executor
 from .grammar import joiner_grammar, plan_grammar, react_grammar
-from .joiner import Joiner, parse_decision
+from .joiner import Joiner
 from .llm.base import LLM
-from .llm.meter import LLMUsage, MeteredLLM
-from .parser import PlanParser
+from .meter import MeteredLLM
 from .planner import Planner
 from .react import ReAct
-from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer, TaskRecoverer
-from .scheduler import Recorded, Scheduler, TaskRecord
+from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
+from .recoverer import TaskRecoverer
+from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
+from .scheduler import Scheduler
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
 
@@ -69,12 +64,7 @@ class RunResult:
     @property
     def partial(self) -> str | None:
         """For a run without an answer: what it found before it stopped, as text (no LLM)."""
-        if self.answer is not None:
-            return None
-        done = [r for r in self.tasks if r.status == "done"]
-        if not done:
-            return None
-        return "\n".join(f"{r.task.call_text()} = {r.observation(500)}" for r in done)
+        return None if self.answer is not None else partial_text(self.tasks)
 
     @property
     def results(self) -> dict[int, Any]:
@@ -89,27 +79,32 @@ class RunResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.run_id,
-            "question": self.question,
-            "answer": self.answer,
-            "mode": self.mode,
-            "status": self.status,
-            "tasks": [r.to_dict() for r in self.tasks],
-            "llm": self.llm.to_dict(),
-            "wall_s": round(self.wall_s, 6),
-            "replans": self.replans,
-            "timings": self.timings(),
-        }
-        if self.error is not None:
-            data["error"] = self.error.report()
-        if self.partial is not None:
-            data["partial"] = self.partial
-        return data
+        """The `planweave run --json` object (`planweave runs show --json` adds to it)."""
+        return run_dict(
+            id=self.run_id,
+            question=self.question,
+            answer=self.answer,
+            mode=self.mode,
+            status=self.status,
+            tasks=[r.to_dict() for r in self.tasks],
+            llm=self.llm.to_dict(),
+            wall_s=self.wall_s,
+            replans=self.replans,
+            timings=self.timings(),
+            error=None if self.error is None else self.error.report(),
+            partial=self.partial,
+        )
 
 
-def _first(group: BaseExceptionGroup[RunError]) -> RunError:
-    error: RunError | BaseExceptionGroup[RunError] = group
+def _run_error(exc: RunError | BaseExceptionGroup[BaseException]) -> RunError:
+    """The run error that ended a run; task groups wrap what their bodies raise, and a run
+    error stays a run error.  Anything else (a bug) propagates."""
+    if isinstance(exc, RunError):
+        return exc
+    errors, rest = exc.split(RunError)
+    if errors is None or rest is not None:
+        raise exc
+    error: RunError | BaseExceptionGroup[RunError] = errors
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
     return error
@@ -189,6 +184,15 @@ class Runtime:
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
         self.escalate = escalate
+        self.compiled = Compiled(
+            self.tools,
+            self.planner,
+            self.joiner,
+            max_replans=max_replans,
+            streaming=streaming,
+            # A plan that breaks off mid-stream is continued when a recovery rule says so.
+            continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
+        )
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
         self.settings = {
             "mode": mode,
@@ -270,15 +274,26 @@ class Runtime:
             raise RunFailed(str(result.error), result=result, cause=result.error)
         return result
 
-    async def events(self, question: str, *, mode: Mode | None = None) -> AsyncIterator[Event]:
-        """Run `question` and yield its events as they happen; the last is `RunFinished`.
+    @asynccontextmanager
+    async def events(
+        self, question: str, *, mode: Mode | None = None
+    ) -> AsyncIterator[AsyncIterator[Event]]:
+        """Run `question`; the context gives its events as they happen, the last `RunFinished`.
+
+            async with runtime.events("...") as events:
+                async for event in events:
+                    ...
 
         A failed run ends with a `RunFinished` whose status is "failed"; nothing is raised.
-        Leaving the loop early cancels the run and every tool in flight.
+        Leaving the block before `RunFinished` (break, an exception) cancels the run and every
+        tool in flight; the block does not end before the run has.
         """
         send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
+        ended = anyio.Event()
 
         def forward(event: Event) -> None:
+            if isinstance(event, RunFinished):
+                ended.set()
             # The consumer may have stopped listening; the run is then being cancelled.
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 send.send_nowait(event)
@@ -291,12 +306,10 @@ class Runtime:
             tg.start_soon(drive)
             try:
                 async with receive:
-                    async for event in receive:
-                        yield event
-            except GeneratorExit:
-                # The consumer stopped early (break, aclose): cancel the run, record it as
-                # cancelled, and end without yielding again.
-                tg.cancel_scope.cancel()
+                    yield receive
+            finally:
+                if not ended.is_set():
+                    tg.cancel_scope.cancel()
 
     # ------------------------------------------------------------------ the run itself
 
@@ -307,19 +320,12 @@ class Runtime:
         subscribers: list[Callable[[Event], None]],
         resume: ResumeState | None = None,
     ) -> RunResult:
+        """One session of a run: open its record, answer within the budget, close the record."""
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
-        offset = 0.0
-        if self.journal is not None:
-            if resume is None:
-                self.journal.create_run(run_id, question, mode, self.settings)
-            else:
-                offset = max(0.0, time.time() - resume.created)
-            recorder = RunRecorder(
-                self.journal, run_id, self.tools, session=resume.session if resume else 1
-            )
-            # The journal goes first: no view shows what has not been recorded.
-            subscribers = [recorder, *subscribers]
-        bus = EventBus(subscribers, offset=offset)
+        recorder = self._recorder(run_id, question, mode, resume)
+        offset = max(0.0, time.time() - resume.created) if resume is not None else 0.0
+        # The journal goes first: no view shows what has not been recorded.
+        bus = EventBus([*([recorder] if recorder else []), *subscribers], offset=offset)
         llm = MeteredLLM(
             self.llm,
             bus,
@@ -332,74 +338,55 @@ class Runtime:
             bus,
             run_id,
             Executor(default_timeout=self.tool_timeout),
-            store=encode if self.journal is not None else None,
+            store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
         )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
-        requested = False
-
-        async def watch_cancel(scope: anyio.CancelScope) -> None:
-            # Another process asks for a stop through the journal (`planweave runs cancel`).
-            nonlocal requested
-            assert self.journal is not None
-            while not self.journal.cancel_requested(run_id):  # noqa: ASYNC110 (another process)
-                await anyio.sleep(0.5)
-            requested = True
-            scope.cancel()
-
+        bus.emit(_opening(run_id, question, mode, resume))
         try:
-            if resume is None:
-                bus.emit(RunStarted(run_id=run_id, question=question, mode=mode))
-            else:
-                bus.emit(
-                    RunResumed(
-                        run_id=run_id,
-                        session=resume.session,
-                        reused=sorted(resume.recorded),
-                        rerun=resume.rerun,
-                    )
+            async with _cancellable(recorder) as cancelled:
+                result.answer = await self._within_budget(
+                    self._answer(mode, question, llm, scheduler, bus)
                 )
-            async with anyio.create_task_group() as tg:
-                if self.journal is not None:
-                    tg.start_soon(watch_cancel, tg.cancel_scope)
-                # Wall time counts per session: a resumed run gets its budget afresh.
-                wall_s = self.budget.wall_s
-                with anyio.move_on_after(float("inf") if wall_s is None else wall_s) as wall:
-                    if mode == "react":
-                        result.answer = await self.react.run(question, llm, scheduler, bus)
-                    else:
-                        result.answer = await self._compiled(question, llm, scheduler, bus, result)
-                    result.status = "finished"
-                if wall.cancelled_caught:
-                    raise BudgetExceeded(
-                        f"the run's wall-time budget of {self.budget.wall_s:g} s is spent",
-                        limit="wall_s",
-                    )
-                tg.cancel_scope.cancel()
-        except RunError as err:
-            err.run_id = run_id
-            result.error = err
-        except BaseExceptionGroup as group:
-            # The task group wraps what its body raised; a run error stays a run error.
-            errors, rest = group.split(RunError)
-            if errors is None or rest is not None:
-                raise
-            result.error = _first(errors)
+                result.status = "finished"
+            if cancelled():
+                result.status = "cancelled"
+                result.error = RunCancelled("cancelled on request", run_id=run_id)
+        except (RunError, BaseExceptionGroup) as exc:
+            result.error = _run_error(exc)
             result.error.run_id = run_id
         except anyio.get_cancelled_exc_class():
             result.status = "cancelled"
             self._finish(result, scheduler, bus)
             raise
-        if requested:
-            result.status = "cancelled"
-            result.error = RunCancelled("cancelled on request", run_id=run_id)
         self._finish(result, scheduler, bus)
         return result
 
-    @property
-    def _continue_cut(self) -> bool:
-        """Whether a plan that breaks off mid-stream is continued (a recovery rule says so)."""
-        return bool(self.recovery.patterns("llm.stream_cut"))
+    def _recorder(
+        self, run_id: str, question: str, mode: Mode, resume: ResumeState | None
+    ) -> RunRecorder | None:
+        """The journal's subscriber for this session (creating the run's row for a new run)."""
+        if self.journal is None:
+            return None
+        if resume is None:
+            self.journal.create_run(run_id, question, mode, self.settings)
+        session = resume.session if resume is not None else 1
+        return RunRecorder(self.journal, run_id, self.tools, session=session)
+
+    async def _within_budget(self, answering: Awaitable[str]) -> str:
+        """`answering`'s answer, or BudgetExceeded once the wall-time budget is spent.  Wall
+        time counts per session: a resumed run gets its budget afresh."""
+        wall_s = self.budget.wall_s
+        with anyio.move_on_after(float("inf") if wall_s is None else wall_s):
+            return await answering
+        raise BudgetExceeded(f"the run's wall-time budget of {wall_s:g} s is spent", limit="wall_s")
+
+    async def _answer(
+        self, mode: Mode, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
+    ) -> str:
+        if mode == "react":
+            return await self.react.run(question, llm, scheduler, bus)
+        return await self.compiled.answer(question, llm, scheduler, bus)
 
     def _scheduler(
         self,
@@ -416,7 +403,11 @@ class Runtime:
         run's top level also the journal's `store` and the `recorded` outcomes to reuse."""
 
         async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> SubplanAnswer:
-            return await self._decompose(llm, bus, run_id, executor, rec, error, depth)
+            # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls
+            # go through the run's meter, so they are counted, budgeted and journaled.
+            sub_bus = EventBus(offset=bus.now())
+            sub = self._scheduler(llm, sub_bus, run_id, executor, depth=depth)
+            return await self.compiled.subgoal(_subgoal(self.tools, rec, error), llm, sub, sub_bus)
 
         recoverer = TaskRecoverer(
             self.recovery,
@@ -439,59 +430,10 @@ class Runtime:
             recorded=recorded,
         )
 
-    async def _decompose(
-        self,
-        llm: MeteredLLM,
-        bus: EventBus,
-        run_id: str,
-        executor: Executor,
-        rec: TaskRecord,
-        error: TaskError,
-        depth: int,
-    ) -> SubplanAnswer:
-        """Hand a failed call to the planner as a sub-goal and run the sub-plan it writes; the
-        recoverer splices the answer in (ADaPT: decompose only when needed)."""
-        task = rec.task
-        tool = self.tools[task.tool]
-        goal = (
-            f"Find what `{task.call_text()}` would return ({tool.description or tool.name}). "
-            f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
-            "another way, with other tools or smaller calls, and answer with that result only."
-        )
-        # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls go
-        # through the run's meter, so they are counted, budgeted and journaled.
-        sub_bus = EventBus(offset=bus.now())
-        sub = self._scheduler(llm, sub_bus, run_id, executor, depth=depth)
-        parser = PlanParser(self.tools)
-        async with sub.running():
-            plan_error = await self.planner.stream_plan(
-                llm,
-                self.planner.messages(goal),
-                parser,
-                sub.add,
-                sub_bus,
-                streaming=self.streaming,
-                continue_cut=self._continue_cut,
-            )
-        records = list(sub.records.values())
-        notes = [f"the sub-plan was invalid: {plan_error}"] if plan_error else []
-        output = await llm.complete(
-            self.joiner.request(self.joiner.messages(goal, records, last_round=True, notes=notes)),
-            "joiner",
-        )
-        decision = parse_decision(output)
-        return SubplanAnswer(
-            answer=decision.text if decision.action == "finish" else None,
-            text=decision.text,
-            subplan=[
-                {"call": r.task.call_text(), "status": r.status.value, "result": r.observation(200)}
-                for r in records
-            ],
-        )
-
     def _finish(self, result: RunResult, scheduler: Scheduler, bus: EventBus) -> None:
         result.tasks = list(scheduler.records.values())
         result.wall_s = bus.now()
+        result.replans = sum(isinstance(e, ReplanEvent) for e in bus.events)
         if result.answer is not None and result.status == "finished":
             bus.emit(AnswerEvent(answer=result.answer))
         bus.emit(
@@ -499,59 +441,42 @@ class Runtime:
                 status=result.status,
                 answer=result.answer,
                 error=None if result.error is None else result.error.report(),
+                wall_s=round(result.wall_s, 6),
+                llm=result.llm.to_dict(),
+                replans=result.replans,
+                partial=result.partial,
             )
         )
         result.events = bus.events
 
-    async def _compiled(
-        self,
-        question: str,
-        llm: MeteredLLM,
-        scheduler: Scheduler,
-        bus: EventBus,
-        result: RunResult,
-    ) -> str:
-        parser = PlanParser(self.tools)
-        messages = self.planner.messages(question)
-        for round_ in range(self.max_replans + 1):
-            scheduler.plan_round = round_
-            llm_error: LLMError | None = None
-            plan_error: PlanError | None = None
-            async with scheduler.running():
-                try:
-                    plan_error = await self.planner.stream_plan(
-                        llm,
-                        messages,
-                        parser,
-                        scheduler.add,
-                        bus,
-                        streaming=self.streaming,
-                        continue_cut=self._continue_cut,
-                    )
-                except LLMError as err:
-                    # Let the tasks already running finish and be recorded, then fail.
-                    llm_error = err
-            if llm_error is not None:
-                raise llm_error
-            records = list(scheduler.records.values())
-            notes = [f"the planner's last plan was invalid: {plan_error}"] if plan_error else []
-            last_round = round_ == self.max_replans
-            output = await llm.complete(
-                self.joiner.request(
-                    self.joiner.messages(question, records, last_round=last_round, notes=notes)
-                ),
-                "joiner",
-            )
-            decision = parse_decision(output)
-            if decision.action == "finish":
-                return decision.text
-            if last_round:
-                break
-            result.replans += 1
-            bus.emit(ReplanEvent(reason=decision.text, plan_round=round_ + 1))
-            messages = self.planner.replan_messages(
-                question, records, decision.text, parser.last_id + 1
-            )
-        raise BudgetExceeded(
-            f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
-        )
+
+def _opening(run_id: str, question: str, mode: Mode, resume: ResumeState | None) -> Event:
+    if resume is None:
+        return RunStarted(run_id=run_id, question=question, mode=mode)
+    return RunResumed(
+        run_id=run_id, session=resume.session, reused=sorted(resume.recorded), rerun=resume.rerun
+    )
+
+
+@asynccontextmanager
+async def _cancellable(recorder: RunRecorder | None) -> AsyncIterator[Callable[[], bool]]:
+    """A scope that another process can stop through the journal (`planweave runs cancel`);
+    gives a function telling whether it was stopped that way."""
+    if recorder is None:
+        yield lambda: False
+        return
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(recorder.watch_cancel, tg.cancel_scope.cancel)
+        yield lambda: recorder.cancel_asked
+        tg.cancel_scope.cancel()
+
+
+def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:
+    """A failed call as a sub-goal for the planner (ADaPT: decompose only when needed)."""
+    task = rec.task
+    tool = tools[task.tool]
+    return (
+        f"Find what `{task.call_text()}` would return ({tool.description or tool.name}). "
+        f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
+        "another way, with other tools or smaller calls, and answer with that result only."
+    )

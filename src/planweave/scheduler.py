@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic_core import to_jsonable_python
 
 from .errors import DependencyFailed, ResultNotStorable, TaskError
 from .events import (
@@ -32,112 +29,14 @@ from .events import (
     TaskStarted,
 )
 from .executor import Executor
-from .plan import Ref, Task, Template, format_args, render_text
-from .recovery import TaskRecoverer
+from .plan import Task, format_args
+from .records import BROKEN, Recorded, TaskRecord, TaskStatus, plan_json
 from .tools import ToolRegistry
 
-__all__ = ["Recorded", "Scheduler", "TaskRecord", "TaskStatus", "jsonable", "plan_json"]
+if TYPE_CHECKING:
+    from .recoverer import TaskRecoverer
 
-
-class TaskStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-
-
-_ENDED = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
-_BROKEN = frozenset({TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
-
-
-def plan_json(value: Any) -> Any:
-    """A planned argument as JSON: references and templates read as they do in the plan."""
-    if isinstance(value, Ref | Template):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [plan_json(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): plan_json(v) for k, v in value.items()}
-    return jsonable(value)
-
-
-def jsonable(value: Any) -> Any:
-    """A JSON-ready copy of a tool result; objects JSON cannot hold become their `str()`."""
-    return to_jsonable_python(value, fallback=str)
-
-
-@dataclass(slots=True, eq=False)
-class TaskRecord:
-    """A task and everything that happened to it."""
-
-    task: Task
-    plan_round: int = 0
-    status: TaskStatus = TaskStatus.PENDING
-    start: float | None = None
-    end: float | None = None
-    result: Any = None
-    error: TaskError | None = None
-    attempts: int = 0
-    reused: bool = False
-    recovery: list[dict[str, Any]] = field(default_factory=list)
-    waiting: int = 0
-    dependents: list[TaskRecord] = field(default_factory=list)
-
-    @property
-    def ended(self) -> bool:
-        return self.status in _ENDED
-
-    def observation(self, limit: int = 2000) -> str:
-        """What the joiner and replanner read about this task."""
-        if self.status is TaskStatus.DONE:
-            text = render_text(self.result)
-        elif self.error is not None:
-            text = f"ERROR: {self.error.message}"
-        else:
-            text = f"({self.status.value})"
-        return (
-            text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        task = self.task
-        data: dict[str, Any] = {
-            "id": task.id,
-            "tool": task.tool,
-            "args": {name: plan_json(value) for name, value in self.task.bound.items()},
-            "call": task.call_text(),
-            "dependencies": list(task.deps),
-            "status": self.status.value,
-            "start": self.start,
-            "end": self.end,
-            "plan_round": self.plan_round,
-            "attempts": self.attempts,
-        }
-        if self.status is TaskStatus.DONE:
-            data["result"] = jsonable(self.result)
-        if self.error is not None:
-            data["error"] = self.error.to_dict()
-        if task.thought:
-            data["thought"] = task.thought
-        if self.recovery:
-            data["recovery"] = self.recovery
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A task's outcome from an earlier session of a journaled run.  A task planned again with
-    the same id and the same call takes this outcome instead of calling its tool."""
-
-    call: str
-    outcome: Literal["done", "failed"]
-    result: Any = None
-    stored: Any = None
-    error: TaskError | None = None
-    start: float | None = None
-    end: float | None = None
+__all__ = ["Scheduler"]
 
 
 def _locate(err: TaskError, rec: TaskRecord) -> None:
@@ -240,7 +139,7 @@ class Scheduler:
             dep = self.records[dep_id]
             if dep.status is TaskStatus.DONE:
                 continue
-            if dep.status in _BROKEN:
+            if dep.status in BROKEN:
                 self._skip(rec, dep)
                 return rec
             rec.waiting += 1
@@ -298,7 +197,7 @@ class Scheduler:
 
     def _reuse(self, rec: TaskRecord, earlier: Recorded) -> None:
         rec.reused = True
-        rec.start, rec.end = earlier.start, earlier.end
+        rec.start, rec.end, rec.attempts = earlier.start, earlier.end, earlier.attempts
         if earlier.outcome == "done":
             self._done(rec, earlier.result, earlier.stored)
         else:
@@ -316,7 +215,15 @@ class Scheduler:
             arguments = self.executor.resolve_arguments(task, task.bound, self.results)
             # Recorded before the tool is called (write-ahead): a crash from here on leaves
             # the task marked as in flight.
-            self.bus.emit(TaskStarted(task_id=task.id, tool=task.tool, arguments=arguments))
+            self.bus.emit(
+                TaskStarted(
+                    task_id=task.id,
+                    tool=task.tool,
+                    arguments=arguments,
+                    start=rec.start,
+                    attempt=rec.attempts,
+                )
+            )
             if self.recoverer is None:
                 result = await self.executor.execute(task, tool, arguments)
             else:
@@ -347,13 +254,15 @@ class Scheduler:
         rec.status = TaskStatus.DONE
         rec.result = result
         self.results[rec.task.id] = result
-        end = rec.end if rec.end is not None else self.bus.now()
         # Subscribers (a journal) see the result before any dependent starts.
         self.bus.emit(
             TaskFinished(
                 task_id=rec.task.id,
                 tool=rec.task.tool,
-                duration=end - (rec.start if rec.start is not None else end),
+                start=rec.start,
+                end=rec.end,
+                attempts=rec.attempts,
+                duration=rec.duration,
                 result=result,
                 stored=stored,
                 reused=rec.reused,
@@ -369,12 +278,14 @@ class Scheduler:
         _locate(err, rec)
         rec.status = TaskStatus.FAILED
         rec.error = err
-        end = rec.end if rec.end is not None else self.bus.now()
         self.bus.emit(
             TaskFailed(
                 task_id=rec.task.id,
                 tool=rec.task.tool,
-                duration=end - (rec.start if rec.start is not None else end),
+                start=rec.start,
+                end=rec.end,
+                attempts=rec.attempts,
+                duration=rec.duration,
                 error=err.to_dict(),
                 reused=rec.reused,
             )
@@ -395,7 +306,11 @@ class Scheduler:
             cause=f"task {upstream.task.id}",
         )
         _locate(rec.error, rec)
-        self.bus.emit(TaskSkipped(task_id=task.id, tool=task.tool, error=rec.error.to_dict()))
+        self.bus.emit(
+            TaskSkipped(
+                task_id=task.id, tool=task.tool, attempts=rec.attempts, error=rec.error.to_dict()
+            )
+        )
         for dependent in rec.dependents:
             if dependent.status is TaskStatus.PENDING:
                 self._skip(dependent, rec)
@@ -404,4 +319,12 @@ class Scheduler:
         if rec.start is not None:
             rec.end = self.bus.now()
         rec.status = TaskStatus.CANCELLED
-        self.bus.emit(TaskCancelled(task_id=rec.task.id, tool=rec.task.tool))
+        self.bus.emit(
+            TaskCancelled(
+                task_id=rec.task.id,
+                tool=rec.task.tool,
+                start=rec.start,
+                end=rec.end,
+                attempts=rec.attempts,
+            )
+        )

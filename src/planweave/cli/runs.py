@@ -19,7 +19,7 @@ from ..events import (
     Event,
 )
 from ..runtime import RunResult, Runtime
-from ..store import Decision, Journal
+from ..store import Journal, ResumeDecision
 from .app import DbOption, runs_app
 from .run import execute_and_report, load_tool_sets, make_llm, recovery_options
 from .view import STYLE, DagView
@@ -152,10 +152,10 @@ def runs_resume(
     run again, and a side-effecting task that was in flight is re-run only if you say so."""
     err = Console(stderr=True)
     journal = _open(db, err)
-    decisions: dict[int, Decision] = {i: "rerun" for i in rerun or ()}
+    decisions: dict[int, ResumeDecision] = {i: "rerun" for i in rerun or ()}
     decisions.update({i: "fail" for i in fail or ()})
 
-    def decide(task: dict[str, Any]) -> Decision | None:
+    def decide(task: dict[str, Any]) -> ResumeDecision | None:
         if task["id"] in decisions:
             return decisions[task["id"]]
         if as_json or not sys.stdin.isatty():

@@ -1,7 +1,6 @@
 """LLM backends: one module per backend, all meeting the `LLM` contract of `base`."""
 
 from .base import LLM, Delta, LLMRequest, Message, Usage
-from .meter import LLMUsage, MeteredLLM
 from .openai_compat import OpenAICompatible
 from .scripted import Reply, Script, ScriptedLLM, ScriptedServer
 
@@ -9,9 +8,7 @@ __all__ = [
     "LLM",
     "Delta",
     "LLMRequest",
-    "LLMUsage",
     "Message",
-    "MeteredLLM",
     "OpenAICompatible",
     "Reply",
     "Script",

@@ -3,13 +3,13 @@
 from .codec import Unstorable, decode, encode
 from .journal import Journal, default_path
 from .recorder import FAULT_ENV, RunRecorder
-from .resume import Decision, Decisions, ResumeState, prepare
+from .resume import Decisions, ResumeDecision, ResumeState, prepare
 
 __all__ = [
     "FAULT_ENV",
-    "Decision",
     "Decisions",
     "Journal",
+    "ResumeDecision",
     "ResumeState",
     "RunRecorder",
     "Unstorable",

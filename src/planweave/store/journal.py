@@ -16,7 +16,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
@@ -37,12 +36,11 @@ from ..events import (
     TaskStarted,
     timings,
 )
-from ..llm.meter import Replay
-from ..scheduler import jsonable
+from ..records import RecordedTask, Replay, jsonable, run_dict, task_dict
 from .codec import Unstorable, decode, encode
 from .schema import connect
 
-__all__ = ["Journal", "RecordedTask", "default_path"]
+__all__ = ["Journal", "default_path"]
 
 _HEAVY = frozenset({"result", "stored", "arguments", "text", "bound"})
 
@@ -75,24 +73,6 @@ def _alive(pid: int | None, host: str | None) -> bool:
     except PermissionError:
         return True
     return True
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedTask:
-    """A task as the journal has it, for resuming."""
-
-    id: int
-    tool: str
-    call: str
-    status: str
-    side_effects: bool
-    started: float | None
-    ended: float | None
-    result: Any  # the stored (encoded) form
-    error: dict[str, Any] | None
-
-    def value(self) -> Any:
-        return decode(self.result)
 
 
 class Journal:
@@ -248,8 +228,9 @@ class Journal:
 
     # ------------------------------------------------------------------ the event stream
 
-    def record(self, run_id: str, session: int, event: Event, *, durable: bool = False) -> None:
-        """Apply one event to the run's state and append it to its event log, atomically."""
+    def record(self, run_id: str, session: int, event: Event, *, durable: bool = False) -> bool:
+        """Apply one event to the run's state and append it to its event log, atomically.
+        Returns whether a stop of the run has been asked for (`request_cancel`)."""
         # Not event.to_dict(): that deep-copies results, which the tasks table already holds.
         data = {f.name: getattr(event, f.name) for f in _fields(event) if f.name not in _HEAVY}
         with self._write(durable=durable, run_id=run_id) as conn:
@@ -259,8 +240,20 @@ class Journal:
                 (run_id, run_id, session, event.t, event.kind, _dumps(data)),
             )
             self._apply(conn, run_id, session, event)
+            row = conn.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
+            flag = row.fetchone()
+        return bool(flag and flag[0])
 
     def _apply(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
+        """Bring the run's rows up to date with `event`: the values are the event's own."""
+        if isinstance(event, LLMCallStarted | LLMCallFinished):
+            self._apply_llm(conn, run_id, session, event)
+        elif isinstance(event, ReplanEvent | RunFinished):
+            self._apply_run(conn, run_id, event)
+        else:
+            self._apply_task(conn, run_id, event)
+
+    def _apply_task(self, conn: sqlite3.Connection, run_id: str, event: Event) -> None:
         key = (run_id, getattr(event, "task_id", None))
         match event:
             case TaskPlanned():
@@ -288,27 +281,44 @@ class Journal:
                 )
             case TaskStarted():
                 conn.execute(
-                    "UPDATE tasks SET status = 'running', attempts = attempts + 1, arguments = ?,"
+                    "UPDATE tasks SET status = 'running', attempts = ?, arguments = ?,"
                     " started = ?, ended = NULL WHERE run_id = ? AND id = ?",
-                    (_dumps(_storable(event.arguments)), event.t, *key),
+                    (event.attempt, _dumps(_storable(event.arguments)), event.start, *key),
                 )
             case TaskFinished(reused=False):
                 conn.execute(
-                    "UPDATE tasks SET status = 'done', result = ?, error = NULL, ended = ? "
-                    "WHERE run_id = ? AND id = ?",
-                    (_dumps(event.stored), event.t, *key),
+                    "UPDATE tasks SET status = 'done', result = ?, error = NULL, started = ?, "
+                    "ended = ?, attempts = ? WHERE run_id = ? AND id = ?",
+                    (_dumps(event.stored), event.start, event.end, event.attempts, *key),
                 )
             case TaskFailed(reused=False) | TaskSkipped():
                 status = "failed" if isinstance(event, TaskFailed) else "skipped"
                 conn.execute(
-                    "UPDATE tasks SET status = ?, error = ?, ended = ? WHERE run_id = ? AND id = ?",
-                    (status, _dumps(event.error), event.t, *key),
+                    "UPDATE tasks SET status = ?, error = ?, started = ?, ended = ?, attempts = ? "
+                    "WHERE run_id = ? AND id = ?",
+                    (status, _dumps(event.error), event.start, event.end, event.attempts, *key),
                 )
             case TaskCancelled():
                 conn.execute(
-                    "UPDATE tasks SET status = 'cancelled', ended = ? WHERE run_id = ? AND id = ?",
-                    (event.t, *key),
+                    "UPDATE tasks SET status = 'cancelled', started = ?, ended = ?, attempts = ? "
+                    "WHERE run_id = ? AND id = ?",
+                    (event.start, event.end, event.attempts, *key),
                 )
+            case TaskRecovery():
+                conn.execute(
+                    "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
+                    "json(?)) WHERE run_id = ? AND id = ?",
+                    (_dumps(event.record()), *key),
+                )
+
+    def _apply_llm(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        session: int,
+        event: LLMCallStarted | LLMCallFinished,
+    ) -> None:
+        match event:
             case LLMCallStarted(replayed=False):
                 conn.execute(
                     "INSERT OR REPLACE INTO llm_calls (run_id, session, call, purpose, model, "
@@ -340,38 +350,26 @@ class Journal:
                         event.call,
                     ),
                 )
-            case TaskRecovery():
-                conn.execute(
-                    "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
-                    "json(?)), attempts = attempts + ? WHERE run_id = ? AND id = ?",
-                    (_dumps(event.record()), event.pattern in ("retry", "fallback"), *key),
-                )
+
+    def _apply_run(
+        self, conn: sqlite3.Connection, run_id: str, event: ReplanEvent | RunFinished
+    ) -> None:
+        match event:
             case ReplanEvent():
                 conn.execute("UPDATE runs SET replans = replans + 1 WHERE id = ?", (run_id,))
             case RunFinished():
-                usage = conn.execute(
-                    "SELECT count(*), coalesce(sum(prompt_tokens), 0), "
-                    "coalesce(sum(completion_tokens), 0) FROM llm_calls WHERE run_id = ?",
-                    (run_id,),
-                ).fetchone()
                 conn.execute(
                     "UPDATE runs SET status = ?, answer = ?, error = ?, wall_s = ?, updated = ?, "
-                    "llm = ? WHERE id = ?",
+                    "llm = ?, replans = ?, partial = ? WHERE id = ?",
                     (
                         event.status,
                         event.answer,
                         None if event.error is None else _dumps(event.error),
-                        event.t,
+                        event.wall_s,
                         time.time(),
-                        _dumps(
-                            dict(
-                                zip(
-                                    ("calls", "prompt_tokens", "completion_tokens"),
-                                    usage,
-                                    strict=True,
-                                )
-                            )
-                        ),
+                        _dumps(event.llm),
+                        event.replans,
+                        event.partial,
                         run_id,
                     ),
                 )
@@ -389,6 +387,7 @@ class Journal:
                 side_effects=bool(r["side_effects"]),
                 started=r["started"],
                 ended=r["ended"],
+                attempts=r["attempts"],
                 result=_loads(r["result"]),
                 error=_loads(r["error"]),
             )
@@ -426,8 +425,9 @@ class Journal:
         }
         out = []
         for r in rows:
-            summary = _run_summary(r)
-            summary["tasks"] = {status: n for (rid, status), n in counts.items() if rid == r["id"]}
+            tasks = {status: n for (rid, status), n in counts.items() if rid == r["id"]}
+            summary = _run_dict(r, tasks, {})
+            del summary["timings"]
             out.append(summary)
         return out
 
@@ -456,14 +456,11 @@ class Journal:
                 "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY session, call", (run_id,)
             )
         ]
-        data = _run_summary(run)
-        data["tasks"] = tasks
-        data["timings"] = timings(
+        spent = timings(
             ((c["purpose"], c["duration"] or 0.0) for c in calls),
             ((t["start"], t["end"]) for t in tasks),
         )
-        data["llm_calls"] = calls
-        return data
+        return _run_dict(run, tasks, spent) | {"llm_calls": calls}
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         run_id = self.find(run_id)
@@ -486,51 +483,52 @@ def _storable(value: Any) -> Any:
         return jsonable(value)
 
 
-def _run_summary(r: sqlite3.Row) -> dict[str, Any]:
+def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
+    """The run row in `run_dict`'s shape, plus the journal's own bookkeeping."""
     status = r["status"]
     if status == "running" and not _alive(r["pid"], r["host"]):
         status = "interrupted"
-    data: dict[str, Any] = {
-        "id": r["id"],
-        "question": r["question"],
-        "answer": r["answer"],
-        "mode": r["mode"],
-        "status": status,
+    return run_dict(
+        id=r["id"],
+        question=r["question"],
+        answer=r["answer"],
+        mode=r["mode"],
+        status=status,
+        tasks=tasks,
+        llm=_loads(r["llm"]),
+        wall_s=r["wall_s"],
+        replans=r["replans"],
+        timings=timings,
+        error=_loads(r["error"]),
+        partial=r["partial"],
+    ) | {
         "created": r["created"],
         "updated": r["updated"],
-        "wall_s": r["wall_s"],
-        "replans": r["replans"],
         "sessions": r["sessions"],
-        "llm": _loads(r["llm"]),
         "settings": _loads(r["settings"]),
     }
-    if r["error"]:
-        data["error"] = _loads(r["error"])
-    return data
 
 
 def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": r["id"],
-        "tool": r["tool"],
-        "args": _loads(r["args"]),
-        "call": r["call"],
-        "dependencies": _loads(r["deps"]),
-        "status": r["status"],
-        "start": r["started"],
-        "end": r["ended"],
-        "plan_round": r["plan_round"],
-        "attempts": r["attempts"],
-    }
+    result: Any = None
     if r["status"] == "done":
         try:
-            data["result"] = jsonable(decode(_loads(r["result"])))
+            result = jsonable(decode(_loads(r["result"])))
         except Unstorable:
-            data["result"] = _loads(r["result"])
-    if r["error"]:
-        data["error"] = _loads(r["error"])
-    if r["thought"]:
-        data["thought"] = r["thought"]
-    if r["recovery"]:
-        data["recovery"] = _loads(r["recovery"])
-    return data
+            result = _loads(r["result"])
+    return task_dict(
+        id=r["id"],
+        tool=r["tool"],
+        args=_loads(r["args"]),
+        call=r["call"],
+        dependencies=_loads(r["deps"]),
+        status=r["status"],
+        start=r["started"],
+        end=r["ended"],
+        plan_round=r["plan_round"],
+        attempts=r["attempts"],
+        result=result,
+        error=_loads(r["error"]),
+        thought=r["thought"],
+        recovery=_loads(r["recovery"]),
+    )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from collections.abc import Callable
+
+import anyio
 
 from ..errors import JournalError
 from ..events import Event, TaskStarted
@@ -16,12 +20,19 @@ __all__ = ["FAULT_ENV", "RunRecorder"]
 # event of KIND (e.g. "task_started:2") has been committed.
 FAULT_ENV = "PLANWEAVE_FAULT"
 
+# How long a run may go without writing before it asks the journal whether it should stop.
+IDLE_CHECK_S = 0.5
+
 
 class RunRecorder:
     """An event-bus subscriber that commits each event of one run before the run goes on.
 
     If the journal cannot be written, the first failure is raised (ending the run: its
     write-ahead promise cannot be kept) and later events are ignored.
+
+    Each write also reads the run's cancel flag (`planweave runs cancel` from another process
+    sets it), so a busy run stops at its next event; `watch_cancel` covers the stretches in which
+    nothing is written (a long tool call, a long LLM response).
     """
 
     def __init__(self, journal: Journal, run_id: str, tools: ToolRegistry, *, session: int = 1):
@@ -33,17 +44,46 @@ class RunRecorder:
         kind, _, count = (os.environ.get(FAULT_ENV) or "").partition(":")
         self._fault_kind = kind
         self._fault_left = int(count or 1)
+        self.cancel_asked = False
+        self._cancel: Callable[[], None] | None = None
+        self._last_write = time.monotonic()
 
     def __call__(self, event: Event) -> None:
         if self.broken is not None:
             return
         durable = isinstance(event, TaskStarted) and event.tool in self._side_effects
         try:
-            self.journal.record(self.run_id, self.session, event, durable=durable)
+            asked = self.journal.record(self.run_id, self.session, event, durable=durable)
         except JournalError as err:
             self.broken = err
             raise
+        self._last_write = time.monotonic()
+        if asked:
+            self._asked()
         if event.kind == self._fault_kind:
             self._fault_left -= 1
             if self._fault_left == 0:
                 os.kill(os.getpid(), signal.SIGKILL)
+
+    def _asked(self) -> None:
+        if not self.cancel_asked:
+            self.cancel_asked = True
+            if self._cancel is not None:
+                self._cancel()
+
+    async def watch_cancel(self, cancel: Callable[[], None]) -> None:
+        """Call `cancel` once a stop is asked for: at the next write, or after IDLE_CHECK_S
+        without one, when this asks the journal itself."""
+        self._cancel = cancel
+        if self.cancel_asked:
+            cancel()
+            return
+        while not self.cancel_asked:
+            idle = time.monotonic() - self._last_write
+            if idle < IDLE_CHECK_S:
+                await anyio.sleep(IDLE_CHECK_S - idle)
+                continue
+            if self.journal.cancel_requested(self.run_id):
+                self._asked()
+                return
+            await anyio.sleep(IDLE_CHECK_S)

@@ -8,19 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
-from ..llm.meter import Replay
 from ..parser import PlanParser, parse_call
-from ..scheduler import Recorded
+from ..records import Recorded, RecordedTask, Replay
 from ..tools import ToolRegistry
-from .codec import Unstorable
-from .journal import Journal, RecordedTask
+from .codec import Unstorable, decode
+from .journal import Journal
 
-__all__ = ["Decision", "Decisions", "ResumeState", "prepare"]
+__all__ = ["Decisions", "ResumeDecision", "ResumeState", "prepare"]
 
-Decision = Literal["rerun", "fail"]
+ResumeDecision = Literal["rerun", "fail"]
 # Either a decision per task id, or a function asked about each task ({id, tool, call}); None
 # (or a missing id) leaves the task undecided, and the run paused.
-Decisions = Mapping[int, Decision] | Callable[[dict[str, Any]], Decision | None]
+Decisions = Mapping[int, ResumeDecision] | Callable[[dict[str, Any]], ResumeDecision | None]
 
 
 @dataclass(slots=True)
@@ -97,7 +96,7 @@ def prepare(
     return state
 
 
-def _decide(decisions: Decisions | None, task: RecordedTask) -> Decision | None:
+def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision | None:
     if decisions is None:
         return None
     if callable(decisions):
@@ -122,16 +121,31 @@ def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegis
 def _outcome(run_id: str, task: RecordedTask) -> Recorded | None:
     if task.status == "done":
         try:
-            value = task.value()
+            value = decode(task.result)
         except Unstorable as exc:
             raise ResumeError(
                 f"run {run_id} cannot be resumed: the recorded result of task {task.id} "
                 f"`{task.call}` cannot be read back: {exc}"
             ) from exc
-        return Recorded(task.call, "done", value, task.result, start=task.started, end=task.ended)
+        return Recorded(
+            task.call,
+            "done",
+            value,
+            task.result,
+            start=task.started,
+            end=task.ended,
+            attempts=task.attempts,
+        )
     if task.status == "failed" and task.error is not None:
         error = error_from_dict(task.error)
         if not isinstance(error, TaskError):
             error = ToolCrashed(error.message, task_id=task.id, tool=task.tool)
-        return Recorded(task.call, "failed", error=error, start=task.started, end=task.ended)
+        return Recorded(
+            task.call,
+            "failed",
+            error=error,
+            start=task.started,
+            end=task.ended,
+            attempts=task.attempts,
+        )
     return None

@@ -88,6 +88,8 @@ MIGRATIONS: list[list[str]] = [
     ],
     # 2: what recovery did to each task (a JSON list, as in `--json`'s `recovery`).
     ["ALTER TABLE tasks ADD COLUMN recovery TEXT"],
+    # 3: a failed run's partial results as text (as in `--json`'s `partial`).
+    ["ALTER TABLE runs ADD COLUMN partial TEXT"],
 ]
 
 

@@ -7,30 +7,16 @@ import json
 import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
 
 import anyio
 
-from ..errors import BudgetExceeded, LLMError, LLMRateLimitError
-from ..events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, Purpose
-from ..recovery import Budget, Recovery, Retry, classify
-from .base import LLM, LLMRequest, estimate_usage
+from .errors import BudgetExceeded, LLMError, LLMRateLimitError
+from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, Purpose
+from .llm.base import LLM, LLMRequest, estimate_usage
+from .records import LLMUsage, Replay
+from .recovery import Budget, Recovery, Retry, classify
 
-__all__ = ["LLMUsage", "MeteredLLM", "Replay", "request_hash"]
-
-
-@dataclass(slots=True)
-class LLMUsage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
+__all__ = ["MeteredLLM", "request_hash"]
 
 
 def request_hash(request: LLMRequest) -> str:
@@ -47,19 +33,6 @@ def request_hash(request: LLMRequest) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(body.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Replay:
-    """A response recorded in an earlier session of a journaled run.  The call with the same
-    number, purpose and request fingerprint is answered with it instead of asking the LLM."""
-
-    purpose: str
-    request_hash: str
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    duration: float
 
 
 class MeteredLLM:

@@ -1,0 +1,275 @@
+"""The run's plain typed records, and the one serializer every view of a run uses.
+
+`TaskRecord` is a task and everything that happened to it while the run is live; `task_dict` and
+`run_dict` are the shapes of `planweave run --json`, which the journal (`planweave runs show
+--json`), the events and later the server produce from the same functions.  What the journal
+gives back for resuming (`RecordedTask`, `Recorded`, `Replay`) and LLM usage live here too, so
+that the store depends on records, not on the scheduler or an LLM backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
+
+from .errors import TaskError
+from .plan import Ref, Task, Template, render_text
+
+__all__ = [
+    "LLMUsage",
+    "Recorded",
+    "RecordedTask",
+    "Replay",
+    "TaskRecord",
+    "TaskStatus",
+    "jsonable",
+    "partial_text",
+    "plan_json",
+    "run_dict",
+    "task_dict",
+]
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+ENDED = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+BROKEN = frozenset({TaskStatus.FAILED, TaskStatus.SKIPPED, TaskStatus.CANCELLED})
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a tool result; objects JSON cannot hold become their `str()`."""
+    return to_jsonable_python(value, fallback=str)
+
+
+def plan_json(value: Any) -> Any:
+    """A planned argument as JSON: references and templates read as they do in the plan."""
+    if isinstance(value, Ref | Template):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [plan_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plan_json(v) for k, v in value.items()}
+    return jsonable(value)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+
+
+_NO_RESULT: Any = object()
+
+
+def task_dict(
+    *,
+    id: int,
+    tool: str,
+    args: dict[str, Any],
+    call: str,
+    dependencies: list[int],
+    status: str,
+    start: float | None,
+    end: float | None,
+    plan_round: int,
+    attempts: int,
+    result: Any = _NO_RESULT,
+    error: dict[str, Any] | None = None,
+    thought: str | None = None,
+    recovery: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A task as `--json` shows it: `result` only when it finished, the optional keys only when
+    they say something."""
+    data: dict[str, Any] = {
+        "id": id,
+        "tool": tool,
+        "args": args,
+        "call": call,
+        "dependencies": dependencies,
+        "status": status,
+        "start": start,
+        "end": end,
+        "plan_round": plan_round,
+        "attempts": attempts,
+    }
+    if status == TaskStatus.DONE and result is not _NO_RESULT:
+        data["result"] = result
+    if error is not None:
+        data["error"] = error
+    if thought:
+        data["thought"] = thought
+    if recovery:
+        data["recovery"] = recovery
+    return data
+
+
+def run_dict(
+    *,
+    id: str,
+    question: str,
+    answer: str | None,
+    mode: str,
+    status: str,
+    tasks: list[dict[str, Any]],
+    llm: dict[str, int],
+    wall_s: float | None,
+    replans: int,
+    timings: dict[str, float],
+    error: dict[str, Any] | None = None,
+    partial: str | None = None,
+) -> dict[str, Any]:
+    """A run as `planweave run --json` shows it (the journal adds its own bookkeeping)."""
+    data: dict[str, Any] = {
+        "id": id,
+        "question": question,
+        "answer": answer,
+        "mode": mode,
+        "status": status,
+        "tasks": tasks,
+        "llm": llm,
+        "wall_s": None if wall_s is None else round(wall_s, 6),
+        "replans": replans,
+        "timings": timings,
+    }
+    if error is not None:
+        data["error"] = error
+    if partial is not None:
+        data["partial"] = partial
+    return data
+
+
+@dataclass(slots=True, eq=False)
+class TaskRecord:
+    """A task and everything that happened to it."""
+
+    task: Task
+    plan_round: int = 0
+    status: TaskStatus = TaskStatus.PENDING
+    start: float | None = None
+    end: float | None = None
+    result: Any = None
+    error: TaskError | None = None
+    attempts: int = 0
+    reused: bool = False
+    recovery: list[dict[str, Any]] = field(default_factory=list)
+    waiting: int = 0
+    dependents: list[TaskRecord] = field(default_factory=list)
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ENDED
+
+    @property
+    def duration(self) -> float:
+        if self.start is None or self.end is None:
+            return 0.0
+        return self.end - self.start
+
+    def observation(self, limit: int = 2000) -> str:
+        """What the joiner and replanner read about this task."""
+        if self.status is TaskStatus.DONE:
+            text = render_text(self.result)
+        elif self.error is not None:
+            text = f"ERROR: {self.error.message}"
+        else:
+            text = f"({self.status.value})"
+        return clip(text, limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        task = self.task
+        return task_dict(
+            id=task.id,
+            tool=task.tool,
+            args={name: plan_json(value) for name, value in task.bound.items()},
+            call=task.call_text(),
+            dependencies=list(task.deps),
+            status=self.status.value,
+            start=self.start,
+            end=self.end,
+            plan_round=self.plan_round,
+            attempts=self.attempts,
+            result=jsonable(self.result) if self.status is TaskStatus.DONE else _NO_RESULT,
+            error=None if self.error is None else self.error.to_dict(),
+            thought=task.thought,
+            recovery=self.recovery,
+        )
+
+
+def partial_text(records: Sequence[TaskRecord]) -> str | None:
+    """For a run without an answer: what it found before it stopped, as text (no LLM)."""
+    done = [r for r in records if r.status is TaskStatus.DONE]
+    if not done:
+        return None
+    return "\n".join(f"{r.task.call_text()} = {r.observation(500)}" for r in done)
+
+
+@dataclass(slots=True)
+class LLMUsage:
+    """LLM calls and tokens of one run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+# ---------------------------------------------------------------------- what the journal gives back
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTask:
+    """A task as the journal has it, for resuming: `result` in its stored (encoded) form."""
+
+    id: int
+    tool: str
+    call: str
+    status: str
+    side_effects: bool
+    started: float | None
+    ended: float | None
+    attempts: int
+    result: Any
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A task's outcome from an earlier session of a journaled run.  A task planned again with
+    the same id and the same call takes this outcome instead of calling its tool."""
+
+    call: str
+    outcome: Literal["done", "failed"]
+    result: Any = None
+    stored: Any = None
+    error: TaskError | None = None
+    start: float | None = None
+    end: float | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A response recorded in an earlier session of a journaled run.  The call with the same
+    number, purpose and request fingerprint is answered with it instead of asking the LLM."""
+
+    purpose: str
+    request_hash: str
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    duration: float

@@ -1,0 +1,194 @@
+"""The recovery engine: calls a task's tool and applies the configured patterns to each failure.
+
+The policy (classes, patterns, the registry) is `recovery`; this module only runs it.  Each
+action a pattern takes is recorded once, in the task's record and as a `TaskRecovery` event, with
+everything known at that moment, so the journal and `--json` hold the same entries.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from .errors import TaskError
+from .events import EventBus, TaskRecovery
+from .executor import Executor
+from .records import TaskRecord
+from .recovery import (
+    CallAgain,
+    EscalationHandler,
+    Fail,
+    Failure,
+    Pattern,
+    Recovery,
+    SubplanAnswer,
+    UseResult,
+    Vote,
+    classify,
+)
+from .tools import Tool, ToolRegistry
+
+__all__ = ["Decomposer", "TaskRecoverer"]
+
+# Runs the sub-plan for a failed task at the given depth.
+Decomposer = Callable[[TaskRecord, TaskError, int], Awaitable[SubplanAnswer]]
+
+
+@dataclass(slots=True)
+class TaskRecoverer:
+    """Calls a task's tool and applies the configured patterns to each failure, emitting a
+    `TaskRecovery` event for every action, until a result or a failure no pattern takes."""
+
+    recovery: Recovery
+    tools: ToolRegistry
+    executor: Executor
+    bus: EventBus
+    decompose: Decomposer | None = None
+    escalate: EscalationHandler | None = None
+    run_id: str = ""
+    depth: int = 0
+    max_depth: int = 2
+    _rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = self.recovery.rng()
+
+    async def call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        vote = self.recovery.votes.get(tool.name)
+        if vote is None or vote.k == 1 or tool.side_effects:
+            return await self._call(rec, tool, arguments)
+        return await self._vote(rec, tool, arguments, vote)
+
+    async def _vote(
+        self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any], vote: Vote
+    ) -> Any:
+        answers: list[Any] = []
+        errors: list[TaskError] = []
+
+        async def one() -> None:
+            try:
+                answers.append(await self._call(rec, tool, arguments))
+            except TaskError as err:
+                errors.append(err)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(vote.k):
+                tg.start_soon(one)
+        if not answers:
+            raise errors[0]
+        tally = Counter(_ballot(a) for a in answers)
+        winner, agreeing = tally.most_common(1)[0]
+        errors_text = "; ".join(e.message for e in errors)
+        self._acted(
+            rec, tool, vote, "vote", errors_text, k=vote.k, agreeing=agreeing, answers=len(answers)
+        )
+        return next(a for a in answers if _ballot(a) == winner)
+
+    async def _call(self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        state: Failure | None = None
+        while True:
+            try:
+                return await self.executor.execute(rec.task, tool, arguments)
+            except TaskError as err:
+                state = self._failure(rec, tool, arguments, err, state)
+                pattern, action = await self._decide(state)
+                if pattern is None or action is None:
+                    raise
+                self._acted(rec, tool, pattern, state.category, err.message, **action.detail)
+                state.acted.add(pattern.name)
+                if isinstance(action, UseResult):
+                    return action.value
+                if isinstance(action, Fail):
+                    if action.error is not None:
+                        raise action.error from err
+                    raise
+                if action.tool is not None and action.tool != tool.name:
+                    tool = self.tools[action.tool]
+                    state.tried.add(tool.name)
+                    state.retries = 0
+                else:
+                    state.retries += 1
+                rec.attempts += 1
+                if action.delay > 0:
+                    await anyio.sleep(action.delay)
+
+    def _failure(
+        self,
+        rec: TaskRecord,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        err: TaskError,
+        previous: Failure | None,
+    ) -> Failure:
+        """The failure as patterns see it; what earlier failures of this task taught carries on."""
+        decompose = self.decompose
+
+        async def decompose_at(depth: int) -> SubplanAnswer:
+            assert decompose is not None
+            return await decompose(rec, err, depth)
+
+        def report(pattern: Pattern, **detail: Any) -> None:
+            self._acted(rec, tool, pattern, classify(err), err.message, **detail)
+
+        return Failure(
+            run_id=self.run_id,
+            task_id=rec.task.id,
+            call=rec.task.call_text(),
+            tool=tool,
+            arguments=arguments,
+            error=err,
+            category=classify(err),
+            attempts=rec.attempts,
+            tools=self.tools,
+            rng=self._rng,
+            report=report,
+            retries=previous.retries if previous else 0,
+            tried=previous.tried if previous else {tool.name},
+            acted=previous.acted if previous else set(),
+            depth=self.depth,
+            max_depth=self.max_depth,
+            decompose=decompose_at if decompose is not None else None,
+            escalate=self.escalate,
+        )
+
+    async def _decide(
+        self, failure: Failure
+    ) -> tuple[Pattern | None, CallAgain | UseResult | Fail | None]:
+        """The first configured pattern that acts on `failure`, and what it decided."""
+        for pattern in self.recovery.patterns(failure.category, failure.tool.name):
+            action = await pattern.handle(failure)
+            if action is not None:
+                return pattern, action
+        return None, None
+
+    def _acted(
+        self,
+        rec: TaskRecord,
+        tool: Tool,
+        pattern: Pattern,
+        category: str,
+        error: str,
+        **detail: Any,
+    ) -> None:
+        event = TaskRecovery(
+            task_id=rec.task.id,
+            tool=tool.name,
+            pattern=pattern.name,
+            category=category,
+            error=error,
+            attempt=rec.attempts,
+            detail=detail,
+        )
+        rec.recovery.append(event.record())
+        self.bus.emit(event)
+
+
+def _ballot(value: Any) -> str:
+    """A canonical form of an answer, so equal answers count as one choice."""
+    return json.dumps(value, sort_keys=True, default=repr)
