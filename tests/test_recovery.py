@@ -182,7 +182,7 @@ def test_a_rule_that_could_never_act_is_refused_when_it_is_made() -> None:
         Recovery().on("tool.permanent", Vote(3))
     with pytest.raises(UserError, match="can only be retried"):
         Recovery().on("llm.connection", Fallback("mirror"))
-    with pytest.raises(UserError, match="no failure class 'plan.syntax'"):
+    with pytest.raises(UserError, match=r"no failure class 'plan\.syntax'"):
         Recovery().on("plan.syntax", Retry(2))
 
 

@@ -302,14 +302,21 @@ class Runtime:
             async with send:
                 await self._run(question, mode or self.mode, [*self.subscribers, forward])
 
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(drive)
             try:
                 async with receive:
                     yield receive
+            except Exception as exc:
+                # The consumer's own error: raised as it is once the run has been cancelled,
+                # not wrapped in the task group's exception group.
+                failure = exc
             finally:
                 if not ended.is_set():
                     tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     # ------------------------------------------------------------------ the run itself
 
