@@ -476,8 +476,7 @@ class Runtime:
         records = list(sub.records.values())
         notes = [f"the sub-plan was invalid: {plan_error}"] if plan_error else []
         output = await llm.complete(
-            self.joiner.request(self.joiner.messages(goal, records, last_round=True, notes=notes)),
-            "joiner",
+            self.joiner.request(self.joiner.messages(goal, records, last_round=True, notes=notes))
         )
         decision = parse_decision(output)
         return SubplanAnswer(
@@ -539,8 +538,7 @@ class Runtime:
             output = await llm.complete(
                 self.joiner.request(
                     self.joiner.messages(question, records, last_round=last_round, notes=notes)
-                ),
-                "joiner",
+                )
             )
             decision = parse_decision(output)
             if decision.action == "finish":
