@@ -164,7 +164,8 @@ def _sse(data: dict[str, Any] | str) -> bytes:
 class ScriptedServer:
     """A real OpenAI-compatible chat completions server on loopback, replying from a `Script`.
 
-    Use as a context manager; `base_url` is ready inside it.  Needs `planweave[testing]`.
+    Use as a context manager; `base_url` is ready inside it.  `bodies` and `headers` hold each
+    request as it arrived.  Needs `planweave[testing]`.
     """
 
     def __init__(
@@ -187,12 +188,14 @@ class ScriptedServer:
         self.script = script if isinstance(script, Script) else Script(script)
         self.model = model
         self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         script_ref = self.script
-        bodies = self.bodies
+        bodies, headers_seen = self.bodies, self.headers
 
         async def completions(request: Request) -> Response:
             body = await request.json()
             bodies.append(body)
+            headers_seen.append(dict(request.headers))
             messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
             try:
                 purpose = _purpose(request.headers.get(PURPOSE_HEADER), messages)
