@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from planweave.llm.base import Message
-from planweave.llm.scripted import Reply, Script, ScriptedServer, purpose_of
+from planweave.llm.base import Message, Purpose
+from planweave.llm.scripted import Reply, Script, ScriptedServer
 
 from .native import NATIVE_HEAD
 from .peers.dialects import peer_text
@@ -112,11 +112,13 @@ class Oracle:
             "", chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft, tool_calls=calls
         )
 
-    def respond(self, messages: list[Message]) -> Reply:
+    def respond(self, messages: list[Message], purpose: Purpose) -> Reply:
+        """The reply to one request.  planweave says what a request is for in a header; the
+        peers send none, so the scripted server tells their purpose from the prompt text and
+        finds nothing of planweave's there ("other")."""
         q = self.question(messages)
         if messages and messages[0].content.startswith(NATIVE_HEAD):
             return self.native_reply(q, messages)
-        purpose = purpose_of(messages)
         if purpose in ("planner", "repair"):
             return self.reply(self.planner_text(q, messages))
         if purpose == "joiner":
@@ -126,4 +128,4 @@ class Oracle:
         return self.reply(self.react_text(q, messages))
 
     def server(self) -> ScriptedServer:
-        return ScriptedServer(Script(self.respond), model="oracle")
+        return ScriptedServer(Script.routed(self.respond), model="oracle")

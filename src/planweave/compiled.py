@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 from .errors import BudgetExceeded, LLMError, PlanError
 from .events import EventBus, ReplanEvent
-from .joiner import Decision, Joiner, parse_decision
+from .joiner import Joiner
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
+from .prompts import JoinDecision, parse_decision
 from .records import TaskRecord
 from .recovery import SubplanAnswer
 from .scheduler import Scheduler
@@ -113,6 +114,6 @@ class Compiled:
         records: list[TaskRecord],
         last_round: bool,
         notes: list[str],
-    ) -> Decision:
+    ) -> JoinDecision:
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
-        return parse_decision(await llm.complete(self.joiner.request(messages), "joiner"))
+        return parse_decision(await llm.complete(self.joiner.request(messages)))

@@ -11,7 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    # Only for annotations: importing planweave.llm at run time would import this module again
+    # (through the meter) before it is complete.
+    from .llm.base import Purpose
 
 __all__ = [
     "AnswerEvent",
@@ -35,8 +40,6 @@ __all__ = [
     "TaskStarted",
     "timings",
 ]
-
-Purpose = Literal["planner", "repair", "joiner", "react", "decompose"]
 
 
 @dataclass(slots=True, kw_only=True)

@@ -11,8 +11,8 @@ from contextlib import aclosing
 import anyio
 
 from .errors import BudgetExceeded, LLMError, LLMRateLimitError
-from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, Purpose
-from .llm.base import LLM, LLMRequest, estimate_usage
+from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
+from .llm.base import LLM, LLMRequest, Purpose, estimate_usage
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
 
@@ -81,9 +81,10 @@ class MeteredLLM:
                 return pattern.delay(retries, self._rng, at_least)
         return None
 
-    async def stream(self, request: LLMRequest, purpose: Purpose) -> AsyncGenerator[str, None]:
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
         consumer stops early (the planner drops the rest of the stream after `join()`)."""
+        purpose = request.purpose
         self._check_budget()
         self.usage.calls += 1
         call = self.usage.calls
@@ -174,9 +175,9 @@ class MeteredLLM:
             )
         )
 
-    async def complete(self, request: LLMRequest, purpose: Purpose) -> str:
+    async def complete(self, request: LLMRequest) -> str:
         parts = []
-        async with aclosing(self.stream(request, purpose)) as stream:
+        async with aclosing(self.stream(request)) as stream:
             async for text in stream:
                 parts.append(text)
         return "".join(parts)

@@ -1,84 +1,27 @@
-"""The planner: its prompts, and streaming a plan into the scheduler with bounded repairs."""
+"""The planner: streams a plan into the scheduler as it is decoded, with bounded repairs.
+Its prompts live in `prompts`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Literal
 
+from . import prompts
 from .errors import LLMStreamError, PlanError, PlanSyntaxError
-from .events import EventBus, PlanInvalid, Purpose
+from .events import EventBus, PlanInvalid
 from .llm.base import LLMRequest, Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
-from .records import TaskRecord
 from .recovery import classify
-from .tools import Tool, ToolRegistry
+from .tools import ToolRegistry
 
-__all__ = ["PLANNER_HEAD", "REPAIR_HEAD", "Planner", "format_observations"]
-
-PLANNER_HEAD = (
-    "You are a planner: you turn a question into a plan of tool calls that run in parallel."
-)
-REPAIR_HEAD = "Your plan was rejected at this line:"
-
-_RULES = """\
-Rules:
-- One task per line: `<id>. <tool>(<arguments>)`, optionally after a line `Thought: <reason>`.
-- Arguments are literals or results of earlier tasks: $<id> is the result of task <id>,
-  $<id>.field a part of it; inside a string write "${<id>}".
-- Ids count up from {first_id}; a task may only use results of earlier tasks.
-- Tasks that do not need each other's results run at the same time.
-- End with `<id>. join()` and {end}.  Do not compute the final answer in the plan: it is
-  written after the plan has run."""
-
-_SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
-
-
-def synthesized_example(tools: ToolRegistry) -> str:
-    """A worked example of the plan form built from the registry's own tools, for tool sets
-    that bring no examples: two independent calls, one that uses their results, and join."""
-    chosen = list(tools.values())[:2]
-    if not chosen:
-        return ""
-
-    def call(t: Tool, refs: list[str]) -> str:
-        args = []
-        for p in t.params:
-            if not p.required:
-                continue
-            args.append(refs.pop(0) if refs else _SAMPLES.get(p.annotation, '"text"'))
-        return f"{t.name}({', '.join(args)})"
-
-    first, last = chosen[0], chosen[-1]
-    lines = [
-        "Question: (an illustration of the form only)",
-        "Thought: The first two calls do not depend on each other, so they run at once.",
-        f"1. {call(first, [])}",
-        f"2. {call(first, [])}",
-        f"3. {call(last, ['$1', '$2'])}",
-        "4. join()",
-        END_OF_PLAN,
-    ]
-    return "\n".join(lines)
-
-
-def format_observations(
-    records: Sequence[TaskRecord], limit: int = 2000, *, thoughts: bool = True
-) -> str:
-    """Each task of a plan with what came of it, as the joiner and the replanner read it."""
-    lines = []
-    for rec in records:
-        if thoughts and rec.task.thought:
-            lines.append(f"Thought: {rec.task.thought}")
-        lines.append(str(rec.task))
-        lines.append(f"Observation: {rec.observation(limit)}")
-    return "\n".join(lines)
+__all__ = ["Planner"]
 
 
 class Planner:
-    """Builds planner prompts and streams the plan into the scheduler as it is decoded."""
+    """Builds planner requests and streams the plan into the scheduler as it is decoded."""
 
     def __init__(
         self,
@@ -95,62 +38,30 @@ class Planner:
         self.grammar = grammar
         if examples is None:
             usable = tools.usable_examples()
-            examples = "\n\n".join(usable) if usable else synthesized_example(tools)
+            examples = "\n\n".join(usable) if usable else prompts.synthesized_example(tools)
         self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:
-        join_n = len(self.tools) + 1
-        parts = [
-            PLANNER_HEAD,
-            "",
-            "Tools:",
-            self.tools.render(),
-            f"{join_n}. join(): collects the results of the plan; always the last task.",
-            "",
-            _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
-            "",
-            "Examples:",
-            self.examples,
-        ]
-        return "\n".join(parts)
+        return prompts.planner_system_prompt(self.tools, self.examples, first_id)
 
     def messages(self, question: str) -> list[Message]:
-        return [
-            Message("system", self.system_prompt()),
-            Message("user", f"Question: {question}"),
-        ]
+        return prompts.question_messages(self.system_prompt(), question)
 
     def replan_messages(
-        self, question: str, records: Sequence[TaskRecord], reason: str, next_id: int
+        self, question: str, records: Sequence[prompts.TaskOutcome], reason: str, next_id: int
     ) -> list[Message]:
-        user = (
-            f"Question: {question}\n\n"
-            "A plan already ran; its tasks and results:\n"
-            f"{format_observations(records)}\n\n"
-            f"Why that was not enough: {reason}\n\n"
-            f"Write a new plan for what is still missing.  Start at id {next_id}; you may use "
-            "$<id> of the tasks above.  End with join() and " + END_OF_PLAN + "."
-        )
-        return [Message("system", self.system_prompt(next_id)), Message("user", user)]
+        system = self.system_prompt(next_id)
+        return prompts.replan_messages(system, question, records, reason, next_id)
 
-    def repair_messages(
-        self, messages: Sequence[Message], accepted: Sequence[Task], error: PlanError, next_id: int
-    ) -> list[Message]:
-        plan_so_far = "\n".join(str(t) for t in accepted) or "(no task was accepted)"
-        line = error.line.strip() if error.line else "(end of plan)"
-        fix = (
-            f"{REPAIR_HEAD} {line}\n"
-            f"Error: {error.message}\n"
-            f"Tasks accepted so far (they are running; do not repeat them):\n{plan_so_far}\n"
-            f"Continue the plan from id {next_id} with valid lines only, "
-            "and end with join() and " + END_OF_PLAN + "."
-        )
-        base = [m for m in messages if not m.content.startswith(REPAIR_HEAD)]
-        return [*base, Message("user", fix)]
-
-    def request(self, messages: list[Message]) -> LLMRequest:
+    def request(
+        self, messages: list[Message], purpose: Literal["planner", "repair"] = "planner"
+    ) -> LLMRequest:
         return LLMRequest(
-            messages=messages, stop=[END_OF_PLAN], max_tokens=self.max_tokens, grammar=self.grammar
+            messages=messages,
+            stop=[END_OF_PLAN],
+            max_tokens=self.max_tokens,
+            grammar=self.grammar,
+            purpose=purpose,
         )
 
     async def stream_plan(
@@ -185,8 +96,8 @@ class Planner:
 
         while True:
             try:
-                purpose: Purpose = "repair" if repairs else "planner"
-                async with aclosing(llm.stream(self.request(messages), purpose)) as stream:
+                request = self.request(messages, "repair" if repairs else "planner")
+                async with aclosing(llm.stream(request)) as stream:
                     async for chunk in stream:
                         take(parser.feed(chunk))
                         if parser.done:
@@ -215,7 +126,7 @@ class Planner:
                     error = err
                     break
                 repairs += 1
-                messages = self.repair_messages(messages, accepted, err, parser.last_id + 1)
+                messages = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
                 parser.start_plan()
         if not streaming:
             for task in accepted:

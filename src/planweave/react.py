@@ -3,32 +3,16 @@ of the compiled mode is measured against, with the same tools, LLM and records."
 
 from __future__ import annotations
 
-import re
-
+from . import prompts
 from .errors import BudgetExceeded, PlanError
 from .events import EventBus
-from .joiner import parse_decision
-from .llm.base import LLMRequest, Message
+from .llm.base import LLMRequest
 from .meter import MeteredLLM
 from .parser import PlanParser, parse_call
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 
-__all__ = ["REACT_HEAD", "ReAct"]
-
-REACT_HEAD = "You answer a question by calling tools one at a time and reading each result."
-
-_FORMAT = """\
-Each turn, reply in exactly this form, then stop and wait for the observation:
-Thought: <what you need next>
-Action: <tool>(<arguments>)
-
-Arguments are literals (strings in quotes, numbers, lists); $<id> passes the result of an
-earlier action, where ids count the actions from 1.  When you can answer, reply:
-Thought: <brief reasoning>
-Action: Finish(<the answer>)"""
-
-_ACTION_RE = re.compile(r"Action\s*:\s*(.*)", re.S | re.I)
+__all__ = ["ReAct"]
 
 
 class ReAct:
@@ -46,18 +30,11 @@ class ReAct:
         self.grammar = grammar
 
     def system_prompt(self) -> str:
-        prompt = f"{REACT_HEAD}\n\nTools:\n{self.tools.render()}\n\n{_FORMAT}"
-        examples = self.tools.usable_examples("react")
-        if examples:
-            prompt += "\n\nExamples:\n" + "\n\n".join(examples)
-        return prompt
+        return prompts.react_system_prompt(self.tools)
 
     async def run(self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus) -> str:
         """Answer `question`, recording every action in `scheduler` like a compiled plan."""
-        messages = [
-            Message("system", self.system_prompt()),
-            Message("user", f"Question: {question}"),
-        ]
+        messages = prompts.question_messages(self.system_prompt(), question)
         parser = PlanParser(self.tools)
         for _ in range(self.max_steps):
             request = LLMRequest(
@@ -65,15 +42,15 @@ class ReAct:
                 stop=["Observation:"],
                 max_tokens=self.max_tokens,
                 grammar=self.grammar,
+                purpose="react",
             )
-            output = await llm.complete(request, "react")
-            match = _ACTION_RE.search(output)
-            action = match.group(1).strip() if match else ""
-            if not action or re.match(r"Finish\s*\(", action, re.I):
-                return parse_decision(output).text
+            output = await llm.complete(request)
+            call = prompts.parse_action(output)
+            if call is None:
+                return prompts.parse_decision(output).text
             task_id = parser.last_id + 1
             try:
-                task = parse_call(action.splitlines()[0], task_id, parser.known_ids)
+                task = parse_call(call, task_id, parser.known_ids)
                 parser.add(task)
             except PlanError as err:
                 observation = f"ERROR: {err.message}"
@@ -81,11 +58,7 @@ class ReAct:
                 async with scheduler.running():
                     scheduler.add(task)
                 observation = scheduler.records[task.id].observation()
-            messages = [
-                *messages,
-                Message("assistant", output.strip()),
-                Message("user", f"Observation: {observation}"),
-            ]
+            messages = prompts.react_turn(messages, output, observation)
         raise BudgetExceeded(
             f"ReAct took {self.max_steps} steps without finishing", limit="react_steps"
         )

@@ -7,9 +7,25 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["LLM", "Delta", "LLMRequest", "Message", "Usage", "estimate_tokens", "estimate_usage"]
+__all__ = [
+    "LLM",
+    "PURPOSE_HEADER",
+    "Delta",
+    "LLMRequest",
+    "Message",
+    "Purpose",
+    "Usage",
+    "estimate_tokens",
+    "estimate_usage",
+]
 
 Role = Literal["system", "user", "assistant"]
+
+Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "other"]
+"""What a request is for: each call's events and journal entry carry it, and fakes route by it."""
+
+PURPOSE_HEADER = "X-Planweave-Purpose"
+"""The HTTP header that carries a request's purpose; servers that do not know it ignore it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +40,8 @@ class Message:
 @dataclass(slots=True)
 class LLMRequest:
     """One chat completion.  `grammar` is a GBNF grammar for backends that take one; `json_schema`
-    likewise for backends with structured output.  Backends ignore what they cannot use."""
+    likewise for backends with structured output.  Backends ignore what they cannot use.
+    `purpose` says which part of planweave asks; it is not part of the request's fingerprint."""
 
     messages: list[Message]
     stop: list[str] = field(default_factory=list)
@@ -32,6 +49,7 @@ class LLMRequest:
     temperature: float = 0.0
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
+    purpose: Purpose = "other"
 
 
 @dataclass(frozen=True, slots=True)

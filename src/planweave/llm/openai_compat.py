@@ -18,7 +18,7 @@ from ..errors import (
     LLMStreamError,
     UserError,
 )
-from .base import LLM, Delta, LLMRequest, Usage
+from .base import LLM, PURPOSE_HEADER, Delta, LLMRequest, Usage
 
 __all__ = ["OpenAICompatible"]
 
@@ -120,6 +120,8 @@ class OpenAICompatible(LLM):
             "stream": True,
             "stream_options": {"include_usage": True},
             "temperature": request.temperature,
+            # Servers ignore headers they do not know; planweave's scripted server routes by it.
+            "extra_headers": {PURPOSE_HEADER: request.purpose},
         }
         if request.stop:
             kwargs["stop"] = request.stop[:4]

@@ -1,6 +1,6 @@
 """A scripted LLM for tests and benchmarks.
 
-`Script` decides each reply (in order, by a function, or by what the request is for);
+`Script` decides each reply (in order, by a function, or by the request's purpose);
 `ScriptedLLM` plays it in-process, and `ScriptedServer` serves it as a real OpenAI-compatible
 HTTP endpoint on loopback (real SSE chunks, real usage numbers), so the real client path of
 `OpenAICompatible` is exercised.  Replies can stream slowly, wait before the first token, break off
@@ -13,16 +13,17 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 
 from ..errors import LLMError, LLMRateLimitError, LLMStreamError, UserError
-from .base import LLM, Delta, LLMRequest, Message, estimate_usage
+from ..prompts import purpose_of
+from .base import LLM, PURPOSE_HEADER, Delta, LLMRequest, Message, Purpose, estimate_usage
 
-__all__ = ["Reply", "Script", "ScriptedLLM", "ScriptedServer", "purpose_of"]
+__all__ = ["Reply", "Script", "ScriptedLLM", "ScriptedServer"]
 
 
 @dataclass(slots=True)
@@ -59,65 +60,65 @@ class Reply:
 
 ReplySource = Reply | str
 Responder = Callable[[list[Message]], ReplySource]
+Route = Callable[[list[Message], Purpose], ReplySource]
 
-
-def purpose_of(messages: Sequence[Message]) -> str:
-    """What a planweave request is for: "planner", "repair", "joiner" or "react"."""
-    from ..joiner import JOINER_HEAD
-    from ..planner import PLANNER_HEAD, REPAIR_HEAD
-    from ..react import REACT_HEAD
-
-    system = messages[0].content if messages and messages[0].role == "system" else ""
-    if system.startswith(PLANNER_HEAD):
-        last = messages[-1].content if messages else ""
-        return "repair" if last.startswith(REPAIR_HEAD) else "planner"
-    if system.startswith(JOINER_HEAD):
-        return "joiner"
-    if system.startswith(REACT_HEAD):
-        return "react"
-    return "other"
+_PURPOSES: dict[str, Purpose] = {p: p for p in get_args(Purpose)}
 
 
 class Script:
-    """Decides the reply to each request and records every request it saw.
+    """Decides the reply to each request and records every request it saw, with its purpose.
 
-    Build it from a list of replies (served in order), a function of the messages, or per
-    purpose with `Script.by_purpose(planner=[...], joiner=[...])`.
+    Build it from a list of replies (served in order), a function of the messages, a function
+    of the messages and the purpose with `Script.routed(fn)`, or per purpose with
+    `Script.by_purpose(planner=[...], joiner=[...])`.  The purpose is the one the request
+    carries (`LLMRequest.purpose`, or the `X-Planweave-Purpose` header over HTTP).
     """
 
     def __init__(self, replies: Iterable[ReplySource] | Responder) -> None:
         self.requests: list[list[Message]] = []
+        self.purposes: list[Purpose] = []
         self._lock = threading.Lock()
         if callable(replies):
-            self._responder: Responder = replies
+            responder = replies
+            self._route: Route = lambda messages, purpose: responder(messages)
         else:
             queue = list(replies)
 
-            def in_order(messages: list[Message]) -> ReplySource:
+            def in_order(messages: list[Message], purpose: Purpose) -> ReplySource:
                 if not queue:
                     raise UserError("the script has no reply left for this request")
                 return queue.pop(0)
 
-            self._responder = in_order
+            self._route = in_order
+
+    @classmethod
+    def routed(cls, route: Route) -> Script:
+        """Replies from a function of the messages and the request's purpose."""
+        script = cls(())
+        script._route = route
+        return script
 
     @classmethod
     def by_purpose(cls, **replies: Iterable[ReplySource]) -> Script:
-        """Replies per purpose (planner, repair, joiner, react), each served in order."""
+        """Replies per purpose (planner, repair, joiner, react, ...), each served in order."""
+        unknown = sorted(replies.keys() - _PURPOSES.keys())
+        if unknown:
+            raise UserError(f"no such purpose: {', '.join(unknown)}")
         queues = {purpose: list(items) for purpose, items in replies.items()}
 
-        def route(messages: list[Message]) -> ReplySource:
-            purpose = purpose_of(messages)
+        def route(messages: list[Message], purpose: Purpose) -> ReplySource:
             queue = queues.get(purpose)
             if not queue:
                 raise UserError(f"the script has no {purpose} reply left")
             return queue.pop(0)
 
-        return cls(route)
+        return cls.routed(route)
 
-    def reply(self, messages: list[Message]) -> Reply:
+    def reply(self, messages: list[Message], purpose: Purpose) -> Reply:
         with self._lock:
             self.requests.append(list(messages))
-            source = self._responder(list(messages))
+            self.purposes.append(purpose)
+            source = self._route(list(messages), purpose)
         return Reply(source) if isinstance(source, str) else source
 
 
@@ -131,7 +132,7 @@ class ScriptedLLM(LLM):
         self.model = model
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
-        reply = self.script.reply(request.messages)
+        reply = self.script.reply(request.messages, request.purpose)
         if reply.status == 429:
             raise LLMRateLimitError("rate limited (scripted)", retry_after=reply.retry_after)
         if reply.status != 200:
@@ -149,6 +150,12 @@ class ScriptedLLM(LLM):
         yield Delta(usage=estimate_usage(request.messages, "".join(sent)))
 
 
+def _purpose(header: str | None, messages: list[Message]) -> Purpose:
+    """The purpose a request was sent with; told from the prompt text only for clients that
+    send no purpose header (other runtimes pointed at the same server)."""
+    return _PURPOSES.get(header or "") or purpose_of(messages)
+
+
 def _sse(data: dict[str, Any] | str) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"data: {payload}\n\n".encode()
@@ -157,7 +164,8 @@ def _sse(data: dict[str, Any] | str) -> bytes:
 class ScriptedServer:
     """A real OpenAI-compatible chat completions server on loopback, replying from a `Script`.
 
-    Use as a context manager; `base_url` is ready inside it.  Needs `planweave[testing]`.
+    Use as a context manager; `base_url` is ready inside it.  `bodies` and `headers` hold each
+    request as it arrived.  Needs `planweave[testing]`.
     """
 
     def __init__(
@@ -180,15 +188,18 @@ class ScriptedServer:
         self.script = script if isinstance(script, Script) else Script(script)
         self.model = model
         self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         script_ref = self.script
-        bodies = self.bodies
+        bodies, headers_seen = self.bodies, self.headers
 
         async def completions(request: Request) -> Response:
             body = await request.json()
             bodies.append(body)
+            headers_seen.append(dict(request.headers))
             messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
             try:
-                reply = script_ref.reply(messages)
+                purpose = _purpose(request.headers.get(PURPOSE_HEADER), messages)
+                reply = script_ref.reply(messages, purpose)
             except UserError as exc:
                 return JSONResponse({"error": {"message": str(exc), "type": "script"}}, 500)
             if reply.status != 200:

@@ -1,0 +1,341 @@
+"""Every prompt planweave sends and every reply it reads back.
+
+The planner, the joiner and ReAct mode build their messages here and parse the model's output
+here; they import this module and not each other.  The text is load-bearing: recorded responses
+are replayed by request fingerprint and the benchmark oracle recognises the heads, so a change
+of one character is a change of behaviour.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .llm.base import Message, Purpose
+from .plan import END_OF_PLAN
+
+if TYPE_CHECKING:
+    from .errors import PlanError
+    from .plan import Task
+    from .tools import Tool, ToolRegistry
+
+__all__ = [
+    "JOINER_HEAD",
+    "PLANNER_HEAD",
+    "REACT_HEAD",
+    "REPAIR_HEAD",
+    "JoinDecision",
+    "TaskOutcome",
+    "format_observations",
+    "joiner_messages",
+    "parse_action",
+    "parse_decision",
+    "planner_system_prompt",
+    "purpose_of",
+    "question_messages",
+    "react_system_prompt",
+    "react_turn",
+    "repair_messages",
+    "replan_messages",
+    "synthesized_example",
+]
+
+
+class _PlannedTask(Protocol):
+    @property
+    def thought(self) -> str | None: ...
+
+
+class TaskOutcome(Protocol):
+    """A task and what came of it, as the prompts read it (the scheduler's `TaskRecord`).
+    `str(task)` is the task's plan line."""
+
+    @property
+    def task(self) -> _PlannedTask: ...
+
+    def observation(self, limit: int = 2000) -> str: ...
+
+
+def format_observations(
+    records: Sequence[TaskOutcome], limit: int = 2000, *, thoughts: bool = True
+) -> str:
+    """Each task of a plan with what came of it, as the joiner and the replanner read it."""
+    lines = []
+    for rec in records:
+        if thoughts and rec.task.thought:
+            lines.append(f"Thought: {rec.task.thought}")
+        lines.append(str(rec.task))
+        lines.append(f"Observation: {rec.observation(limit)}")
+    return "\n".join(lines)
+
+
+def question_messages(system: str, question: str) -> list[Message]:
+    """The opening of a planner or ReAct conversation."""
+    return [Message("system", system), Message("user", f"Question: {question}")]
+
+
+# The planner.
+
+PLANNER_HEAD = (
+    "You are a planner: you turn a question into a plan of tool calls that run in parallel."
+)
+REPAIR_HEAD = "Your plan was rejected at this line:"
+
+_RULES = """\
+Rules:
+- One task per line: `<id>. <tool>(<arguments>)`, optionally after a line `Thought: <reason>`.
+- Arguments are literals or results of earlier tasks: $<id> is the result of task <id>,
+  $<id>.field a part of it; inside a string write "${<id>}".
+- Ids count up from {first_id}; a task may only use results of earlier tasks.
+- Tasks that do not need each other's results run at the same time.
+- End with `<id>. join()` and {end}.  Do not compute the final answer in the plan: it is
+  written after the plan has run."""
+
+_SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
+
+
+def synthesized_example(tools: ToolRegistry) -> str:
+    """A worked example of the plan form built from the registry's own tools, for tool sets
+    that bring no examples: two independent calls, one that uses their results, and join."""
+    chosen = list(tools.values())[:2]
+    if not chosen:
+        return ""
+
+    def call(t: Tool, refs: list[str]) -> str:
+        args = []
+        for p in t.params:
+            if not p.required:
+                continue
+            args.append(refs.pop(0) if refs else _SAMPLES.get(p.annotation, '"text"'))
+        return f"{t.name}({', '.join(args)})"
+
+    first, last = chosen[0], chosen[-1]
+    lines = [
+        "Question: (an illustration of the form only)",
+        "Thought: The first two calls do not depend on each other, so they run at once.",
+        f"1. {call(first, [])}",
+        f"2. {call(first, [])}",
+        f"3. {call(last, ['$1', '$2'])}",
+        "4. join()",
+        END_OF_PLAN,
+    ]
+    return "\n".join(lines)
+
+
+def planner_system_prompt(tools: ToolRegistry, examples: str, first_id: int = 1) -> str:
+    join_n = len(tools) + 1
+    parts = [
+        PLANNER_HEAD,
+        "",
+        "Tools:",
+        tools.render(),
+        f"{join_n}. join(): collects the results of the plan; always the last task.",
+        "",
+        _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
+        "",
+        "Examples:",
+        examples,
+    ]
+    return "\n".join(parts)
+
+
+def replan_messages(
+    system: str, question: str, records: Sequence[TaskOutcome], reason: str, next_id: int
+) -> list[Message]:
+    """Ask for a new plan after the joiner found the first one's results not enough; `system`
+    is the planner prompt with ids counting from `next_id`."""
+    user = (
+        f"Question: {question}\n\n"
+        "A plan already ran; its tasks and results:\n"
+        f"{format_observations(records)}\n\n"
+        f"Why that was not enough: {reason}\n\n"
+        f"Write a new plan for what is still missing.  Start at id {next_id}; you may use "
+        "$<id> of the tasks above.  End with join() and " + END_OF_PLAN + "."
+    )
+    return [Message("system", system), Message("user", user)]
+
+
+def repair_messages(
+    messages: Sequence[Message], accepted: Sequence[Task], error: PlanError, next_id: int
+) -> list[Message]:
+    """Ask the planner to continue after the line that was rejected; an earlier repair request
+    in `messages` is replaced, not stacked."""
+    plan_so_far = "\n".join(str(t) for t in accepted) or "(no task was accepted)"
+    line = error.line.strip() if error.line else "(end of plan)"
+    fix = (
+        f"{REPAIR_HEAD} {line}\n"
+        f"Error: {error.message}\n"
+        f"Tasks accepted so far (they are running; do not repeat them):\n{plan_so_far}\n"
+        f"Continue the plan from id {next_id} with valid lines only, "
+        "and end with join() and " + END_OF_PLAN + "."
+    )
+    base = [m for m in messages if not m.content.startswith(REPAIR_HEAD)]
+    return [*base, Message("user", fix)]
+
+
+# The joiner.
+
+JOINER_HEAD = "You answer a question from the results of a plan of tool calls that has already run."
+
+_JOINER_FORMAT = """\
+Reply in exactly this form:
+Thought: <brief reasoning over the results>
+Action: Finish(<the answer to the question>)
+
+Only if the results cannot answer the question and another plan of tool calls could get what
+is missing, reply instead:
+Thought: <what is missing>
+Action: Replan(<what to find out next>)
+
+The answer is one or two complete sentences that answer every part of the question, using
+the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
+winner and give the difference or ratio."""
+
+_JOINER_EXAMPLE = (
+    Message(
+        "user",
+        "Question: Which river is longer, the Amur or the Lena, and by how much?\n\n"
+        "Plan and results:\n"
+        '1. river_length("Amur")\nObservation: 4444\n'
+        '2. river_length("Lena")\nObservation: 4400\n'
+        '3. calculator("${1} - ${2}")\nObservation: 44',
+    ),
+    Message(
+        "assistant",
+        "Thought: The Amur is 4444 km and the Lena 4400 km; the difference is 44 km.\n"
+        "Action: Finish(The Amur is longer than the Lena, by 44 km (4,444 km against 4,400 km).)",
+    ),
+)
+
+_LAST_ROUND = (
+    "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "
+    "saying plainly what could not be found if the results are incomplete."
+)
+
+
+def joiner_messages(
+    question: str,
+    records: Sequence[TaskOutcome],
+    *,
+    last_round: bool,
+    notes: Sequence[str] = (),
+    observation_limit: int = 2000,
+) -> list[Message]:
+    system = f"{JOINER_HEAD}\n\n{_JOINER_FORMAT}"
+    if last_round:
+        system += f"\n\n{_LAST_ROUND}"
+    # Without the planner's thoughts: small models copy them instead of reasoning afresh.
+    body = format_observations(records, observation_limit, thoughts=False) or "(no task ran)"
+    extra = "".join(f"\nNote: {n}" for n in notes)
+    user = f"Question: {question}\n\nPlan and results:\n{body}{extra}"
+    # One worked exchange, as chat history: small models follow a shown answer's form.
+    return [Message("system", system), *_JOINER_EXAMPLE, Message("user", user)]
+
+
+_THOUGHT_RE = re.compile(
+    r"Thought\s*:\s*(.*?)(?:\n\s*(?:Action\s*:|Finish\s*\(|Replan\s*\()|$)", re.S | re.I
+)
+_DECISION_RE = re.compile(r"(?:^|\n)\s*(?:Action\s*:\s*)?(Finish|Replan)\s*\(", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinDecision:
+    """What the joiner (or a finishing ReAct step) decided: the answer, or what to plan next."""
+
+    action: Literal["finish", "replan"]
+    text: str
+    thought: str | None = None
+
+
+def _unquote(text: str) -> str:
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
+        try:
+            value = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError):
+            return stripped
+        if isinstance(value, str):
+            return value
+    return stripped
+
+
+def parse_decision(output: str) -> JoinDecision:
+    """Read the joiner's output.  The answer inside `Finish(...)` comes through whole:
+    parentheses, quotes and newlines included, up to the last closing parenthesis."""
+    matches = list(_DECISION_RE.finditer(output))
+    thought_match = _THOUGHT_RE.search(output)
+    thought = thought_match.group(1).strip() if thought_match else None
+    if not matches:
+        # No action at all: a small model that simply answered.  Take its text as the answer.
+        text = re.sub(r"^\s*Thought\s*:.*?(?:\n|$)", "", output, flags=re.I).strip()
+        return JoinDecision("finish", text or output.strip(), thought)
+    match = matches[0]
+    body = output[match.end() :]
+    close = body.rfind(")")
+    if close >= 0:
+        body = body[:close]
+    action: Literal["finish", "replan"] = (
+        "finish" if match.group(1).lower() == "finish" else "replan"
+    )
+    return JoinDecision(action, _unquote(body), thought)
+
+
+# ReAct mode.
+
+REACT_HEAD = "You answer a question by calling tools one at a time and reading each result."
+
+_REACT_FORMAT = """\
+Each turn, reply in exactly this form, then stop and wait for the observation:
+Thought: <what you need next>
+Action: <tool>(<arguments>)
+
+Arguments are literals (strings in quotes, numbers, lists); $<id> passes the result of an
+earlier action, where ids count the actions from 1.  When you can answer, reply:
+Thought: <brief reasoning>
+Action: Finish(<the answer>)"""
+
+_REACT_ACTION_RE = re.compile(r"Action\s*:\s*(.*)", re.S | re.I)
+
+
+def react_system_prompt(tools: ToolRegistry) -> str:
+    prompt = f"{REACT_HEAD}\n\nTools:\n{tools.render()}\n\n{_REACT_FORMAT}"
+    examples = tools.usable_examples("react")
+    if examples:
+        prompt += "\n\nExamples:\n" + "\n\n".join(examples)
+    return prompt
+
+
+def react_turn(messages: Sequence[Message], output: str, observation: str) -> list[Message]:
+    """The conversation after one ReAct step: the model's turn, then what its action returned."""
+    return [
+        *messages,
+        Message("assistant", output.strip()),
+        Message("user", f"Observation: {observation}"),
+    ]
+
+
+def parse_action(output: str) -> str | None:
+    """The tool call a ReAct step asks for (the first line of its action), or None when the
+    step finishes: then `parse_decision` reads the answer."""
+    match = _REACT_ACTION_RE.search(output)
+    action = match.group(1).strip() if match else ""
+    if not action or re.match(r"Finish\s*\(", action, re.I):
+        return None
+    return action.splitlines()[0]
+
+
+def purpose_of(messages: Sequence[Message]) -> Purpose:
+    """What a request is for, told from its text: for servers that receive requests without
+    the purpose header (other clients' prompts come out as "other")."""
+    system = messages[0].content if messages and messages[0].role == "system" else ""
+    if system.startswith(PLANNER_HEAD):
+        last = messages[-1].content if messages else ""
+        return "repair" if last.startswith(REPAIR_HEAD) else "planner"
+    if system.startswith(JOINER_HEAD):
+        return "joiner"
+    if system.startswith(REACT_HEAD):
+        return "react"
+    return "other"
