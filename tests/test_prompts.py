@@ -8,13 +8,13 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
-from planweave.llm.meter import MeteredLLM
 
 from demo_tools import TOOLS
 from planweave import OpenAICompatible, Runtime, Script, ScriptedLLM, ScriptedServer, UserError
 from planweave.events import EventBus, LLMCallStarted
 from planweave.llm.base import PURPOSE_HEADER, Message, Purpose
 from planweave.llm.scripted import LLMRequest
+from planweave.meter import MeteredLLM
 from planweave.prompts import (
     JOINER_HEAD,
     PLANNER_HEAD,

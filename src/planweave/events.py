@@ -136,17 +136,17 @@ class TaskRecovery(Event):
 
 @dataclass(slots=True, kw_only=True)
 class TaskPlanned(Event):
-    """A plan line was accepted.  `args` is the call's argument text, `bound` the arguments by
-    parameter name as JSON (references kept as `$N`)."""
+    """A plan line was accepted.  `call` is the call as the plan wrote it, `args` the arguments
+    by parameter name as JSON (references kept as `$N`)."""
 
     kind: ClassVar[str] = "task_planned"
     task_id: int
     tool: str
-    args: str
+    call: str
     deps: list[int]
     thought: str | None = None
     plan_round: int = 0
-    bound: dict[str, Any] = field(default_factory=dict, repr=False)
+    args: dict[str, Any] = field(default_factory=dict, repr=False)
     side_effects: bool = False
 
 

@@ -137,7 +137,7 @@ class Executor:
         except TaskError:
             raise
         except Exception as exc:
-            raise _translated(exc)(
+            raise _error_class(exc)(
                 f"{type(exc).__name__}: {exc}"
                 if not isinstance(exc, RetryTool | ToolFailed)
                 else str(exc),
@@ -149,7 +149,7 @@ class Executor:
         return self._checked(task, tool, arguments, result)
 
 
-def _translated(exc: Exception) -> type[TaskError]:
+def _error_class(exc: Exception) -> type[TaskError]:
     """The failure class of an exception a tool raised."""
     if isinstance(exc, RetryTool | ConnectionError | TimeoutError):
         return ToolTransient

@@ -12,7 +12,7 @@ import anyio
 
 from .errors import BudgetExceeded, LLMError, LLMRateLimitError
 from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
-from .llm.base import LLM, LLMRequest, Purpose, estimate_usage
+from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
 
@@ -103,59 +103,66 @@ class MeteredLLM:
         )
         started = time.monotonic()
         parts: list[str] = []
-        usage = None
+        usage: list[Usage] = []
         error: LLMError | None = None
-        retries = 0
         try:
-            while True:
-                try:
-                    async with aclosing(self.llm.stream(request)) as deltas:
-                        async for delta in deltas:
-                            if delta.usage is not None:
-                                usage = delta.usage
-                            if delta.text:
-                                parts.append(delta.text)
-                                yield delta.text
-                    break
-                except LLMError as exc:
-                    # Only a request that has produced no text yet can be sent again.
-                    wait = None if parts else self._retry_delay(exc, retries)
-                    if wait is None:
-                        raise
-                    retries += 1
-                    self.bus.emit(
-                        LLMRetry(
-                            call=call,
-                            purpose=purpose,
-                            category=classify(exc),
-                            error=exc.message,
-                            attempt=retries,
-                            delay=round(wait, 3),
-                        )
-                    )
-                    await anyio.sleep(wait)
+            async with aclosing(self._sent(request, call, parts, usage)) as texts:
+                async for text in texts:
+                    yield text
         except LLMError as exc:
             error = exc
             raise
         finally:
             text = "".join(parts)
-            if usage is None:
-                usage = estimate_usage(request.messages, text)
-            prompt, completion = usage.prompt_tokens, usage.completion_tokens
-            self.usage.prompt_tokens += prompt
-            self.usage.completion_tokens += completion
+            used = usage[-1] if usage else estimate_usage(request.messages, text)
+            self.usage.prompt_tokens += used.prompt_tokens
+            self.usage.completion_tokens += used.completion_tokens
             self.bus.emit(
                 LLMCallFinished(
                     call=call,
                     purpose=purpose,
                     model=model,
-                    prompt_tokens=prompt,
-                    completion_tokens=completion,
+                    prompt_tokens=used.prompt_tokens,
+                    completion_tokens=used.completion_tokens,
                     duration=time.monotonic() - started,
                     text=text,
                     error=error.to_dict() if error is not None else None,
                 )
             )
+
+    async def _sent(
+        self, request: LLMRequest, call: int, parts: list[str], usage: list[Usage]
+    ) -> AsyncGenerator[str, None]:
+        """Send `request`, again after a failure the recovery policy retries; collect the
+        text in `parts` and the backend's usage report in `usage` as they arrive."""
+        retries = 0
+        while True:
+            try:
+                async with aclosing(self.llm.stream(request)) as deltas:
+                    async for delta in deltas:
+                        if delta.usage is not None:
+                            usage.append(delta.usage)
+                        if delta.text:
+                            parts.append(delta.text)
+                            yield delta.text
+                return
+            except LLMError as exc:
+                # Only a request that has produced no text yet can be sent again.
+                wait = None if parts else self._retry_delay(exc, retries)
+                if wait is None:
+                    raise
+                retries += 1
+                self.bus.emit(
+                    LLMRetry(
+                        call=call,
+                        purpose=request.purpose,
+                        category=classify(exc),
+                        error=exc.message,
+                        attempt=retries,
+                        delay=round(wait, 3),
+                    )
+                )
+                await anyio.sleep(wait)
 
     def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
         model = self.llm.model

@@ -105,14 +105,9 @@ class Planner:
                 take(parser.close())
                 break
             except (PlanError, LLMStreamError) as exc:
-                if isinstance(exc, LLMStreamError):
-                    if not continue_cut:
-                        raise
-                    err: PlanError = PlanSyntaxError(
-                        f"the response broke off before the plan ended ({exc.message})"
-                    )
-                else:
-                    err = exc
+                if isinstance(exc, LLMStreamError) and not continue_cut:
+                    raise
+                err = _as_plan_error(exc)
                 will_repair = repairs < self.max_repairs
                 bus.emit(
                     PlanInvalid(
@@ -132,3 +127,10 @@ class Planner:
             for task in accepted:
                 add(task)
         return error
+
+
+def _as_plan_error(exc: PlanError | LLMStreamError) -> PlanError:
+    """A plan that broke off mid-stream is repaired like an invalid one."""
+    if isinstance(exc, PlanError):
+        return exc
+    return PlanSyntaxError(f"the response broke off before the plan ended ({exc.message})")

@@ -118,21 +118,21 @@ class Scheduler:
             return None
         rec = TaskRecord(task, self.plan_round)
         self.records[task.id] = rec
-        args = format_args(task.args, task.kwargs)
+        call = task.call_text()
         self.bus.emit(
             TaskPlanned(
                 task_id=task.id,
                 tool=task.tool,
-                args=args,
+                call=call,
                 deps=list(task.deps),
                 thought=task.thought,
                 plan_round=self.plan_round,
-                bound={name: plan_json(value) for name, value in task.bound.items()},
+                args={name: plan_json(value) for name, value in task.bound.items()},
                 side_effects=self.tools[task.tool].side_effects,
             )
         )
         earlier = self.recorded.pop(task.id, None)
-        if earlier is not None and earlier.call == f"{task.tool}({args})":
+        if earlier is not None and earlier.call == call:
             self._reuse(rec, earlier)
             return rec
         for dep_id in task.deps:

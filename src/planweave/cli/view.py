@@ -39,7 +39,7 @@ STYLE = {
 class _Row:
     task_id: int
     tool: str
-    args: str
+    call: str
     deps: list[int]
     status: str = "pending"
     start: float | None = None
@@ -60,7 +60,7 @@ class DagView:
         self.now = event.t
         match event:
             case TaskPlanned():
-                self.rows[event.task_id] = _Row(event.task_id, event.tool, event.args, event.deps)
+                self.rows[event.task_id] = _Row(event.task_id, event.tool, event.call, event.deps)
             case TaskStarted():
                 row = self.rows[event.task_id]
                 row.status, row.start = "running", event.t
@@ -107,7 +107,7 @@ class DagView:
             view.rows[t["id"]] = _Row(
                 t["id"],
                 t["tool"],
-                t["call"][len(t["tool"]) + 1 : -1],
+                t["call"],
                 t["dependencies"],
                 t["status"],
                 t["start"],
@@ -128,7 +128,7 @@ class DagView:
                 took = ""
             else:
                 took = f"{(row.end if row.end is not None else self.now) - row.start:.2f}s"
-            call = f"{row.tool}({row.args})"
+            call = row.call
             if len(call) > 70:
                 call = call[:67] + "..."
             status = Text(row.status, style=STYLE.get(row.status, ""))

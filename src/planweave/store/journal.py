@@ -42,7 +42,7 @@ from .schema import connect
 
 __all__ = ["Journal", "default_path"]
 
-_HEAVY = frozenset({"result", "stored", "arguments", "text", "bound"})
+_HEAVY = frozenset({"result", "stored", "arguments", "text", "args"})
 
 
 def default_path() -> Path:
@@ -96,7 +96,7 @@ class Journal:
     # ------------------------------------------------------------------ low level
 
     @contextlib.contextmanager
-    def _translated(self, run_id: str | None = None) -> Iterator[None]:
+    def _sqlite_errors(self, run_id: str | None = None) -> Iterator[None]:
         try:
             yield
         except sqlite3.Error as exc:
@@ -115,7 +115,7 @@ class Journal:
     def _write(
         self, *, durable: bool = False, run_id: str | None = None
     ) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._translated(run_id):
+        with self._lock, self._sqlite_errors(run_id):
             conn = self._conn
             if durable:
                 conn.execute("PRAGMA synchronous=FULL")
@@ -133,7 +133,7 @@ class Journal:
                     conn.execute("PRAGMA synchronous=NORMAL")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock, self._translated():
+        with self._lock, self._sqlite_errors():
             cursor = self._conn.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return cursor.fetchall()
@@ -257,7 +257,6 @@ class Journal:
         key = (run_id, getattr(event, "task_id", None))
         match event:
             case TaskPlanned():
-                call = f"{event.tool}({event.args})"
                 conn.execute(
                     "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
                     "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
@@ -272,8 +271,8 @@ class Journal:
                         event.task_id,
                         event.plan_round,
                         event.tool,
-                        _dumps(event.bound),
-                        call,
+                        _dumps(event.args),
+                        event.call,
                         _dumps(event.deps),
                         event.thought,
                         event.side_effects,
