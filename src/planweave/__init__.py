@@ -55,6 +55,7 @@ from .recovery import (
 )
 from .runtime import Mode, RunFailed, RunResult, Runtime
 from .scheduler import TaskRecord, TaskStatus
+from .settings import RunSettings
 from .store import Journal
 from .tools import Tool, ToolRegistry, load_tools, tool
 
@@ -101,6 +102,7 @@ __all__ = [
     "RunError",
     "RunFailed",
     "RunResult",
+    "RunSettings",
     "Runtime",
     "Script",
     "ScriptedLLM",
