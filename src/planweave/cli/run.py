@@ -209,7 +209,12 @@ def run(
             recovery="none" if recovery == "none" else "default",
             decompose=decompose,
             ask=ask,
-            budget=Budget(max_llm_calls, max_tokens, max_wall, max_depth),
+            budget=Budget(
+                llm_calls=max_llm_calls,
+                tokens=max_tokens,
+                wall_s=max_wall,
+                decomposition_depth=max_depth,
+            ),
         )
         runtime, load_s = build_runtime(
             settings,
