@@ -127,7 +127,7 @@ def test_a_side_effect_in_flight_is_only_rerun_when_asked(
     listed = planweave(tmp_path, "runs", "list")
     assert "paused" in listed.stdout
 
-    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    resumed = planweave(tmp_path, "runs", "resume", run_id, "--rerun", "4", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == "The total is 5, and it was sent."
     assert ledger(tmp_path)["send total 5"] == 1
