@@ -229,7 +229,10 @@ def test_an_unusable_default_journal_is_a_warning_not_a_failure(
     (tmp_path / "planweave").mkdir()
     (tmp_path / "planweave" / "runs.db").write_bytes(b"junk" * 500)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    env.update(PYTHONPATH=str(TESTS), XDG_DATA_HOME=str(tmp_path))
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
+        XDG_DATA_HOME=str(tmp_path),
+    )
     args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
     proc = subprocess.run(
         [sys.executable, "-m", "planweave", "run", "density?", *args, "--json"],

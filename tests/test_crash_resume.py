@@ -152,3 +152,62 @@ def test_runs_cancel_marks_a_stopped_run(tmp_path: Path, server: ScriptedServer)
     unknown = planweave(tmp_path, "runs", "show", "zzzz")
     assert unknown.returncode == 2
     assert "no run 'zzzz'" in unknown.stderr
+
+
+def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServer) -> None:
+    killed = planweave(
+        tmp_path, "run", QUESTION, "--tools", "ledger_tools:TOOLS", "--base-url",
+        server.base_url, "--model", "m", "--max-replans", "1", "--recovery", "none",
+        "--max-llm-calls", "1", "--timeout", "9", "--no-stream-dispatch", "--json",
+        fault="task_finished:1",
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+
+    shown = json.loads(planweave(tmp_path, "runs", "show", run_id, "--json").stdout)
+    assert shown["settings"] == {
+        "mode": "compiled",
+        "model": "m",
+        "base_url": server.base_url,
+        "grammar": True,
+        "grammar_field": None,
+        "tools": ["ledger_tools:TOOLS"],
+        "files": None,
+        "max_replans": 1,
+        "max_repairs": 2,
+        "tool_timeout": 9.0,
+        "streaming": False,
+        "recovery": "none",
+        "decompose": False,
+        "ask": False,
+        "budget": {"llm_calls": 1, "tokens": None, "wall_s": None, "decomposition_depth": 2},
+    }
+
+    # The planner's call is replayed and counts: the recorded budget of one LLM call leaves
+    # nothing for the joiner.
+    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    assert resumed.returncode == 1, resumed.stderr
+    data = json.loads(resumed.stdout)
+    assert data["error"]["type"] == "BudgetExceeded"
+    assert data["error"]["limit"] == "llm_calls"
+    assert {t["id"]: t["result"] for t in data["tasks"]} == {1: 2, 2: 3, 3: 5, 4: "sent"}
+    assert ledger(tmp_path)["lookup a"] == 1
+    assert len(server.bodies) == 1  # only the first session's planner reached the server
+
+
+def test_resume_overrides_the_recorded_endpoint_and_model(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    args = ["--tools", "ledger_tools:TOOLS", "--base-url", "http://127.0.0.1:9/v1"]
+    killed = planweave(
+        tmp_path, "run", QUESTION, *args, "--model", "gone", "--json", fault="llm_call_started:1"
+    )
+    assert killed.returncode == -9, killed.stderr
+    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+    resumed = planweave(
+        tmp_path, "runs", "resume", run_id, "--base-url", server.base_url, "--model", "m",
+        "--json",
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["answer"] == "The total is 5, and it was sent."
+    assert {body["model"] for body in server.bodies} == {"m"}

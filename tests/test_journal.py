@@ -112,12 +112,13 @@ def test_codec_refuses_what_it_cannot_rebuild() -> None:
 
 
 def test_a_journaled_run_records_tasks_llm_calls_and_events(journal: Journal) -> None:
-    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal, settings={"tag": "t1"})
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal, max_replans=1)
     result = runtime.run("What is a plus b? Send it.")
     shown = journal.show(result.run_id)
     assert shown["status"] == "finished"
     assert shown["answer"] == result.answer
-    assert shown["settings"]["tag"] == "t1"
+    assert shown["settings"] == runtime.settings.to_dict()
+    assert shown["settings"]["max_replans"] == 1
     # Task objects have the fields of `planweave run --json`, with the same values.
     live = result.to_dict()["tasks"]
     for recorded, mine in zip(shown["tasks"], live, strict=True):

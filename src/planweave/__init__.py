@@ -79,6 +79,7 @@ from .recovery import (
     classify,
 )
 from .runtime import Mode, RunFailed, RunResult, Runtime
+from .settings import RunSettings
 from .store import Decisions, Journal, ResumeDecision
 from .tools import Tool, ToolRegistry, load_tools, tool
 
@@ -139,6 +140,7 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "RunResumed",
+    "RunSettings",
     "RunStarted",
     "Runtime",
     "Script",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -37,12 +38,11 @@ from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
 from .recoverer import TaskRecoverer
 from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
 from .scheduler import Scheduler
+from .settings import Mode, RunSettings, load_tool_sets, make_llm, recovery_policy
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
 
 __all__ = ["Mode", "RunFailed", "RunResult", "Runtime"]
-
-Mode = Literal["compiled", "react"]
 
 
 @dataclass(slots=True)
@@ -143,14 +143,14 @@ class Runtime:
         grammar: bool = True,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
-        settings: Mapping[str, Any] | None = None,
         recovery: Recovery | None = None,
         budget: Budget | None = None,
         escalate: EscalationHandler | None = None,
     ) -> None:
-        """`journal` (a Journal or a path) records every run durably so it can be resumed;
-        `settings` are extra facts stored with each run (the CLI keeps how to rebuild its
-        tools and LLM there).  Never put secrets in them.
+        """`journal` (a Journal or a path) records every run durably so it can be resumed,
+        with `self.settings` (RunSettings): what of this setup settings can describe.  Tools,
+        and a recovery policy, given as Python objects cannot be; `from_settings` builds a
+        runtime that settings describe whole.
 
         `recovery` maps failure classes to handling patterns (default: `Recovery.default()`,
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
@@ -194,16 +194,52 @@ class Runtime:
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
         )
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
-        self.settings = {
-            "mode": mode,
-            "model": llm.model,
-            "max_replans": max_replans,
-            "max_repairs": max_repairs,
-            "tool_timeout": tool_timeout,
-            "streaming": streaming,
-            "grammar": grammar,
-            **(settings or {}),
-        }
+        self.settings = RunSettings(
+            mode=mode,
+            model=llm.model,
+            grammar=grammar,
+            tools=(),
+            max_replans=max_replans,
+            max_repairs=max_repairs,
+            tool_timeout=tool_timeout,
+            streaming=streaming,
+            recovery="default" if recovery is None else "custom",
+            budget=self.budget,
+        )
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: RunSettings,
+        *,
+        llm: LLM | None = None,
+        journal: Journal | str | Path | None = None,
+        escalate: EscalationHandler | None = None,
+        subscribers: list[Callable[[Event], None]] | None = None,
+    ) -> Runtime:
+        """The runtime `settings` describe: its tool sets loaded, its LLM built (unless `llm`
+        is given; `make_llm` builds the embedded model unloaded), its recovery policy and
+        budget.  `escalate` is how a person is asked when `settings.ask` is set; without it
+        nobody is asked.  Its runs record `settings` (with the model's name filled in)."""
+        tools = load_tool_sets(settings.tools, settings.files)
+        llm = llm if llm is not None else make_llm(settings)
+        runtime = cls(
+            tools,
+            llm,
+            mode=settings.mode,
+            max_replans=settings.max_replans,
+            max_repairs=settings.max_repairs,
+            tool_timeout=settings.tool_timeout,
+            streaming=settings.streaming,
+            grammar=settings.grammar,
+            subscribers=subscribers,
+            journal=journal,
+            recovery=recovery_policy(settings, escalate=escalate),
+            budget=settings.budget,
+            escalate=escalate,
+        )
+        runtime.settings = dataclasses.replace(settings, model=settings.model or llm.model)
+        return runtime
 
     # ------------------------------------------------------------------ public entry points
 
@@ -376,7 +412,7 @@ class Runtime:
         if self.journal is None:
             return None
         if resume is None:
-            self.journal.create_run(run_id, question, mode, self.settings)
+            self.journal.create_run(run_id, question, mode, self.settings.to_dict())
         session = resume.session if resume is not None else 1
         return RunRecorder(self.journal, run_id, self.tools, session=session)
 

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
@@ -15,88 +15,69 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from ..errors import JournalError, PlanweaveError, UserError
-from ..events import (
-    Event,
-)
-from ..llm.base import LLM
-from ..recovery import (
-    Budget,
-    Decompose,
-    Escalate,
-    Escalation,
-    EscalationAnswer,
-    EscalationHandler,
-    Pattern,
-    Recovery,
-)
-from ..runtime import Mode, RunResult, Runtime
+from ..errors import JournalError, PlanweaveError
+from ..events import Event
+from ..recovery import Budget, Escalation, EscalationAnswer, EscalationHandler
+from ..runtime import RunResult, Runtime
+from ..settings import RunSettings, make_llm
 from ..store import Journal
-from ..tools import ToolRegistry, load_tools
 from .app import DbOption, app
 from .view import DagView
 
-
-def load_tool_sets(specs: list[str], files: Path | None) -> ToolRegistry:
-    """`builtin` (the default) names planweave's own tools; anything else is MODULE:ATTR."""
-    registry = ToolRegistry()
-    for spec in specs or ["builtin"]:
-        if spec == "builtin":
-            from ..builtin import builtin_tools
-
-            registry.add(builtin_tools(files))
-        else:
-            registry.add(load_tools(spec))
-    return registry
-
-
-def make_llm(
-    base_url: str | None,
-    model: str | None,
-    *,
-    grammar: bool,
-    grammar_field: str | None,
-    console: Console,
-    quiet: bool,
-) -> tuple[LLM, float]:
-    """An endpoint when one is configured, else the embedded model (loaded now, with progress).
-    Returns the backend and the seconds spent assembling and loading it."""
-    if base_url or os.environ.get("PLANWEAVE_BASE_URL"):
-        from ..llm.openai_compat import OpenAICompatible
-
-        return OpenAICompatible(base_url=base_url, model=model, grammar_field=grammar_field), 0.0
+if TYPE_CHECKING:
     from ..llm.local import LocalLLM
-    from ..llm.models import DEFAULT_MODEL
 
-    name = model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
-    if quiet:
-        llm = LocalLLM(name, grammar=grammar)
-        report = llm.load()
-        return llm, report.assemble_s + report.load_s
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        tasks: dict[str, TaskID] = {}
 
-        def progress(stage: str, done: int, total: int) -> None:
-            label = f"{stage} {name}"
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(label, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
+def build_runtime(
+    settings: RunSettings, *, journal: Journal | None, console: Console, quiet: bool
+) -> tuple[Runtime, float]:
+    """The runtime for `planweave run` and `runs resume`: the library builds it from the
+    settings; the CLI adds the model's loading bar and asking on this terminal (`--ask`).
+    Returns it with the seconds spent loading the embedded model."""
+    from ..llm.local import LocalLLM
 
-        llm = LocalLLM(name, grammar=grammar, progress=progress)
-        report = llm.load()
-    took = report.assemble_s + report.load_s
-    console.print(
-        f"[dim]model {name}: assembled and verified in {report.assemble_s:.1f} s, "
-        f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
-    )
-    return llm, took
+    loading = _Loading(console, quiet=quiet)
+    llm = make_llm(settings, progress=loading.progress)
+    escalate = _ask_on_terminal(console) if settings.ask and sys.stdin.isatty() else None
+    runtime = Runtime.from_settings(settings, llm=llm, journal=journal, escalate=escalate)
+    return runtime, loading.load(llm) if isinstance(llm, LocalLLM) else 0.0
+
+
+class _Loading:
+    """Loads the embedded model before the run (so the run's timings are its own), with a
+    transient bar per stage on a terminal."""
+
+    def __init__(self, console: Console, *, quiet: bool) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.bar: Progress | None = None
+        self.stages: dict[str, TaskID] = {}
+        self.name = ""
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        if self.bar is None:
+            return
+        if stage not in self.stages:
+            self.stages[stage] = self.bar.add_task(f"{stage} {self.name}", total=total)
+        self.bar.update(self.stages[stage], completed=done, total=total)
+
+    def load(self, llm: LocalLLM) -> float:
+        self.name = llm.model
+        if self.quiet:
+            report = llm.load()
+            return report.assemble_s + report.load_s
+        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+        with Progress(*columns, TimeElapsedColumn(), console=self.console, transient=True) as bar:
+            self.bar = bar
+            try:
+                report = llm.load()
+            finally:
+                self.bar = None
+        self.console.print(
+            f"[dim]model {llm.model}: assembled and verified in {report.assemble_s:.1f} s, "
+            f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
+        )
+        return report.assemble_s + report.load_s
 
 
 def _summary(result: RunResult, load_s: float) -> str:
@@ -206,56 +187,48 @@ def run(
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = Console(stderr=True)
-    if mode not in ("compiled", "react"):
-        err.print(f"[red]error:[/red] --mode must be compiled or react, not {mode!r}")
-        raise typer.Exit(2)
+    for option, value, allowed in (
+        ("--mode", mode, ("compiled", "react")),
+        ("--recovery", recovery, ("default", "none")),
+    ):
+        if value not in allowed:
+            err.print(f"[red]error:[/red] {option} must be {' or '.join(allowed)}, not {value!r}")
+            raise typer.Exit(2)
     try:
-        registry = load_tool_sets(tools or [], files)
-        llm, load_s = make_llm(
-            base_url,
-            model,
-            grammar=grammar,
-            grammar_field=grammar_field if grammar else None,
-            console=err,
-            quiet=as_json or not err.is_terminal,
-        )
-        settings: dict[str, Any] = {
-            "tools": tools or ["builtin"],
-            "files": None if files is None else str(files.resolve()),
-            "base_url": base_url or os.environ.get("PLANWEAVE_BASE_URL"),
-            "grammar_field": grammar_field,
-            "recovery": recovery,
-            "decompose": decompose,
-            "ask": ask,
-            "budget": {
-                "llm_calls": max_llm_calls,
-                "tokens": max_tokens,
-                "wall_s": max_wall,
-                "decomposition_depth": max_depth,
-            },
-        }
-        if model:
-            settings["model"] = model
-        runtime = Runtime(
-            registry,
-            llm,
+        settings = RunSettings(
             mode="react" if mode == "react" else "compiled",
+            model=model,
+            base_url=base_url or os.environ.get("PLANWEAVE_BASE_URL"),
+            grammar=grammar,
+            grammar_field=grammar_field,
+            tools=tuple(tools or ["builtin"]),
+            files=None if files is None else str(files.resolve()),
             max_replans=max_replans,
             tool_timeout=timeout,
             streaming=stream_dispatch,
-            grammar=grammar,
+            recovery="none" if recovery == "none" else "default",
+            decompose=decompose,
+            ask=ask,
+            budget=Budget(
+                llm_calls=max_llm_calls,
+                tokens=max_tokens,
+                wall_s=max_wall,
+                decomposition_depth=max_depth,
+            ),
+        )
+        runtime, load_s = build_runtime(
+            settings,
             journal=_journal(db, err) if journal else None,
-            settings=settings,
-            **recovery_options(settings, err),
+            console=err,
+            quiet=as_json or not err.is_terminal,
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
 
-    run_mode: Mode = "react" if mode == "react" else "compiled"
     execute_and_report(
         runtime,
-        lambda subs: runtime.arun(question, mode=run_mode, subscribers=subs, check=False),
+        lambda subs: runtime.arun(question, subscribers=subs, check=False),
         as_json=as_json,
         console=err,
         load_s=load_s,
@@ -272,34 +245,6 @@ def _journal(db: Path | None, console: Console) -> Journal | None:
             raise
         console.print(f"[yellow]warning:[/yellow] {exc}; this run is not recorded")
         return None
-
-
-def recovery_options(settings: dict[str, Any], console: Console) -> dict[str, Any]:
-    """Runtime keyword arguments for the CLI's recovery and budget options (kept in the run's
-    settings, so a resumed run recovers the same way)."""
-    name = settings.get("recovery", "default")
-    if name not in ("default", "none"):
-        raise UserError(f"--recovery must be default or none, not {name!r}")
-    recovery = Recovery.default() if name == "default" else Recovery.none()
-    last: list[Pattern] = []
-    if settings.get("decompose"):
-        last.append(Decompose())
-    escalate = None
-    if settings.get("ask") and sys.stdin.isatty():
-        last.append(Escalate())
-        escalate = _ask_on_terminal(console)
-    if last:
-        # After whatever the policy already does for a failed tool call (its retries).
-        for category in (
-            "tool.permanent",
-            "tool.crash",
-            "tool.wrong_type",
-            "tool.transient",
-            "tool.timeout",
-        ):
-            recovery.on(category, *recovery.patterns(category), *last)
-    budget = Budget(**(settings.get("budget") or {}))
-    return {"recovery": recovery, "budget": budget, "escalate": escalate}
 
 
 def _ask_on_terminal(console: Console) -> EscalationHandler:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -18,10 +19,11 @@ from ..errors import DecisionNeeded, PlanweaveError
 from ..events import (
     Event,
 )
-from ..runtime import RunResult, Runtime
+from ..runtime import RunResult
+from ..settings import RunSettings
 from ..store import Journal, ResumeDecision
 from .app import DbOption, runs_app
-from .run import execute_and_report, load_tool_sets, make_llm, recovery_options
+from .run import build_runtime, execute_and_report
 from .view import STYLE, DagView
 
 T = TypeVar("T")
@@ -168,29 +170,18 @@ def runs_resume(
         return "rerun" if again else "fail"
 
     try:
-        settings = journal.show(run_id)["settings"]
-        files = settings.get("files")
-        registry = load_tool_sets(tools or settings.get("tools") or [], files and Path(files))
-        llm, load_s = make_llm(
-            base_url or settings.get("base_url"),
-            model or settings.get("model"),
-            grammar=settings.get("grammar", True),
-            grammar_field=settings.get("grammar_field"),
+        recorded = RunSettings.from_dict(journal.show(run_id)["settings"])
+        settings = dataclasses.replace(
+            recorded,
+            tools=tuple(tools) if tools else recorded.tools,
+            base_url=base_url or recorded.base_url,
+            model=model or recorded.model,
+        )
+        runtime, load_s = build_runtime(
+            settings,
+            journal=journal,
             console=err,
             quiet=as_json or not err.is_terminal,
-        )
-        runtime = Runtime(
-            registry,
-            llm,
-            mode="react" if settings.get("mode") == "react" else "compiled",
-            max_replans=settings.get("max_replans", 2),
-            max_repairs=settings.get("max_repairs", 2),
-            tool_timeout=settings.get("tool_timeout", 60.0),
-            streaming=settings.get("streaming", True),
-            grammar=settings.get("grammar", True),
-            journal=journal,
-            settings=settings,
-            **recovery_options(settings, err),
         )
     except PlanweaveError as exc:
         err.print(f"[red]error:[/red] {exc}")

@@ -1,0 +1,209 @@
+"""How a run is set up: `RunSettings`, the typed record the journal keeps with every run, and
+building a run's tools, LLM and recovery policy from it (what `planweave runs resume` needs to
+continue a run the way it started).
+
+`to_dict()`/`from_dict()` are its one serialized form.  It never holds an API key: endpoints
+read theirs from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .errors import UserError
+from .executor import DEFAULT_TIMEOUT
+from .llm.base import LLM
+from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
+from .tools import ToolRegistry, load_tools
+
+__all__ = [
+    "LoadProgress",
+    "Mode",
+    "RecoveryName",
+    "RunSettings",
+    "load_tool_sets",
+    "make_llm",
+    "recovery_policy",
+]
+
+Mode = Literal["compiled", "react"]
+# "custom": a Recovery object built in Python, which settings cannot rebuild.
+RecoveryName = Literal["default", "none", "custom"]
+# The embedded model reports assembling and loading as (stage, done, total).
+LoadProgress = Callable[[str, int, int], None]
+
+# Where a failed tool call goes after the policy's own patterns (its retries).
+_FAILED_CALL = ("tool.permanent", "tool.crash", "tool.wrong_type", "tool.transient", "tool.timeout")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Everything needed to rebuild a run's runtime: its mode and limits, where its LLM is,
+    which tool sets it loaded, and how it recovers.
+
+    `tools` are tool set specs: `builtin` or MODULE:ATTR (empty: tools given in Python, which
+    settings cannot name); `files` is the folder the built-in `search_files` reads; `base_url`
+    is an OpenAI-compatible endpoint (none: the embedded model, or env PLANWEAVE_BASE_URL);
+    `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
+    `ask` add the Decompose and Escalate patterns for failed tool calls.  Invalid values raise
+    UserError naming the field.
+    """
+
+    mode: Mode = "compiled"
+    model: str | None = None
+    base_url: str | None = None
+    grammar: bool = True
+    grammar_field: str | None = None
+    tools: tuple[str, ...] = ("builtin",)
+    files: str | None = None
+    max_replans: int = 2
+    max_repairs: int = 2
+    tool_timeout: float = DEFAULT_TIMEOUT
+    streaming: bool = True
+    recovery: RecoveryName = "default"
+    decompose: bool = False
+    ask: bool = False
+    budget: Budget = field(default_factory=Budget)
+
+    def __post_init__(self) -> None:
+        _choice("mode", self.mode, get_args(Mode))
+        _choice("recovery", self.recovery, get_args(RecoveryName))
+        for name in ("model", "base_url", "grammar_field", "files"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise _invalid(name, "a string or null", value)
+        for name in ("grammar", "streaming", "decompose", "ask"):
+            if not isinstance(getattr(self, name), bool):
+                raise _invalid(name, "true or false", getattr(self, name))
+        if not isinstance(self.tools, tuple) or not all(isinstance(s, str) for s in self.tools):
+            raise _invalid("tools", "a tuple of tool set specs (strings)", self.tools)
+        for name in ("max_replans", "max_repairs"):
+            _count(name, getattr(self, name), at_least=0)
+        if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
+            raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
+        if not isinstance(self.budget, Budget):
+            raise _invalid("budget", "a Budget", self.budget)
+        for name in ("llm_calls", "tokens"):
+            if getattr(self.budget, name) is not None:
+                _count(f"budget.{name}", getattr(self.budget, name), at_least=0)
+        wall = self.budget.wall_s
+        if wall is not None and (not _is_number(wall) or not wall >= 0):
+            raise _invalid("budget.wall_s", "a number of seconds >= 0 or null", wall)
+        _count("budget.decomposition_depth", self.budget.decomposition_depth, at_least=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object the journal stores with the run."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["tools"] = list(self.tools)
+        data["budget"] = {f.name: getattr(self.budget, f.name) for f in fields(self.budget)}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSettings:
+        """Read `to_dict()`'s object, or the settings an older journal holds (the same keys,
+        any of them missing).  Unknown keys are ignored; a value of the wrong type raises
+        UserError naming the field."""
+        if not isinstance(data, Mapping):
+            raise UserError(f"run settings must be a JSON object, not {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        tools = values.get("tools")
+        if isinstance(tools, list):
+            values["tools"] = tuple(tools)
+        elif tools is None:
+            values.pop("tools", None)
+        if "budget" in values:
+            budget = values["budget"]
+            if budget is None:
+                del values["budget"]
+            elif isinstance(budget, Mapping):
+                limits = {f.name for f in fields(Budget)}
+                values["budget"] = Budget(**{k: v for k, v in budget.items() if k in limits})
+            else:
+                raise _invalid("budget", "an object of limits", budget)
+        return cls(**values)
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise _invalid(name, " or ".join(repr(a) for a in allowed), value)
+
+
+def _count(name: str, value: object, *, at_least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < at_least:
+        raise _invalid(name, f"an integer >= {at_least}", value)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _invalid(name: str, wanted: str, value: object) -> UserError:
+    return UserError(f"run settings: {name} must be {wanted}, not {value!r}")
+
+
+# ---------------------------------------------------------------------- building from settings
+
+
+def load_tool_sets(specs: tuple[str, ...] | list[str], files: str | Path | None) -> ToolRegistry:
+    """One registry of the named tool sets: `builtin` is planweave's own tools (`search_files`
+    reads `files`), anything else is MODULE:ATTR naming a tool, a list or a registry."""
+    if not specs:
+        raise UserError(
+            "the run's tools were given in Python, so its settings cannot name them: "
+            "give the tool sets (--tools)"
+        )
+    registry = ToolRegistry()
+    for spec in specs:
+        if spec == "builtin":
+            from .builtin import builtin_tools
+
+            registry.add(builtin_tools(None if files is None else Path(files)))
+        else:
+            registry.add(load_tools(spec))
+    return registry
+
+
+def make_llm(settings: RunSettings, *, progress: LoadProgress | None = None) -> LLM:
+    """The endpoint when one is configured (`base_url` or env PLANWEAVE_BASE_URL), else the
+    embedded model (`model`, env PLANWEAVE_MODEL or the default), not yet loaded; `progress`
+    hears how its loading goes."""
+    grammar_field = settings.grammar_field if settings.grammar else None
+    if settings.base_url or os.environ.get("PLANWEAVE_BASE_URL"):
+        from .llm.openai_compat import OpenAICompatible
+
+        return OpenAICompatible(
+            base_url=settings.base_url, model=settings.model, grammar_field=grammar_field
+        )
+    from .llm.local import LocalLLM
+    from .llm.models import DEFAULT_MODEL
+
+    name = settings.model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
+    return LocalLLM(name, grammar=settings.grammar, progress=progress)
+
+
+def recovery_policy(
+    settings: RunSettings, *, escalate: EscalationHandler | None = None
+) -> Recovery:
+    """The policy `settings.recovery` names, with Decompose (`decompose`) and Escalate (`ask`,
+    only when there is an `escalate` handler to ask through) tried last for a failed tool
+    call, after the policy's own retries."""
+    if settings.recovery == "custom":
+        raise UserError(
+            "the run's recovery policy was built in Python, so its settings cannot rebuild it: "
+            "construct the Runtime with recovery="
+        )
+    recovery = Recovery.default() if settings.recovery == "default" else Recovery.none()
+    last: list[Pattern] = []
+    if settings.decompose:
+        last.append(Decompose())
+    if settings.ask and escalate is not None:
+        last.append(Escalate())
+    if last:
+        for category in _FAILED_CALL:
+            recovery.on(category, *recovery.patterns(category), *last)
+    return recovery

@@ -1,0 +1,198 @@
+"""RunSettings: its one serialized form, reading older journals' settings, refusing bad values,
+and building a runtime from it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from planweave import (
+    Budget,
+    Decompose,
+    Escalate,
+    OpenAICompatible,
+    Recovery,
+    Retry,
+    RunSettings,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    UserError,
+)
+from planweave.settings import load_tool_sets, make_llm, recovery_policy
+
+# What `planweave run` wrote before RunSettings existed (the Runtime's keys merged with the
+# CLI's), for `--tools demo_tools:TOOLS --recovery none --max-llm-calls 5`.
+OLDER: dict[str, Any] = {
+    "mode": "compiled",
+    "model": "m",
+    "max_replans": 1,
+    "max_repairs": 2,
+    "tool_timeout": 60.0,
+    "streaming": False,
+    "grammar": True,
+    "tools": ["demo_tools:TOOLS"],
+    "files": None,
+    "base_url": "http://127.0.0.1:8080/v1",
+    "grammar_field": None,
+    "recovery": "none",
+    "decompose": False,
+    "ask": False,
+    "budget": {"llm_calls": 5, "tokens": None, "wall_s": None, "decomposition_depth": 2},
+}
+
+
+def test_round_trip() -> None:
+    settings = RunSettings(
+        mode="react",
+        model="qwen2.5-coder-1.5b",
+        grammar=False,
+        grammar_field="guided_grammar",
+        tools=("builtin", "demo_tools:TOOLS"),
+        files="/tmp/notes",
+        max_replans=0,
+        max_repairs=3,
+        tool_timeout=2.5,
+        streaming=False,
+        recovery="none",
+        decompose=True,
+        ask=True,
+        budget=Budget(llm_calls=5, tokens=900, wall_s=30.0, decomposition_depth=1),
+    )
+    data = settings.to_dict()
+    assert data["tools"] == ["builtin", "demo_tools:TOOLS"]
+    assert data["budget"] == {
+        "llm_calls": 5,
+        "tokens": 900,
+        "wall_s": 30.0,
+        "decomposition_depth": 1,
+    }
+    assert RunSettings.from_dict(data) == settings
+    assert RunSettings.from_dict(RunSettings().to_dict()) == RunSettings()
+
+
+def test_an_older_journals_settings_are_read() -> None:
+    settings = RunSettings.from_dict(OLDER)
+    assert settings.tools == ("demo_tools:TOOLS",)
+    assert settings.recovery == "none"
+    assert settings.streaming is False
+    assert settings.max_replans == 1
+    assert settings.budget == Budget(llm_calls=5)
+    assert settings.to_dict() == OLDER
+
+
+def test_missing_and_unknown_keys() -> None:
+    # A run recorded through the Python API held only the Runtime's own keys, and tags.
+    settings = RunSettings.from_dict({"mode": "react", "tag": "t1", "api_key": "sk-secret"})
+    assert settings == RunSettings(mode="react")
+    assert "api_key" not in settings.to_dict()
+    assert "tag" not in settings.to_dict()
+    assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings()
+    assert RunSettings.from_dict({"budget": {"tokens": 7, "later": 1}}).budget == Budget(tokens=7)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"mode": "fast"}, "mode"),
+        ({"recovery": "sometimes"}, "recovery"),
+        ({"max_replans": "2"}, "max_replans"),
+        ({"max_repairs": -1}, "max_repairs"),
+        ({"max_replans": True}, "max_replans"),
+        ({"tool_timeout": "60"}, "tool_timeout"),
+        ({"tool_timeout": 0}, "tool_timeout"),
+        ({"streaming": "yes"}, "streaming"),
+        ({"model": 3}, "model"),
+        ({"tools": "builtin"}, "tools"),
+        ({"tools": ["builtin", 1]}, "tools"),
+        ({"budget": 5}, "budget"),
+        ({"budget": {"llm_calls": "5"}}, "budget.llm_calls"),
+        ({"budget": {"wall_s": "soon"}}, "budget.wall_s"),
+        ({"budget": {"decomposition_depth": None}}, "budget.decomposition_depth"),
+    ],
+)
+def test_a_bad_value_is_a_user_error_naming_the_field(data: dict[str, Any], field: str) -> None:
+    with pytest.raises(UserError, match=rf"^run settings: {field} must be"):
+        RunSettings.from_dict(data)
+
+
+def test_not_an_object_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="JSON object"):
+        RunSettings.from_dict(["mode"])  # type: ignore[arg-type]
+
+
+def test_the_runtime_records_typed_settings_of_its_own_arguments() -> None:
+    llm = ScriptedLLM(Script.by_purpose(), model="m")  # the model's name is recorded
+    runtime = Runtime(
+        load_tool_sets(["demo_tools:TOOLS"], None),
+        llm,
+        mode="react",
+        max_replans=1,
+        tool_timeout=5.0,
+        budget=Budget(tokens=100),
+    )
+    assert runtime.settings == RunSettings(
+        mode="react",
+        model="m",
+        tools=(),  # Python objects: settings cannot name them
+        max_replans=1,
+        tool_timeout=5.0,
+        budget=Budget(tokens=100),
+    )
+    custom = Runtime(runtime.tools, llm, recovery=Recovery.none())
+    assert custom.settings.recovery == "custom"
+    with pytest.raises(UserError, match="recovery policy was built in Python"):
+        recovery_policy(custom.settings)
+    with pytest.raises(UserError, match="tools were given in Python"):
+        Runtime.from_settings(runtime.settings, llm=llm)
+
+
+def test_from_settings_builds_what_the_settings_describe() -> None:
+    settings = dataclasses.replace(
+        RunSettings.from_dict(OLDER), model=None, decompose=True, ask=True
+    )
+    llm = ScriptedLLM(Script.by_purpose(), model="scripted")
+
+    async def nobody(question: Any) -> Any:
+        return ("fail", None)
+
+    runtime = Runtime.from_settings(settings, llm=llm, escalate=nobody)
+    assert runtime.llm is llm
+    assert list(runtime.tools) == ["population", "area", "facts", "divide", "echo"]
+    assert runtime.streaming is False
+    assert runtime.max_replans == 1
+    assert runtime.budget == Budget(llm_calls=5)
+    assert runtime.escalate is nobody
+    # `none` policy: no retries; decompose and ask come last for a failed tool call.
+    patterns = runtime.recovery.patterns("tool.transient")
+    assert not any(isinstance(p, Retry) for p in patterns)
+    assert [type(p) for p in patterns] == [Decompose, Escalate]
+    assert runtime.settings == dataclasses.replace(settings, model="scripted")
+
+    # Without a handler to ask through, nobody is asked.
+    quiet = Runtime.from_settings(settings, llm=llm)
+    assert [type(p) for p in quiet.recovery.patterns("tool.permanent")] == [Decompose]
+
+
+def test_recovery_default_keeps_its_retries_before_decompose() -> None:
+    policy = recovery_policy(RunSettings(decompose=True))
+    retry, decompose = policy.patterns("tool.transient")
+    assert isinstance(retry, Retry)
+    assert isinstance(decompose, Decompose)
+    assert recovery_policy(RunSettings()).patterns("tool.permanent") == ()
+
+
+def test_make_llm_for_an_endpoint_keeps_the_key_out_of_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PLANWEAVE_API_KEY", "sk-secret")
+    settings = RunSettings(
+        base_url="http://127.0.0.1:9/v1", model="m", grammar_field="grammar", grammar=False
+    )
+    llm = make_llm(settings)
+    assert isinstance(llm, OpenAICompatible)
+    assert (llm.base_url, llm.model) == ("http://127.0.0.1:9/v1", "m")
+    assert llm.grammar_field is None  # no grammars without `grammar`
+    assert "sk-secret" not in repr(Runtime.from_settings(settings, llm=llm).settings.to_dict())
