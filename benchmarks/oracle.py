@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from planweave.llm.base import Message, Purpose
 from planweave.llm.scripted import Reply, Script, ScriptedServer
+from planweave.prompts import purpose_of
 
 from .native import NATIVE_HEAD
 from .peers.dialects import peer_text
@@ -128,4 +129,4 @@ class Oracle:
         return self.reply(self.react_text(q, messages))
 
     def server(self) -> ScriptedServer:
-        return ScriptedServer(Script.routed(self.respond), model="oracle")
+        return ScriptedServer(Script.routed(self.respond), model="oracle", guess=purpose_of)

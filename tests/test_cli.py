@@ -249,3 +249,17 @@ def test_an_unusable_default_journal_is_a_warning_not_a_failure(
     explicit = planweave("run", "q", *args, "--db", str(tmp_path / "planweave" / "runs.db"))
     assert explicit.returncode == 2
     assert "not a usable planweave journal" in explicit.stderr
+
+
+def test_runs_show_json_is_the_run_json_field_for_field(server: ScriptedServer) -> None:
+    ran = planweave(
+        "run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
+        "--model", "m", "--json",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    reported = json.loads(ran.stdout)
+    shown_proc = planweave("runs", "show", reported["id"], "--json")
+    assert shown_proc.returncode == 0, shown_proc.stderr
+    shown = json.loads(shown_proc.stdout)
+    assert {key: shown[key] for key in reported} == reported
+    assert {"created", "sessions", "settings", "llm_calls"} <= set(shown) - set(reported)

@@ -34,7 +34,7 @@ LOOKS_LIKE_JOINER = [Message("system", f"{JOINER_HEAD}\n(custom)"), Message("use
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     script = Script.by_purpose(planner=["the planner's reply"], joiner=["the joiner's reply"])
-    with ScriptedServer(script) as srv:
+    with ScriptedServer(script, guess=purpose_of) as srv:
         yield srv
 
 

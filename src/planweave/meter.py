@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
+from typing import Any
 
 import anyio
 
@@ -115,19 +116,13 @@ class MeteredLLM:
         finally:
             text = "".join(parts)
             used = usage[-1] if usage else estimate_usage(request.messages, text)
-            self.usage.prompt_tokens += used.prompt_tokens
-            self.usage.completion_tokens += used.completion_tokens
-            self.bus.emit(
-                LLMCallFinished(
-                    call=call,
-                    purpose=purpose,
-                    model=model,
-                    prompt_tokens=used.prompt_tokens,
-                    completion_tokens=used.completion_tokens,
-                    duration=time.monotonic() - started,
-                    text=text,
-                    error=error.to_dict() if error is not None else None,
-                )
+            self._finished(
+                call,
+                purpose,
+                used,
+                time.monotonic() - started,
+                text,
+                error=error.to_dict() if error is not None else None,
             )
 
     async def _sent(
@@ -167,18 +162,34 @@ class MeteredLLM:
     def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
         model = self.llm.model
         self.bus.emit(LLMCallStarted(call=call, purpose=purpose, model=model, replayed=True))
-        self.usage.prompt_tokens += recorded.prompt_tokens
-        self.usage.completion_tokens += recorded.completion_tokens
+        used = Usage(recorded.prompt_tokens, recorded.completion_tokens)
+        self._finished(call, purpose, used, recorded.duration, recorded.text, replayed=True)
+
+    def _finished(
+        self,
+        call: int,
+        purpose: Purpose,
+        used: Usage,
+        duration: float,
+        text: str,
+        *,
+        error: dict[str, Any] | None = None,
+        replayed: bool = False,
+    ) -> None:
+        """Count a call's tokens into the run's usage and report the call as finished."""
+        self.usage.prompt_tokens += used.prompt_tokens
+        self.usage.completion_tokens += used.completion_tokens
         self.bus.emit(
             LLMCallFinished(
                 call=call,
                 purpose=purpose,
-                model=model,
-                prompt_tokens=recorded.prompt_tokens,
-                completion_tokens=recorded.completion_tokens,
-                duration=recorded.duration,
-                text=recorded.text,
-                replayed=True,
+                model=self.llm.model,
+                prompt_tokens=used.prompt_tokens,
+                completion_tokens=used.completion_tokens,
+                duration=duration,
+                text=text,
+                error=error,
+                replayed=replayed,
             )
         )
 

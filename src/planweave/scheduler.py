@@ -39,6 +39,17 @@ if TYPE_CHECKING:
 __all__ = ["Scheduler"]
 
 
+def _ended(rec: TaskRecord) -> dict[str, Any]:
+    """The fields every task-ending event copies from the task's record."""
+    return {
+        "task_id": rec.task.id,
+        "tool": rec.task.tool,
+        "start": rec.start,
+        "end": rec.end,
+        "attempts": rec.attempts,
+    }
+
+
 def _locate(err: TaskError, rec: TaskRecord) -> None:
     """Name where in the plan a failure comes from."""
     task = rec.task
@@ -257,11 +268,7 @@ class Scheduler:
         # Subscribers (a journal) see the result before any dependent starts.
         self.bus.emit(
             TaskFinished(
-                task_id=rec.task.id,
-                tool=rec.task.tool,
-                start=rec.start,
-                end=rec.end,
-                attempts=rec.attempts,
+                **_ended(rec),
                 duration=rec.duration,
                 result=result,
                 stored=stored,
@@ -280,11 +287,7 @@ class Scheduler:
         rec.error = err
         self.bus.emit(
             TaskFailed(
-                task_id=rec.task.id,
-                tool=rec.task.tool,
-                start=rec.start,
-                end=rec.end,
-                attempts=rec.attempts,
+                **_ended(rec),
                 duration=rec.duration,
                 error=err.to_dict(),
                 reused=rec.reused,
@@ -319,12 +322,4 @@ class Scheduler:
         if rec.start is not None:
             rec.end = self.bus.now()
         rec.status = TaskStatus.CANCELLED
-        self.bus.emit(
-            TaskCancelled(
-                task_id=rec.task.id,
-                tool=rec.task.tool,
-                start=rec.start,
-                end=rec.end,
-                attempts=rec.attempts,
-            )
-        )
+        self.bus.emit(TaskCancelled(**_ended(rec)))

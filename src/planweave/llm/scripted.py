@@ -15,13 +15,25 @@ import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
 
 from ..errors import LLMError, LLMRateLimitError, LLMStreamError, UserError
-from ..prompts import purpose_of
-from .base import LLM, PURPOSE_HEADER, Delta, LLMRequest, Message, Purpose, estimate_usage
+from .base import (
+    LLM,
+    PURPOSE_HEADER,
+    Delta,
+    LLMRequest,
+    Message,
+    Purpose,
+    Usage,
+    estimate_usage,
+)
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 __all__ = ["Reply", "Script", "ScriptedLLM", "ScriptedServer"]
 
@@ -150,10 +162,73 @@ class ScriptedLLM(LLM):
         yield Delta(usage=estimate_usage(request.messages, "".join(sent)))
 
 
-def _purpose(header: str | None, messages: list[Message]) -> Purpose:
-    """The purpose a request was sent with; told from the prompt text only for clients that
-    send no purpose header (other runtimes pointed at the same server)."""
-    return _PURPOSES.get(header or "") or purpose_of(messages)
+def _no_guess(messages: list[Message]) -> Purpose:
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The parts every response to one request shares, and the two forms of that response."""
+
+    ident: str
+    created: int
+    model: str
+    usage: Usage
+
+    def _usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "total_tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+        }
+
+    def completion(self, reply: Reply) -> dict[str, Any]:
+        """A whole `chat.completion`, with native tool calls when the reply has them."""
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+                for i, (name, arguments) in enumerate(reply.tool_calls)
+            ]
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        return {
+            "id": self.ident,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": self._usage(),
+        }
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": self.ident,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    async def stream(self, reply: Reply, include_usage: bool) -> AsyncIterator[bytes]:
+        """The reply as server-sent `chat.completion.chunk` events, paced as scripted."""
+        if reply.ttft:
+            await asyncio.sleep(reply.ttft)
+        yield _sse(self._chunk({"role": "assistant", "content": ""}))
+        for i, piece in enumerate(reply.chunks()):
+            if i and reply.delay:
+                await asyncio.sleep(reply.delay)
+            yield _sse(self._chunk({"content": piece}))
+        if reply.cut_after is not None:
+            # Drop the connection mid-response, as a crashed server would.
+            raise ConnectionAbortedError("scripted cut-off")
+        yield _sse(self._chunk({}, "stop"))
+        if include_usage:
+            yield _sse(self._chunk({}) | {"choices": [], "usage": self._usage()})
+        yield _sse("[DONE]")
 
 
 def _sse(data: dict[str, Any] | str) -> bytes:
@@ -174,12 +249,14 @@ class ScriptedServer:
         *,
         model: str = "scripted",
         host: str = "127.0.0.1",
+        guess: Callable[[list[Message]], Purpose] = _no_guess,
     ) -> None:
+        """`guess` tells a request's purpose from its messages for clients that send no
+        purpose header (other runtimes pointed at the same server; planweave's own requests
+        carry it): `planweave.prompts.purpose_of` knows planweave's prompts."""
         try:
             import uvicorn
             from starlette.applications import Starlette
-            from starlette.requests import Request
-            from starlette.responses import JSONResponse, Response, StreamingResponse
             from starlette.routing import Route
         except ImportError as exc:
             raise UserError(
@@ -187,109 +264,50 @@ class ScriptedServer:
             ) from exc
         self.script = script if isinstance(script, Script) else Script(script)
         self.model = model
+        self.guess = guess
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        script_ref = self.script
-        bodies, headers_seen = self.bodies, self.headers
-
-        async def completions(request: Request) -> Response:
-            body = await request.json()
-            bodies.append(body)
-            headers_seen.append(dict(request.headers))
-            messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
-            try:
-                purpose = _purpose(request.headers.get(PURPOSE_HEADER), messages)
-                reply = script_ref.reply(messages, purpose)
-            except UserError as exc:
-                return JSONResponse({"error": {"message": str(exc), "type": "script"}}, 500)
-            if reply.status != 200:
-                headers = {}
-                if reply.retry_after is not None:
-                    headers["retry-after"] = str(reply.retry_after)
-                return JSONResponse(
-                    {"error": {"message": f"scripted error {reply.status}", "type": "scripted"}},
-                    reply.status,
-                    headers=headers,
-                )
-            created = int(time.time())
-            ident = f"chatcmpl-scripted-{len(script_ref.requests)}"
-            model_name = body.get("model", model)
-            usage = estimate_usage(messages, reply.text)
-            if not body.get("stream"):
-                await asyncio.sleep(reply.duration())
-                message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-                if reply.tool_calls:
-                    message["tool_calls"] = [
-                        {
-                            "id": f"call_{i}",
-                            "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)},
-                        }
-                        for i, (name, arguments) in enumerate(reply.tool_calls)
-                    ]
-                return JSONResponse(
-                    {
-                        "id": ident,
-                        "object": "chat.completion",
-                        "created": created,
-                        "model": model_name,
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": message,
-                                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": usage.prompt_tokens,
-                            "completion_tokens": usage.completion_tokens,
-                            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                        },
-                    }
-                )
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-
-            def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-                return {
-                    "id": ident,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model_name,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                }
-
-            async def events() -> AsyncIterator[bytes]:
-                if reply.ttft:
-                    await asyncio.sleep(reply.ttft)
-                yield _sse(chunk({"role": "assistant", "content": ""}))
-                for i, piece in enumerate(reply.chunks()):
-                    if i and reply.delay:
-                        await asyncio.sleep(reply.delay)
-                    yield _sse(chunk({"content": piece}))
-                if reply.cut_after is not None:
-                    # Drop the connection mid-response, as a crashed server would.
-                    raise ConnectionAbortedError("scripted cut-off")
-                yield _sse(chunk({}, "stop"))
-                if include_usage:
-                    final = chunk({})
-                    final["choices"] = []
-                    final["usage"] = {
-                        "prompt_tokens": usage.prompt_tokens,
-                        "completion_tokens": usage.completion_tokens,
-                        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                    }
-                    yield _sse(final)
-                yield _sse("[DONE]")
-
-            return StreamingResponse(events(), media_type="text/event-stream")
-
-        app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+        app = Starlette(routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])])
         config = uvicorn.Config(
             app, host=host, port=0, log_level="critical", lifespan="off", ws="none", http="h11"
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self.base_url = ""
+
+    async def _completions(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        body = await request.json()
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
+        messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
+        try:
+            purpose = _PURPOSES.get(request.headers.get(PURPOSE_HEADER) or "")
+            purpose = purpose or self.guess(messages)
+            reply = self.script.reply(messages, purpose)
+        except UserError as exc:
+            return JSONResponse({"error": {"message": str(exc), "type": "script"}}, 500)
+        if reply.status != 200:
+            headers = {}
+            if reply.retry_after is not None:
+                headers["retry-after"] = str(reply.retry_after)
+            return JSONResponse(
+                {"error": {"message": f"scripted error {reply.status}", "type": "scripted"}},
+                reply.status,
+                headers=headers,
+            )
+        shape = _Shape(
+            ident=f"chatcmpl-scripted-{len(self.script.requests)}",
+            created=int(time.time()),
+            model=body.get("model", self.model),
+            usage=estimate_usage(messages, reply.text),
+        )
+        if not body.get("stream"):
+            await asyncio.sleep(reply.duration())
+            return JSONResponse(shape.completion(reply))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return StreamingResponse(shape.stream(reply, include_usage), media_type="text/event-stream")
 
     @property
     def requests(self) -> list[list[Message]]:
