@@ -167,6 +167,29 @@ class Runtime:
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
         self.streaming = streaming
+        self.subscribers = list(subscribers or ())
+        self.recovery = recovery if recovery is not None else Recovery.default()
+        self.budget = budget or Budget()
+        self.escalate = escalate
+        self._modes(examples, max_repairs, react_max_steps, grammar)
+        self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
+        self.settings = RunSettings(
+            mode=mode,
+            model=llm.model,
+            grammar=grammar,
+            tools=(),
+            max_replans=max_replans,
+            max_repairs=max_repairs,
+            tool_timeout=tool_timeout,
+            streaming=streaming,
+            recovery="default" if recovery is None else "custom",
+            budget=self.budget,
+        )
+
+    def _modes(
+        self, examples: str | None, max_repairs: int, react_max_steps: int, grammar: bool
+    ) -> None:
+        """The compiled mode (planner, joiner) and the ReAct mode over this runtime's tools."""
         # Grammars are plain text; backends that cannot constrain decoding ignore them.
         self.planner = Planner(
             self.tools,
@@ -180,31 +203,14 @@ class Runtime:
             max_steps=react_max_steps,
             grammar=react_grammar(self.tools) if grammar else None,
         )
-        self.subscribers = list(subscribers or ())
-        self.recovery = recovery if recovery is not None else Recovery.default()
-        self.budget = budget or Budget()
-        self.escalate = escalate
         self.compiled = Compiled(
             self.tools,
             self.planner,
             self.joiner,
-            max_replans=max_replans,
-            streaming=streaming,
+            max_replans=self.max_replans,
+            streaming=self.streaming,
             # A plan that breaks off mid-stream is continued when a recovery rule says so.
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
-        )
-        self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
-        self.settings = RunSettings(
-            mode=mode,
-            model=llm.model,
-            grammar=grammar,
-            tools=(),
-            max_replans=max_replans,
-            max_repairs=max_repairs,
-            tool_timeout=tool_timeout,
-            streaming=streaming,
-            recovery="default" if recovery is None else "custom",
-            budget=self.budget,
         )
 
     @classmethod

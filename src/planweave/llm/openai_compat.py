@@ -110,7 +110,8 @@ class OpenAICompatible(LLM):
         if client is not None:
             await client.close()
 
-    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+    def _arguments(self, request: LLMRequest) -> dict[str, Any]:
+        """The SDK's `chat.completions.create` arguments for `request`, streaming."""
         body = dict(self.extra_body)
         if request.grammar is not None and self.grammar_field:
             body[self.grammar_field] = request.grammar
@@ -129,6 +130,10 @@ class OpenAICompatible(LLM):
             kwargs["max_tokens"] = request.max_tokens
         if body:
             kwargs["extra_body"] = body
+        return kwargs
+
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+        kwargs = self._arguments(request)
         received = False
         finished = False
         if self._client is None:
