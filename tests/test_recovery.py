@@ -13,9 +13,11 @@ import pytest
 from planweave import (
     Budget,
     BudgetExceeded,
+    CallAgain,
     Decompose,
     Escalate,
     Escalation,
+    Fail,
     Failure,
     Fallback,
     OpenAICompatible,
@@ -536,3 +538,78 @@ def test_the_journal_shows_the_run_exactly_as_the_run_reported_it(
         assert reported["tasks"][0]["recovery"][0]["answer"] == "retry"
     if name == "fail-with-partial":
         assert reported["partial"] == 'lookup("a") = 2'
+
+
+# ---------------------------------------------------------------------- patterns that misbehave
+
+
+@dataclass(frozen=True)
+class Broken(Pattern):
+    """A user's pattern with a bug in it, in one of several ways."""
+
+    how: str
+
+    async def handle(self, failure: Failure) -> object:
+        if self.how == "raises":
+            raise ValueError("oops")
+        if self.how == "nonsense":
+            return "retry please"
+        if self.how == "unknown tool":
+            return CallAgain(tool="nonexistent")
+        if self.how == "foreign error":
+            return Fail(ValueError("not a task error"))  # type: ignore[arg-type]
+        if self.how == "forever":
+            return CallAgain()
+        return UseResult("not an int")  # wrong type for total() -> int
+
+
+@pytest.mark.parametrize("how", ["raises", "nonsense", "unknown tool", "foreign error"])
+def test_a_broken_pattern_is_a_user_error_and_the_run_is_still_closed(
+    how: str, tmp_path: Path
+) -> None:
+    journal = Journal(tmp_path / "runs.db")
+    finished: list[object] = []
+    runtime, _ = run(
+        [plan('lookup("a")', 'total(["a"])')],
+        [finish("?")],
+        recovery=Recovery().on("tool.permanent", Broken(how)),
+        journal=journal,
+        subscribers=[lambda e: finished.append(e) if e.kind == "run_finished" else None],
+    )
+    with pytest.raises(UserError, match="Broken"):
+        runtime.run("q")
+    assert len(finished) == 1
+    (shown,) = journal.runs()
+    assert shown["status"] == "failed"
+    full = journal.show(shown["id"])
+    assert full["tasks"][0]["status"] == "done"  # the finished result is kept
+    assert full["tasks"][0]["result"] == 2
+
+
+def test_a_pattern_that_always_calls_again_is_bounded() -> None:
+    recovery = Recovery(max_calls=5).on("tool.permanent", Broken("forever"))
+    runtime, _ = run([plan('total(["a"])')], [finish("?")], recovery=recovery)
+    result = runtime.run("q")
+    assert CALLS["total"] == 5
+    assert result.tasks[0].attempts == 5
+    assert result.tasks[0].status is TaskStatus.FAILED
+
+
+def test_a_result_a_pattern_supplies_is_checked_like_the_tools_own() -> None:
+    recovery = Recovery().on("tool.permanent", Broken("wrong type"))
+    runtime, _ = run([plan('total(["a"])', "add($1, 1)")], [finish("?")], recovery=recovery)
+    result = runtime.run("q")
+    assert isinstance(result.tasks[0].error, ToolOutputError)  # blamed on the task itself
+    assert result.tasks[1].status is TaskStatus.SKIPPED
+
+
+def test_rules_that_could_never_act_are_refused() -> None:
+    with pytest.raises(UserError, match="matches LLM failure classes"):
+        Recovery.default().on("*", FromCache({}))
+    with pytest.raises(UserError, match=r"no failure class 'tool\.dependency'"):
+        Recovery().on("tool.dependency", Retry(2))
+    with pytest.raises(UserError, match="never retries"):
+        Retry(1)
+    with pytest.raises(UserError, match="name of the tool"):
+        Fallback("")
+    Recovery.default().on("*", Retry(2))  # retrying is fine for every class

@@ -70,8 +70,9 @@ class Executor:
             err.arguments = format_args(task.args, task.kwargs)
             raise
 
-    def _checked(self, task: Task, tool: Tool, arguments: Mapping[str, Any], result: Any) -> Any:
-        """The result, if it is of the tool's declared type and not too large."""
+    def checked(self, task: Task, tool: Tool, arguments: Mapping[str, Any], result: Any) -> Any:
+        """The result, if it is of the tool's declared type and not too large; a result that
+        recovery supplies instead of the tool's is held to the same rules."""
         if isinstance(result, str | bytes) and len(result) > self.max_output_chars:
             raise ToolOutputTooLarge(
                 f"returned {len(result):,} characters; at most {self.max_output_chars:,} are "
@@ -146,7 +147,7 @@ class Executor:
                 arguments=_shown(arguments),
                 cause=type(exc).__name__,
             ) from exc
-        return self._checked(task, tool, arguments, result)
+        return self.checked(task, tool, arguments, result)
 
 
 def _error_class(exc: Exception) -> type[TaskError]:

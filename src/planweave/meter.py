@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from .errors import BudgetExceeded, LLMError, LLMRateLimitError
+from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled
 from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
 from .records import LLMUsage, Replay
@@ -105,13 +105,17 @@ class MeteredLLM:
         started = time.monotonic()
         parts: list[str] = []
         usage: list[Usage] = []
-        error: LLMError | None = None
+        error: dict[str, Any] | None = None
         try:
             async with aclosing(self._sent(request, call, parts, usage)) as texts:
                 async for text in texts:
                     yield text
         except LLMError as exc:
-            error = exc
+            error = exc.to_dict()
+            raise
+        except anyio.get_cancelled_exc_class():
+            # Cut short by the run's cancellation: not a response to replay on resume.
+            error = RunCancelled("the call was cancelled with its run").to_dict()
             raise
         finally:
             text = "".join(parts)
@@ -122,7 +126,7 @@ class MeteredLLM:
                 used,
                 time.monotonic() - started,
                 text,
-                error=error.to_dict() if error is not None else None,
+                error=error,
             )
 
     async def _sent(

@@ -16,11 +16,12 @@ from typing import Any
 
 import anyio
 
-from .errors import TaskError
+from .errors import TaskError, UserError
 from .events import EventBus, TaskRecovery
 from .executor import Executor
 from .records import TaskRecord
 from .recovery import (
+    Action,
     CallAgain,
     EscalationHandler,
     Fail,
@@ -100,10 +101,12 @@ class TaskRecoverer:
                 pattern, action = await self._decide(state)
                 if pattern is None or action is None:
                     raise
+                if isinstance(action, CallAgain) and rec.attempts >= self.recovery.max_calls:
+                    raise  # the bound holds whatever the patterns say
                 self._acted(rec, tool, pattern, state.category, err.message, **action.detail)
                 state.acted.add(pattern.name)
                 if isinstance(action, UseResult):
-                    return action.value
+                    return self._supplied(rec, tool, arguments, action.value)
                 if isinstance(action, Fail):
                     if action.error is not None:
                         raise action.error from err
@@ -117,6 +120,12 @@ class TaskRecoverer:
                 rec.attempts += 1
                 if action.delay > 0:
                     await anyio.sleep(action.delay)
+
+    def _supplied(
+        self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any], value: Any
+    ) -> Any:
+        """A result a pattern supplies, held to the rules for the task's own tool's results."""
+        return self.executor.checked(rec.task, self.tools[rec.task.tool], arguments, value)
 
     def _failure(
         self,
@@ -157,14 +166,23 @@ class TaskRecoverer:
             escalate=self.escalate,
         )
 
-    async def _decide(
-        self, failure: Failure
-    ) -> tuple[Pattern | None, CallAgain | UseResult | Fail | None]:
-        """The first configured pattern that acts on `failure`, and what it decided."""
+    async def _decide(self, failure: Failure) -> tuple[Pattern | None, Action | None]:
+        """The first configured pattern that acts on `failure`, and what it decided.  A pattern
+        that fails or answers nonsense is a bug in it: a UserError naming it."""
         for pattern in self.recovery.patterns(failure.category, failure.tool.name):
-            action = await pattern.handle(failure)
-            if action is not None:
-                return pattern, action
+            try:
+                action = await pattern.handle(failure)
+            except (TaskError, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as exc:
+                raise UserError(
+                    f"the recovery pattern {pattern!r} failed on task {failure.task_id}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            if action is None:
+                continue
+            _check_action(pattern, action, self.tools)
+            return pattern, action
         return None, None
 
     def _acted(
@@ -187,6 +205,29 @@ class TaskRecoverer:
         )
         rec.recovery.append(event.record())
         self.bus.emit(event)
+
+
+def _check_action(pattern: Pattern, action: object, tools: ToolRegistry) -> None:
+    if not isinstance(action, CallAgain | UseResult | Fail):
+        raise UserError(
+            f"the recovery pattern {pattern!r} returned {action!r}; handle() returns None, "
+            "CallAgain, UseResult or Fail"
+        )
+    if not isinstance(action.detail, dict):
+        raise UserError(f"the recovery pattern {pattern!r} gave a detail that is not a dict")
+    if isinstance(action, CallAgain):
+        if action.tool is not None and action.tool not in tools:
+            raise UserError(
+                f"the recovery pattern {pattern!r} asked to call {action.tool!r}, which is not "
+                f"a tool of this runtime ({', '.join(sorted(tools))})"
+            )
+        if not action.delay >= 0:
+            raise UserError(f"the recovery pattern {pattern!r} asked for a delay of {action.delay}")
+    if isinstance(action, Fail) and not isinstance(action.error, TaskError | None):
+        raise UserError(
+            f"the recovery pattern {pattern!r} failed the task with {action.error!r}; "
+            "Fail(error=...) takes a planweave TaskError"
+        )
 
 
 def _ballot(value: Any) -> str:

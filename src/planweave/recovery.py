@@ -239,6 +239,15 @@ class Retry(Pattern):
     jitter: float = 0.25
     side_effects: bool = False
 
+    def __post_init__(self) -> None:
+        if self.attempts < 2:
+            raise UserError(
+                f"Retry(attempts={self.attempts}) never retries: attempts counts "
+                "every call, the first included, so it must be at least 2"
+            )
+        if self.base < 0 or self.max_delay < 0 or not 0 <= self.jitter <= 1:
+            raise UserError("Retry needs base >= 0, max_delay >= 0 and 0 <= jitter <= 1")
+
     def delay(self, retry: int, rng: random.Random, at_least: float | None = None) -> float:
         """Seconds before retry number `retry` (0-based); a server's Retry-After (`at_least`)
         replaces the backoff, plus up to `jitter` of it so that clients do not return at once."""
@@ -261,6 +270,10 @@ class Fallback(Pattern):
     """Call `tool` with the same arguments instead."""
 
     tool: str
+
+    def __post_init__(self) -> None:
+        if not self.tool:
+            raise UserError("Fallback needs the name of the tool to call instead")
 
     async def handle(self, failure: Failure) -> Action | None:
         if self.tool in failure.tried or self.tool not in failure.tools:
@@ -385,7 +398,10 @@ class Budget:
 
 # ---------------------------------------------------------------------- the registry
 
-TOOL_CLASSES = sorted({name for _, name in _CLASSES if name.startswith("tool.")})
+# A task whose dependency failed is skipped, never called: no pattern can act on it.
+TOOL_CLASSES = sorted(
+    {name for _, name in _CLASSES if name.startswith("tool.")} - {"tool.dependency"}
+)
 LLM_CLASSES = sorted({name for _, name in _CLASSES if name.startswith("llm.")})
 
 
@@ -424,8 +440,11 @@ def _check_rule(category: str, patterns: tuple[Pattern, ...]) -> None:
             f"no failure class {category!r} is handled by patterns; tool classes: "
             f"{', '.join(TOOL_CLASSES)}; LLM classes (Retry only): {', '.join(LLM_CLASSES)}"
         )
-    if llm_match and not tool_match and any(not isinstance(p, Retry) for p in patterns):
-        raise UserError(f"LLM failures ({category}) can only be retried: use Retry(...)")
+    if llm_match and any(not isinstance(p, Retry) for p in patterns):
+        raise UserError(
+            f"{category!r} matches LLM failure classes, which can only be retried: use "
+            "Retry(...) for them, and a pattern such as 'tool.*' for the others"
+        )
 
 
 @dataclass(slots=True)
@@ -436,6 +455,8 @@ class Recovery:
     rules: list[_Rule] = field(default_factory=list)
     seed: int | None = None
     votes: dict[str, Vote] = field(default_factory=dict)
+    # However the patterns decide, a task's tool is called at most this often.
+    max_calls: int = 20
 
     @classmethod
     def default(cls) -> Recovery:

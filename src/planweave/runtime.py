@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -98,16 +99,24 @@ class RunResult:
 
 def _run_error(exc: RunError | BaseExceptionGroup[BaseException]) -> RunError:
     """The run error that ended a run; task groups wrap what their bodies raise, and a run
-    error stays a run error.  Anything else (a bug) propagates."""
+    error stays a run error.  Anything else (a bug) propagates, unwrapped when it is alone."""
     if isinstance(exc, RunError):
         return exc
     errors, rest = exc.split(RunError)
-    if errors is None or rest is not None:
+    if rest is not None:
+        leaves = _leaves(rest)
+        if len(leaves) == 1:
+            raise leaves[0] from exc
         raise exc
-    error: RunError | BaseExceptionGroup[RunError] = errors
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
+    assert errors is not None
+    return _leaves(errors)[0]  # type: ignore[return-value]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
 
 
 class RunFailed(RunError):
@@ -251,6 +260,7 @@ class Runtime:
 
     def run(self, question: str, *, mode: Mode | None = None) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
+        _not_in_async("run", "arun")
 
         async def once() -> RunResult:
             try:
@@ -280,6 +290,7 @@ class Runtime:
 
     def resume(self, run_id: str, *, decisions: Decisions | None = None) -> RunResult:
         """Continue a journaled run (blocking).  See `aresume`."""
+        _not_in_async("resume", "aresume")
 
         async def once() -> RunResult:
             try:
@@ -401,15 +412,35 @@ class Runtime:
             if cancelled():
                 result.status = "cancelled"
                 result.error = RunCancelled("cancelled on request", run_id=run_id)
-        except (RunError, BaseExceptionGroup) as exc:
-            result.error = _run_error(exc)
-            result.error.run_id = run_id
         except anyio.get_cancelled_exc_class():
             result.status = "cancelled"
             self._finish(result, scheduler, bus)
             raise
+        except (RunError, BaseExceptionGroup) as exc:
+            result.error = self._run_error(exc, result, scheduler, bus)
+            result.error.run_id = run_id
+        except Exception as exc:
+            # A bug (in planweave or in a user's tool or pattern) propagates, but the run's
+            # record is closed first: every finished result stays recorded.
+            self._finish(result, scheduler, bus, crash=exc)
+            raise
         self._finish(result, scheduler, bus)
         return result
+
+    def _run_error(
+        self,
+        exc: RunError | BaseExceptionGroup[BaseException],
+        result: RunResult,
+        scheduler: Scheduler,
+        bus: EventBus,
+    ) -> RunError:
+        """The run error that ended a run (task groups wrap what their bodies raise); anything
+        else is a bug, raised unwrapped once the run's record is closed."""
+        try:
+            return _run_error(exc)
+        except BaseException as bug:
+            self._finish(result, scheduler, bus, crash=bug)
+            raise
 
     def _recorder(
         self, run_id: str, question: str, mode: Mode, resume: ResumeState | None
@@ -479,7 +510,14 @@ class Runtime:
             recorded=recorded,
         )
 
-    def _finish(self, result: RunResult, scheduler: Scheduler, bus: EventBus) -> None:
+    def _finish(
+        self,
+        result: RunResult,
+        scheduler: Scheduler,
+        bus: EventBus,
+        *,
+        crash: BaseException | None = None,
+    ) -> None:
         result.tasks = list(scheduler.records.values())
         result.wall_s = bus.now()
         result.replans = sum(isinstance(e, ReplanEvent) for e in bus.events)
@@ -489,7 +527,7 @@ class Runtime:
             RunFinished(
                 status=result.status,
                 answer=result.answer,
-                error=None if result.error is None else result.error.report(),
+                error=_report(result.error, crash),
                 wall_s=round(result.wall_s, 6),
                 llm=result.llm.to_dict(),
                 replans=result.replans,
@@ -497,6 +535,24 @@ class Runtime:
             )
         )
         result.events = bus.events
+
+
+def _not_in_async(blocking: str, awaitable: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UserError(
+        f"Runtime.{blocking}() blocks and cannot run inside async code; "
+        f"use `await runtime.{awaitable}(...)` there"
+    )
+
+
+def _report(error: RunError | None, crash: BaseException | None) -> dict[str, Any] | None:
+    if crash is not None:
+        text = f"{type(crash).__name__}: {crash}"
+        return {"type": type(crash).__name__, "message": str(crash), "text": text}
+    return None if error is None else error.report()
 
 
 def _opening(run_id: str, question: str, mode: Mode, resume: ResumeState | None) -> Event:
