@@ -285,3 +285,30 @@ def test_a_key_given_in_python_is_redacted_too(
     assert key not in str(result.error)
     assert key not in json.dumps(result.to_dict())
     assert key not in json.dumps(Journal(tmp_path / "runs.db").show(result.run_id))
+
+
+def test_the_cli_deadline_is_kept_for_resume(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
+    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    script = Script.by_purpose(planner=[Reply(PLAN, ttft=3)])
+    with ScriptedServer(script) as server:
+        command = [sys.executable, "-m", "planweave", "run", "q", "-t", "demo_tools:TOOLS"]
+        command += ["--base-url", server.base_url, "--model", "m", "--db", str(db), "--json"]
+        command += ["--recovery", "none", "--llm-first-token-timeout", "0.4"]
+        proc = subprocess.run(command, capture_output=True, text=True, env=environ, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["error"]["type"] == "LLMTimeout"
+    assert data["error"]["limit"] == "first_token"
+    settings = Journal(db).show(data["id"])["settings"]
+    assert settings["llm_first_token_timeout"] == 0.4
+    bad = subprocess.run(
+        [*command[:-2], "--llm-first-token-timeout", "nan"],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert "llm_first_token_timeout must be a number of seconds > 0" in bad.stderr
