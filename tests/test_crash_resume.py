@@ -159,7 +159,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         tmp_path, "run", QUESTION, "--tools", "ledger_tools:TOOLS", "--base-url",
         server.base_url, "--model", "m", "--max-replans", "1", "--recovery", "none",
         "--max-llm-calls", "1", "--timeout", "9", "--no-stream-dispatch", "--json",
-        fault="task_finished:1",
+        "--llm-chunk-timeout", "30", fault="task_finished:1",
     )  # fmt: skip
     assert killed.returncode == -9, killed.stderr
     run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
@@ -181,6 +181,9 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "decompose": False,
         "ask": False,
         "budget": {"llm_calls": 1, "tokens": None, "wall_s": None, "decomposition_depth": 2},
+        "llm_first_token_timeout": 120.0,
+        "llm_chunk_timeout": 30.0,
+        "llm_call_timeout": 600.0,
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves

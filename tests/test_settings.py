@@ -21,6 +21,7 @@ from planweave import (
     ScriptedLLM,
     UserError,
 )
+from planweave.llm.base import Deadlines
 from planweave.settings import load_tool_sets, make_llm, recovery_policy
 
 # What `planweave run` wrote before RunSettings existed (the Runtime's keys merged with the
@@ -71,6 +72,10 @@ def test_round_trip() -> None:
     }
     assert RunSettings.from_dict(data) == settings
     assert RunSettings.from_dict(RunSettings().to_dict()) == RunSettings()
+    deadlines = RunSettings(llm_first_token_timeout=0.5, llm_call_timeout=None)
+    assert RunSettings.from_dict(deadlines.to_dict()).deadlines() == Deadlines(
+        first_token=0.5, call=None
+    )
 
 
 def test_an_older_journals_settings_are_read() -> None:
@@ -80,7 +85,10 @@ def test_an_older_journals_settings_are_read() -> None:
     assert settings.streaming is False
     assert settings.max_replans == 1
     assert settings.budget == Budget(llm_calls=5)
-    assert settings.to_dict() == OLDER
+    # Keys added since (the endpoint's deadlines) take their defaults.
+    newer = {k: v for k, v in RunSettings().to_dict().items() if k not in OLDER}
+    assert set(newer) == {"llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"}
+    assert settings.to_dict() == OLDER | newer
 
 
 def test_missing_and_unknown_keys() -> None:
@@ -111,6 +119,9 @@ def test_missing_and_unknown_keys() -> None:
         ({"budget": {"llm_calls": "5"}}, "budget.llm_calls"),
         ({"budget": {"wall_s": "soon"}}, "budget.wall_s"),
         ({"budget": {"decomposition_depth": None}}, "budget.decomposition_depth"),
+        ({"llm_first_token_timeout": 0}, "llm_first_token_timeout"),
+        ({"llm_chunk_timeout": float("nan")}, "llm_chunk_timeout"),
+        ({"llm_call_timeout": "600"}, "llm_call_timeout"),
     ],
 )
 def test_a_bad_value_is_a_user_error_naming_the_field(data: dict[str, Any], field: str) -> None:

@@ -31,6 +31,8 @@
         │   ├── LLMRateLimitError  (retry_after)
         │   ├── LLMContextOverflow
         │   └── LLMStreamError ... the stream broke off mid-response
+        │       ├── LLMTimeout ... no first token, next chunk or end within its deadline
+        │       └── LLMMalformedStream  an event that is not JSON, or JSON of the wrong shape
         ├── JoinerError
         ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
@@ -38,11 +40,15 @@
 
 Model-caused failures (plan errors, tool errors) become observations for the planner and joiner;
 programming errors in planweave itself propagate unchanged.  Every error pickles with its fields.
+Known secrets (API keys, tokens: see `redaction`) are masked in every message, field and text an
+error gives, so nothing stored or printed from an error reveals them.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .redaction import redact
 
 
 def _rebuild(cls: type[PlanweaveError], message: str, state: dict[str, Any]) -> PlanweaveError:
@@ -56,7 +62,7 @@ class PlanweaveError(Exception):
     """Base class of every error planweave raises on purpose."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
 
     @property
     def message(self) -> str:
@@ -67,7 +73,7 @@ class PlanweaveError(Exception):
 
     def report(self) -> dict[str, Any]:
         """`to_dict()` plus `text`, the full rendered message: what events and `--json` carry."""
-        return self.to_dict() | {"text": str(self)}
+        return self.to_dict() | {"text": redact(str(self))}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description, the form observations, events and `--json` output use."""
@@ -75,8 +81,21 @@ class PlanweaveError(Exception):
         for key, value in self.__dict__.items():
             if value is None or key.startswith("_"):
                 continue
-            data[key] = value if isinstance(value, str | int | float | bool | list) else repr(value)
+            data[key] = _scrubbed(
+                value if isinstance(value, str | int | float | bool | list) else repr(value)
+            )
         return data
+
+
+def _scrubbed(value: Any) -> Any:
+    """`value` (a field of an error) with known secrets masked in all its text."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    return value
 
 
 class UserError(PlanweaveError):
@@ -124,7 +143,7 @@ class PlanError(RunError):
     def __str__(self) -> str:
         where = f"line {self.lineno}" if self.lineno is not None else "plan"
         if self.line is not None:
-            return f"{where}: {self.message} (in {self.line.strip()!r})"
+            return redact(f"{where}: {self.message} (in {self.line.strip()!r})")
         return f"{where}: {self.message}"
 
 
@@ -184,7 +203,7 @@ class TaskError(RunError):
             return self.message
         call = f"{self.tool}({self.arguments or ''})"
         prefix = f"task {self.task_id} {call}" if self.task_id is not None else call
-        return f"{prefix}: {self.message}"
+        return redact(f"{prefix}: {self.message}")
 
 
 class ToolTimeout(TaskError):
@@ -248,6 +267,28 @@ class LLMContextOverflow(LLMError):
 
 class LLMStreamError(LLMError):
     """The response stream broke off before it was complete."""
+
+
+class LLMTimeout(LLMStreamError):
+    """The endpoint was too slow, so planweave cut the stream: `limit` says which deadline passed
+    (`first_token`, `between_chunks` or `call`), `seconds` how long it was."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str = "call",
+        seconds: float | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.limit = limit
+        self.seconds = seconds
+
+
+class LLMMalformedStream(LLMStreamError):
+    """The endpoint sent something that is not a chat completion stream: an event that is not
+    JSON, or JSON of the wrong shape."""
 
 
 class ResultNotStorable(TaskError):

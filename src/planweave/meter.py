@@ -16,6 +16,7 @@ from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
+from .redaction import encodable
 
 __all__ = ["MeteredLLM", "request_hash"]
 
@@ -137,13 +138,19 @@ class MeteredLLM:
         retries = 0
         while True:
             try:
+                text = _Text()
                 async with aclosing(self.llm.stream(request)) as deltas:
                     async for delta in deltas:
                         if delta.usage is not None:
                             usage.append(delta.usage)
-                        if delta.text:
-                            parts.append(delta.text)
-                            yield delta.text
+                        piece = text.feed(delta.text)
+                        if piece:
+                            parts.append(piece)
+                            yield piece
+                rest = text.close()
+                if rest:
+                    parts.append(rest)
+                    yield rest
                 return
             except LLMError as exc:
                 # Only a request that has produced no text yet can be sent again.
@@ -203,3 +210,23 @@ class MeteredLLM:
             async for text in stream:
                 parts.append(text)
         return "".join(parts)
+
+
+class _Text:
+    """A response's text made storable as it streams.  A model's output is untrusted and a lone
+    surrogate (JSON's "\\ud800") cannot be encoded, so it would fail the journal, the terminal
+    and `--json` far from its cause; it becomes U+FFFD here, once for every backend, before the
+    parser, tools, prompts or views see it.  A pair split across two chunks is joined."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        piece, self._held = self._held + piece, ""
+        if piece and "\ud800" <= piece[-1] <= "\udbff":
+            piece, self._held = piece[:-1], piece[-1]
+        return encodable(piece)
+
+    def close(self) -> str:
+        held, self._held = self._held, ""
+        return encodable(held)

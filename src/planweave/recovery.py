@@ -6,7 +6,8 @@ Classes (`classify`):
     tool.output_too_large  tool.wrong_type  tool.dependency
     plan.syntax  plan.unknown_tool  plan.invalid_reference  plan.invalid_arguments
     plan.duplicate_id  plan.missing_join  joiner
-    llm.connection  llm.rate_limit  llm.context_overflow  llm.stream_cut  llm.error
+    llm.connection  llm.rate_limit  llm.context_overflow  llm.timeout  llm.malformed
+    llm.stream_cut  llm.error
     budget  journal  cancelled
 
 Patterns for a failed task are tried in the order configured, each while it still applies:
@@ -48,8 +49,10 @@ from .errors import (
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
+    LLMMalformedStream,
     LLMRateLimitError,
     LLMStreamError,
+    LLMTimeout,
     MissingJoinError,
     PlanError,
     PlanweaveError,
@@ -108,6 +111,8 @@ _CLASSES: list[tuple[type[PlanweaveError], str]] = [
     (LLMConnectionError, "llm.connection"),
     (LLMRateLimitError, "llm.rate_limit"),
     (LLMContextOverflow, "llm.context_overflow"),
+    (LLMTimeout, "llm.timeout"),
+    (LLMMalformedStream, "llm.malformed"),
     (LLMStreamError, "llm.stream_cut"),
     (LLMError, "llm.error"),
     (BudgetExceeded, "budget"),
@@ -418,6 +423,7 @@ DEFAULT_RULES: list[tuple[str, tuple[Pattern, ...]]] = [
     ("llm.rate_limit", (Retry(4, base=1.0),)),
     ("llm.connection", (Retry(3, base=0.5),)),
     ("llm.stream_cut", (Retry(2),)),
+    ("llm.timeout", (Retry(2),)),
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
-from .llm.base import LLM
+from .llm.base import LLM, Deadlines
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .tools import ToolRegistry, load_tools
 
@@ -36,6 +36,8 @@ RecoveryName = Literal["default", "none", "custom"]
 # The embedded model reports assembling and loading as (stage, done, total).
 LoadProgress = Callable[[str, int, int], None]
 
+_DEADLINES = Deadlines()
+
 # Where a failed tool call goes after the policy's own patterns (its retries).
 _FAILED_CALL = ("tool.permanent", "tool.crash", "tool.wrong_type", "tool.transient", "tool.timeout")
 
@@ -49,8 +51,9 @@ class RunSettings:
     settings cannot name); `files` is the folder the built-in `search_files` reads; `base_url`
     is an OpenAI-compatible endpoint (none: the embedded model, or env PLANWEAVE_BASE_URL);
     `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
-    `ask` add the Decompose and Escalate patterns for failed tool calls.  Invalid values raise
-    UserError naming the field.
+    `ask` add the Decompose and Escalate patterns for failed tool calls; `llm_first_token_timeout`,
+    `llm_chunk_timeout` and `llm_call_timeout` are an endpoint's deadlines in seconds (null: no
+    limit; see `Deadlines`).  Invalid values raise UserError naming the field.
     """
 
     mode: Mode = "compiled"
@@ -68,6 +71,9 @@ class RunSettings:
     decompose: bool = False
     ask: bool = False
     budget: Budget = field(default_factory=Budget)
+    llm_first_token_timeout: float | None = _DEADLINES.first_token
+    llm_chunk_timeout: float | None = _DEADLINES.between_chunks
+    llm_call_timeout: float | None = _DEADLINES.call
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
@@ -85,6 +91,10 @@ class RunSettings:
             _count(name, getattr(self, name), at_least=0)
         if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
             raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
+        for name in ("llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"):
+            value = getattr(self, name)
+            if value is not None and (not _is_number(value) or not value > 0):
+                raise _invalid(name, "a number of seconds > 0 or null", value)
         if not isinstance(self.budget, Budget):
             raise _invalid("budget", "a Budget", self.budget)
         for name in ("llm_calls", "tokens"):
@@ -94,6 +104,14 @@ class RunSettings:
         if wall is not None and (not _is_number(wall) or not wall >= 0):
             raise _invalid("budget.wall_s", "a number of seconds >= 0 or null", wall)
         _count("budget.decomposition_depth", self.budget.decomposition_depth, at_least=0)
+
+    def deadlines(self) -> Deadlines:
+        """The endpoint's deadlines these settings give."""
+        return Deadlines(
+            first_token=self.llm_first_token_timeout,
+            between_chunks=self.llm_chunk_timeout,
+            call=self.llm_call_timeout,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the journal stores with the run."""
@@ -177,7 +195,10 @@ def make_llm(settings: RunSettings, *, progress: LoadProgress | None = None) -> 
         from .llm.openai_compat import OpenAICompatible
 
         return OpenAICompatible(
-            base_url=settings.base_url, model=settings.model, grammar_field=grammar_field
+            base_url=settings.base_url,
+            model=settings.model,
+            grammar_field=grammar_field,
+            deadlines=settings.deadlines(),
         )
     from .llm.local import LocalLLM
     from .llm.models import DEFAULT_MODEL

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
+from ..llm.base import Deadlines
 from ..recovery import Budget, Escalation, EscalationAnswer, EscalationHandler
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
@@ -26,6 +27,8 @@ from .view import DagView
 
 if TYPE_CHECKING:
     from ..llm.local import LocalLLM
+
+_DEADLINES = Deadlines()
 
 
 def build_runtime(
@@ -184,6 +187,15 @@ def run(
         float | None, typer.Option(help="Budget: end the run after this many seconds.")
     ] = None,
     max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
+    llm_first_token_timeout: Annotated[
+        float, typer.Option(help="Seconds an endpoint may take to send its first token.")
+    ] = _DEADLINES.first_token or 0.0,
+    llm_chunk_timeout: Annotated[
+        float, typer.Option(help="Seconds an endpoint may go without sending more text.")
+    ] = _DEADLINES.between_chunks or 0.0,
+    llm_call_timeout: Annotated[
+        float, typer.Option(help="Seconds one LLM call to an endpoint may take in all.")
+    ] = _DEADLINES.call or 0.0,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = Console(stderr=True)
@@ -215,6 +227,9 @@ def run(
                 wall_s=max_wall,
                 decomposition_depth=max_depth,
             ),
+            llm_first_token_timeout=llm_first_token_timeout,
+            llm_chunk_timeout=llm_chunk_timeout,
+            llm_call_timeout=llm_call_timeout,
         )
         runtime, load_s = build_runtime(
             settings,

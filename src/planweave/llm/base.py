@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import anyio
+
+from ..errors import LLMTimeout, UserError
 
 __all__ = [
     "LLM",
     "PURPOSE_HEADER",
+    "Deadlines",
     "Delta",
     "LLMRequest",
     "Message",
@@ -17,6 +24,7 @@ __all__ = [
     "Usage",
     "estimate_tokens",
     "estimate_usage",
+    "within_deadlines",
 ]
 
 Role = Literal["system", "user", "assistant"]
@@ -94,3 +102,59 @@ def estimate_usage(messages: Sequence[Message], completion: str) -> Usage:
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters a token) for backends that report none."""
     return max(1, (len(text) + 3) // 4) if text else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """How long a streamed response may take, in seconds: until its first text (`first_token`,
+    sending the request included), between two pieces of text (`between_chunks`: keep-alives and
+    empty chunks do not count as progress), and in all (`call`).  None: no limit."""
+
+    first_token: float | None = 120.0
+    between_chunks: float | None = 60.0
+    call: float | None = 600.0
+
+    def __post_init__(self) -> None:
+        for name in ("first_token", "between_chunks", "call"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
+                raise UserError(f"the LLM's {name} deadline must be seconds > 0, not {value!r}")
+
+
+async def within_deadlines(
+    deltas: AsyncGenerator[Delta, None], deadlines: Deadlines, source: str = "the endpoint"
+) -> AsyncGenerator[Delta, None]:
+    """`deltas`, cut with LLMTimeout when a deadline passes (the stream is closed first)."""
+    started = anyio.current_time()
+    whole = math.inf if deadlines.call is None else started + deadlines.call
+    progress = started
+    received = False
+    async with aclosing(deltas):
+        while True:
+            gap = deadlines.between_chunks if received else deadlines.first_token
+            limit = "between_chunks" if received else "first_token"
+            end = math.inf if gap is None else progress + gap
+            if whole <= end:
+                end, limit, gap = whole, "call", deadlines.call
+            delta: Delta | None = None
+            with anyio.CancelScope(deadline=end) as scope:
+                try:
+                    delta = await anext(deltas)
+                except StopAsyncIteration:
+                    return
+            if scope.cancelled_caught or delta is None:
+                raise LLMTimeout(_overdue(limit, gap or 0.0, source), limit=limit, seconds=gap)
+            if delta.text:
+                received = True
+                progress = anyio.current_time()
+            yield delta
+
+
+def _overdue(limit: str, seconds: float, source: str) -> str:
+    if limit == "first_token":
+        return f"no text from {source} within {seconds:g} s of the request"
+    if limit == "between_chunks":
+        return f"{source} sent no more text for {seconds:g} s mid-response"
+    return f"the response from {source} took longer than {seconds:g} s in all"

@@ -4,21 +4,25 @@ through the official `openai` SDK, streaming."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import openai
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
 
 from ..errors import (
     LLMConnectionError,
     LLMContextOverflow,
     LLMError,
+    LLMMalformedStream,
     LLMRateLimitError,
     LLMStreamError,
     UserError,
 )
-from .base import LLM, PURPOSE_HEADER, Delta, LLMRequest, Usage
+from ..redaction import add_secret
+from .base import LLM, PURPOSE_HEADER, Deadlines, Delta, LLMRequest, Usage, within_deadlines
 
 __all__ = ["OpenAICompatible"]
 
@@ -54,6 +58,37 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class _Wire(BaseModel):
+    # Read from the SDK's parsed chunk, which keeps whatever the server sent where it could not
+    # build its own type (a string for a list, a list for an object).
+    model_config = ConfigDict(from_attributes=True)
+
+
+class _ChunkDelta(_Wire):
+    content: str | None = None
+
+
+class _Choice(_Wire):
+    delta: _ChunkDelta | None = None
+    finish_reason: str | None = None
+
+
+class _ChunkUsage(_Wire):
+    prompt_tokens: NonNegativeInt | None = None
+    completion_tokens: NonNegativeInt | None = None
+
+
+class _Chunk(_Wire):
+    """The fields of a `chat.completion.chunk` planweave reads, checked before use."""
+
+    choices: list[_Choice] = Field(default_factory=list)
+    usage: _ChunkUsage | None = None
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "the top level"
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
     value = exc.response.headers.get("retry-after")
     try:
@@ -68,7 +103,9 @@ class OpenAICompatible(LLM):
     Settings fall back to the environment: `PLANWEAVE_BASE_URL`, `PLANWEAVE_MODEL`, and
     `PLANWEAVE_API_KEY` then `OPENAI_API_KEY`.  `grammar_field` names the request field that
     carries a GBNF grammar where the server takes one (`"grammar"` for llama.cpp server,
-    `"guided_grammar"` for vLLM); None sends no grammar.
+    `"guided_grammar"` for vLLM); None sends no grammar.  `deadlines` bound the wait for the
+    first token, between chunks and for the whole call (LLMTimeout); `timeout` is the HTTP
+    client's own limit on each network operation.  The key is masked in every error text.
     """
 
     def __init__(
@@ -81,6 +118,7 @@ class OpenAICompatible(LLM):
         max_retries: int = 0,
         grammar_field: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        deadlines: Deadlines | None = None,
     ) -> None:
         base_url = base_url or os.environ.get("PLANWEAVE_BASE_URL") or None
         model = model or os.environ.get("PLANWEAVE_MODEL")
@@ -91,6 +129,8 @@ class OpenAICompatible(LLM):
         self.base_url = base_url
         self.grammar_field = grammar_field
         self.extra_body = dict(extra_body or {})
+        self.deadlines = deadlines if deadlines is not None else Deadlines()
+        add_secret(api_key)
         # Local servers (llama.cpp, vLLM, Ollama) accept any key; the SDK insists on one.
         self._settings: dict[str, Any] = {
             "base_url": base_url,
@@ -132,7 +172,11 @@ class OpenAICompatible(LLM):
             kwargs["extra_body"] = body
         return kwargs
 
-    async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+    def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+        return within_deadlines(self._deltas(request), self.deadlines, self.base_url or "the API")
+
+    async def _deltas(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
+        """The response's text and usage as the endpoint streams them, its errors translated."""
         kwargs = self._arguments(request)
         received = False
         finished = False
@@ -141,7 +185,8 @@ class OpenAICompatible(LLM):
         try:
             response = await self._client.chat.completions.create(**kwargs)
             async with response:
-                async for chunk in response:
+                async for event in response:
+                    chunk = _Chunk.model_validate(event)
                     if chunk.choices:
                         choice = chunk.choices[0]
                         text = choice.delta.content if choice.delta is not None else None
@@ -150,10 +195,21 @@ class OpenAICompatible(LLM):
                             yield Delta(text=text)
                         if choice.finish_reason is not None:
                             finished = True
-                    if chunk.usage is not None:
-                        yield Delta(
-                            usage=Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-                        )
+                    used = chunk.usage
+                    if used is not None:
+                        prompt, completion = used.prompt_tokens, used.completion_tokens
+                        # A server that counts only one side reports nothing usable.
+                        if prompt is not None and completion is not None:
+                            yield Delta(usage=Usage(prompt, completion))
+        except json.JSONDecodeError as exc:
+            raise LLMMalformedStream(
+                f"the endpoint sent a stream event that is not JSON ({exc.msg})"
+            ) from exc
+        except ValidationError as exc:
+            where = ", ".join(_location(e["loc"]) for e in exc.errors()[:3])
+            raise LLMMalformedStream(
+                f"the endpoint sent a chunk that is not a chat completion chunk (at {where})"
+            ) from exc
         except openai.RateLimitError as exc:
             raise LLMRateLimitError(
                 f"rate limited by {self.base_url or 'the API'}: {exc.message}",
