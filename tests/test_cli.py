@@ -165,6 +165,8 @@ def test_failed_run_exits_non_zero_with_the_cause() -> None:
         ),
         (["--tools", "demo_tools", "--base-url", "http://127.0.0.1:9/v1"], "MODULE:ATTR"),
         (["--tools", "demo_tools:TOOLS", "--mode", "fast"], "--mode"),
+        (["--tools", "demo_tools:TOOLS", "--timeout", "nan"], "tool_timeout must be"),
+        (["--tools", "demo_tools:TOOLS", "--timeout", "-5"], "tool_timeout must be"),
     ],
 )
 def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:

@@ -128,11 +128,16 @@ class Tool:
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name) or self.name == JOIN:
             raise UserError(f"tool name {self.name!r} is not a valid identifier or is reserved")
+        # Fields get neutral names and the parameters' names as aliases, so that a parameter
+        # may be called anything pydantic reserves (`model_config`, `json`, `_private`).
         fields: dict[str, Any] = {}
-        for p in self.params:
+        for i, p in enumerate(self.params):
             annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
             default = ... if p.required else p.default
-            fields[p.name] = (annotation, Field(default, description=p.description or None))
+            fields[f"p{i}"] = (
+                annotation,
+                Field(default, alias=p.name, description=p.description or None),
+            )
         try:
             self._model = create_model(
                 f"{self.name}_arguments",
@@ -188,8 +193,10 @@ class Tool:
             )
         if max_concurrency is not None and max_concurrency < 1:
             raise UserError("max_concurrency must be at least 1")
-        if timeout is not None and timeout <= 0:
-            raise UserError("timeout must be positive")
+        if timeout is not None and (
+            not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0
+        ):
+            raise UserError(f"timeout must be a number of seconds > 0 (or inf), not {timeout!r}")
         return cls(
             fn=fn,
             name=name or fn.__name__,
@@ -290,10 +297,10 @@ class Tool:
             raise ValueError(_first_error(exc)) from None
         positional: list[Any] = []
         keywords: dict[str, Any] = {}
-        for p in self.params:
+        for i, p in enumerate(self.params):
             if p.name not in arguments and not p.required and not p.positional_only:
                 continue
-            value = getattr(model, p.name)
+            value = getattr(model, f"p{i}")
             # Hand the caller's own object through when validation did not change it.
             original = arguments.get(p.name, value)
             if value is not original and type(value) is type(original) and value == original:
