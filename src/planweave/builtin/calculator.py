@@ -40,6 +40,9 @@ def _log(x: float, base: float = math.e) -> float:
 
 
 def _round(x: float, ndigits: int | None = None) -> float | int:
+    # round(1, -10**9) computes 10**(10**9) while holding the GIL: refuse it up front.
+    if isinstance(ndigits, int) and not -MAX_DIGITS <= ndigits <= MAX_DIGITS:
+        raise ToolFailed(f"round's digits must be between -{MAX_DIGITS} and {MAX_DIGITS}")
     return round(x, ndigits)
 
 
