@@ -175,6 +175,18 @@ def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:
     assert message in proc.stderr
 
 
+def test_isolated_builtin_tools_run_in_worker_processes_of_the_cli() -> None:
+    plan = '1. calculator("6 * 7")\n2. convert_units(5, "km", "m")\n3. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(42)"])
+    with ScriptedServer(script) as srv:
+        proc = planweave(
+            "run", "q", "--tools", "builtin", "--base-url", srv.base_url, "--model", "m", "--json"
+        )
+    assert proc.returncode == 0, proc.stderr
+    tasks = {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
+    assert (tasks[1]["result"], tasks[2]["result"]) == (42, 5000.0)
+
+
 def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
     proc = planweave(
         "run", "q", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,

@@ -175,6 +175,18 @@ def test_parameters_may_use_names_pydantic_reserves() -> None:
     assert parameters["required"] == ["model_config", "json"]
 
 
+def test_only_top_level_sync_functions_can_be_isolated() -> None:
+    def local(x: int) -> int:
+        return x
+
+    async def local_async(x: int) -> int:
+        return x
+
+    for fn in (local, local_async):
+        with pytest.raises(UserError, match="cannot be isolated"):
+            tool(isolate=True)(fn)
+
+
 def test_reserved_name_join_is_rejected() -> None:
     def join() -> None:
         return None

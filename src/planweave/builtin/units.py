@@ -77,7 +77,7 @@ def _units(registry: Any, text: str) -> Any:
     return parsed
 
 
-@tool
+@tool(isolate=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 
