@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
 
@@ -85,3 +87,26 @@ def echo(text: str) -> str:
 
 
 TOOLS = [population, area, facts, divide, echo]
+
+
+@tool(isolate=True, timeout=0.5)
+def backtrack(n: int) -> bool:
+    """Matches a pattern that backtracks 2**n times, in one C call that holds the GIL."""
+    return re.fullmatch(r"(a+)+b", "a" * n) is not None
+
+
+@tool(isolate=True)
+def isolated_divide(a: float, b: float) -> float:
+    """a divided by b, computed in a worker process."""
+    if b == 0:
+        raise ToolFailed("cannot divide by zero")
+    return a / b
+
+
+@tool(isolate=True)
+def worker_pid() -> int:
+    """The id of the process the call ran in."""
+    return os.getpid()
+
+
+ISOLATED = [backtrack, isolated_divide, worker_pid]

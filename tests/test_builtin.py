@@ -7,6 +7,7 @@ import math
 import os
 import re
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -321,6 +322,24 @@ def test_calculator_refusals(expression: str, message: str) -> None:
         calculator(expression)
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: calculator("round(1, -10**9)"), "round's digits must be between -1000 and 1000"),
+        (lambda: calculator("round(1.5, 10**9)"), "round's digits must be between"),
+        (lambda: calculator("round(10**999, -10**4)"), "round's digits must be between"),
+        (lambda: convert_units(1, "kibibyte**1000000000", "byte"), "at most 12"),
+        (lambda: convert_units(1, "kibibyte**(9999*9999)/byte**(9999*9999)", "1"), "at most"),
+        (lambda: convert_units(1, "m", "kibibyte**-1000000000"), "at most 12"),
+    ],
+)
+def test_hostile_arithmetic_is_refused_before_it_runs(call: Any, message: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ToolFailed, match=message):
+        call()
+    assert time.perf_counter() - start < 1.0
+
+
 def test_calculator_without_simpleeval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "simpleeval", None)
     with pytest.raises(UserError, match=r"pip install 'planweave\[tools\]'"):
@@ -481,6 +500,15 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
         ("3 km", "m", "not a unit"),
         ("m**(9**9**9)", "m", "numbers may not be raised to powers"),
         ("", "m", "empty"),
+        ("m/", "m", "cannot read the unit 'm/'"),
+        ("()", "m", "cannot read the unit"),
+        ("(", "m", "cannot read the unit"),
+        ("'m'", "m", "cannot read the unit"),
+        ("km/(h*0)", "m/s", "cannot read the unit"),
+        ("m**(1/0)", "m", "cannot read the unit"),
+        ("m", "m**", "cannot read the unit"),
+        ("m**13", "m**13", "raises meter to the power 13; at most 12"),
+        ("m**1e999", "m", "raises meter to the power inf"),
     ],
 )
 def test_convert_units_refusals(source: str, target: str, message: str) -> None:

@@ -165,12 +165,26 @@ def test_failed_run_exits_non_zero_with_the_cause() -> None:
         ),
         (["--tools", "demo_tools", "--base-url", "http://127.0.0.1:9/v1"], "MODULE:ATTR"),
         (["--tools", "demo_tools:TOOLS", "--mode", "fast"], "--mode"),
+        (["--tools", "demo_tools:TOOLS", "--timeout", "nan"], "tool_timeout must be"),
+        (["--tools", "demo_tools:TOOLS", "--timeout", "-5"], "tool_timeout must be"),
     ],
 )
 def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:
     proc = planweave("run", "q", "--model", "m", *args)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def test_isolated_builtin_tools_run_in_worker_processes_of_the_cli() -> None:
+    plan = '1. calculator("6 * 7")\n2. convert_units(5, "km", "m")\n3. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(42)"])
+    with ScriptedServer(script) as srv:
+        proc = planweave(
+            "run", "q", "--tools", "builtin", "--base-url", srv.base_url, "--model", "m", "--json"
+        )
+    assert proc.returncode == 0, proc.stderr
+    tasks = {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
+    assert (tasks[1]["result"], tasks[2]["result"]) == (42, 5000.0)
 
 
 def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:

@@ -7,11 +7,12 @@ import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from planweave import (
     ArgumentError,
@@ -908,6 +909,74 @@ def test_projection_error_names_the_step_that_failed() -> None:
 def test_projection_error_inside_template() -> None:
     with pytest.raises(ProjectionError, match="it has keys: population, capital, tags"):
         resolve(Template(("x=", Ref(1, ("missing",)))), RESULTS)
+
+
+SECRET = "sk-planweave-test-5f3a9c"
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+class Reading(BaseModel):
+    value: float
+    unit: str
+
+
+class Box:
+    def __init__(self) -> None:
+        self.content = "inside"
+
+
+def test_projection_reaches_public_fields_of_models_and_named_tuples() -> None:
+    results = {1: Reading(value=2.5, unit="m"), 2: Point(3, 4)}
+    assert resolve(Ref(1, ("unit",)), results) == "m"
+    assert resolve(Ref(2, ("y",)), results) == 4
+    assert resolve(Ref(2, (0,)), results) == 3
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '$1.__class__.__init__.__globals__["os"].environ["PLANWEAVE_TEST_API_KEY"]',
+        "\"key: ${1.__class__.__init__.__globals__['os'].environ['PLANWEAVE_TEST_API_KEY']}\"",
+    ],
+)
+def test_projections_cannot_walk_from_a_result_to_os_environ(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANWEAVE_TEST_API_KEY", SECRET)
+    task = last_task(f"store({source})")
+    with pytest.raises(ProjectionError) as info:
+        resolve(task.args[0], {1: City("Ghent", 260, ["North"])})
+    assert "cannot take '__class__' of $1; it is a City with fields: name, population" in str(
+        info.value
+    )
+    assert SECRET not in json.dumps(info.value.report())
+
+
+@pytest.mark.parametrize(
+    ("result", "path"),
+    [
+        (City("Ghent", 260, []), ("__dict__",)),
+        (City("Ghent", 260, []), ("__module__",)),
+        (Reading(value=1, unit="m"), ("model_config",)),
+        (Reading(value=1, unit="m"), ("model_dump",)),
+        (Reading(value=1, unit="m"), ("__pydantic_fields__",)),
+        (Point(1, 2), ("_asdict",)),
+        (Point(1, 2), ("count",)),
+        ("text", ("upper",)),
+        ([1, 2], ("__len__",)),
+        ({"a": 1}, ("keys",)),
+        (Box(), ("content",)),
+        (json, ("dumps",)),
+        (3, ("real",)),
+    ],
+)
+def test_projections_refuse_everything_but_data(result: Any, path: tuple[str, ...]) -> None:
+    with pytest.raises(ProjectionError, match=f"cannot take {path[-1]!r} of \\$1"):
+        resolve(Ref(1, path), {1: result})
 
 
 def test_parsed_plan_resolves_end_to_end() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -10,7 +11,7 @@ import anyio
 import pytest
 
 import demo_tools
-from demo_tools import AREA, GAUGE, POPULATION, TOOLS
+from demo_tools import AREA, GAUGE, ISOLATED, POPULATION, TOOLS
 from planweave import (
     DependencyFailed,
     ProjectionError,
@@ -141,6 +142,31 @@ async def test_hanging_async_and_sync_tools_time_out_without_hanging_the_run() -
         assert err.task_id == i
         assert err.cause == "timeout"
     assert s.records[3].status is TaskStatus.DONE
+
+
+async def test_an_isolated_tool_holding_the_gil_times_out_and_the_run_goes_on() -> None:
+    began = time.monotonic()
+    s = await run_plan(
+        "1. backtrack(40)\n"  # 2**40 steps in one C call: only killing its process stops it
+        '2. population("France", delay=0.2)\n'
+        "3. isolated_divide(6, 3)\n"
+        "4. isolated_divide(1, 0)\n"
+        "5. worker_pid()\n"
+        "6. join()\n",
+        [*ISOLATED, *TOOLS],
+    )
+    assert time.monotonic() - began < 20  # generous for a loaded machine: the timeout is 0.5 s
+    err = s.records[1].error
+    assert isinstance(err, ToolTimeout)
+    assert err.cause == "timeout"
+    assert "0.5 s" in err.message
+    start, end = span(s, 2)
+    assert s.records[2].status is TaskStatus.DONE
+    assert end - start < 5  # the event loop was never starved by the backtracking
+    assert s.records[3].result == 2.0
+    assert isinstance(s.records[4].error, ToolRejected)  # ToolFailed, raised in the worker
+    assert "cannot divide by zero" in s.records[4].error.message
+    assert s.records[5].result != os.getpid()
 
 
 async def test_sync_tool_does_not_block_the_event_loop() -> None:

@@ -111,6 +111,8 @@ def test_missing_and_unknown_keys() -> None:
         ({"max_replans": True}, "max_replans"),
         ({"tool_timeout": "60"}, "tool_timeout"),
         ({"tool_timeout": 0}, "tool_timeout"),
+        ({"tool_timeout": -5.0}, "tool_timeout"),
+        ({"tool_timeout": float("nan")}, "tool_timeout"),
         ({"streaming": "yes"}, "streaming"),
         ({"model": 3}, "model"),
         ({"tools": "builtin"}, "tools"),

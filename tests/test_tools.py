@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -136,6 +137,9 @@ def test_description_override() -> None:
     [
         ({"timeout": 0}, "timeout"),
         ({"timeout": -1.0}, "timeout"),
+        ({"timeout": math.nan}, "timeout"),
+        ({"timeout": "5"}, "timeout"),
+        ({"timeout": True}, "timeout"),
         ({"max_concurrency": 0}, "max_concurrency"),
     ],
 )
@@ -145,6 +149,42 @@ def test_bad_options_are_user_errors(options: dict[str, Any], match: str) -> Non
 
     with pytest.raises(UserError, match=match):
         tool(**options)(f)
+
+
+def test_parameters_may_use_names_pydantic_reserves() -> None:
+    @tool
+    def configure(
+        model_config: int, json: str, _private: float = 0.5, model_dump: bool = False
+    ) -> str:
+        """Names pydantic keeps for itself.
+
+        Args:
+            model_config: a number
+        """
+        return f"{model_config} {json} {_private} {model_dump}"
+
+    assert configure.invoke({"model_config": 3, "json": "j"}) == "3 j 0.5 False"
+    assert configure.invoke({"model_config": 3, "json": "j", "_private": 2}) == "3 j 2.0 False"
+    with pytest.raises(ValueError, match="model_config: Input should be a valid integer"):
+        configure.validate({"model_config": "many", "json": "j"})
+    with pytest.raises(ValueError, match="p0"):
+        configure.validate({"p0": 1, "model_config": 3, "json": "j"})
+    parameters = configure.json_schema()["function"]["parameters"]
+    assert list(parameters["properties"]) == ["model_config", "json", "_private", "model_dump"]
+    assert parameters["properties"]["model_config"]["description"] == "a number"
+    assert parameters["required"] == ["model_config", "json"]
+
+
+def test_only_top_level_sync_functions_can_be_isolated() -> None:
+    def local(x: int) -> int:
+        return x
+
+    async def local_async(x: int) -> int:
+        return x
+
+    for fn in (local, local_async):
+        with pytest.raises(UserError, match="cannot be isolated"):
+            tool(isolate=True)(fn)
 
 
 def test_reserved_name_join_is_rejected() -> None:

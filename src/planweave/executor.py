@@ -1,13 +1,18 @@
-"""Running one task: argument resolution, timeouts, and thread offload for sync tools."""
+"""Running one task: argument resolution, timeouts, thread offload for sync tools and worker
+processes for isolated ones."""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import math
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.to_process
 
 from .errors import (
     ProjectionError,
@@ -21,6 +26,7 @@ from .errors import (
     ToolRejected,
     ToolTimeout,
     ToolTransient,
+    UserError,
 )
 from .plan import Task, format_args, resolve
 from .tools import Tool
@@ -41,9 +47,11 @@ class Executor:
     """Runs a tool call and turns every way it can fail into a `TaskError`.
 
     Async tools run on the event loop; sync tools run in worker threads bounded by a
-    `CapacityLimiter`, so a blocking tool never blocks the loop.  Every call runs under its timeout
-    (unless that is infinite): a hung async tool is cancelled, a hung sync tool's thread is
-    abandoned and the run goes on.
+    `CapacityLimiter`, so a blocking tool never blocks the loop; isolated tools (`@tool(isolate=
+    True)`) run in a pool of at most `max_processes` worker processes.  Every call runs under its
+    timeout (unless that is infinite): a hung async tool is cancelled, a hung sync tool's thread
+    is abandoned, an isolated tool's worker is killed, and the run goes on.  Only isolation stops
+    a tool that never releases the GIL: its thread would starve the event loop and the timeout.
     """
 
     def __init__(
@@ -51,10 +59,12 @@ class Executor:
         *,
         default_timeout: float = DEFAULT_TIMEOUT,
         max_threads: int = 32,
+        max_processes: int | None = None,
         max_output_chars: int = MAX_OUTPUT_CHARS,
     ) -> None:
         self.default_timeout = default_timeout
         self.threads = anyio.CapacityLimiter(max_threads)
+        self.processes = anyio.CapacityLimiter(max_processes or os.cpu_count() or 2)
         self.max_output_chars = max_output_chars
 
     def resolve_arguments(
@@ -127,9 +137,28 @@ class Executor:
         positional: list[Any],
         keywords: dict[str, Any],
     ) -> Any:
+        if tool.isolate and "__main__" not in sys.modules:
+            # A worker process is running the parent's main script again (as multiprocessing
+            # does) and that script, unguarded, calls the tool: starting another worker would
+            # recurse without end.
+            raise UserError(
+                f"tool {tool.name!r} runs in worker processes, which import the main script "
+                "again: guard the script's top-level code with `if __name__ == '__main__':`"
+            )
         try:
             if tool.is_async:
                 result = await tool.fn(*positional, **keywords)
+            elif tool.isolate:
+                # cancellable: a timeout (or the run's cancellation) kills the worker.
+                result = await anyio.to_process.run_sync(
+                    _call_in_worker,
+                    tool.fn.__module__,
+                    tool.fn.__qualname__,
+                    tuple(positional),
+                    keywords,
+                    cancellable=True,
+                    limiter=self.processes,
+                )
             else:
                 call = functools.partial(tool.fn, *positional, **keywords)
                 result = await anyio.to_thread.run_sync(
@@ -139,15 +168,34 @@ class Executor:
             raise
         except Exception as exc:
             raise _error_class(exc)(
-                f"{type(exc).__name__}: {exc}"
-                if not isinstance(exc, RetryTool | ToolFailed)
-                else str(exc),
+                _describe(exc),
                 task_id=task.id,
                 tool=tool.name,
                 arguments=_shown(arguments),
                 cause=type(exc).__name__,
             ) from exc
         return self.checked(task, tool, arguments, result)
+
+
+def _call_in_worker(
+    module: str, qualname: str, positional: tuple[Any, ...], keywords: dict[str, Any]
+) -> Any:
+    """In a worker process: import the isolated tool's function again and call it.  (The
+    function cannot be pickled itself: its module's name for it is the `Tool`.)"""
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    fn = target.fn if isinstance(target, Tool) else target
+    return fn(*positional, **keywords)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, RetryTool | ToolFailed):
+        return str(exc)
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, anyio.BrokenWorkerProcess) and exc.__cause__ is not None:
+        text += f" ({type(exc.__cause__).__name__}: {exc.__cause__})"
+    return text
 
 
 def _error_class(exc: Exception) -> type[TaskError]:

@@ -11,15 +11,20 @@ and validation live in `parser`):
     <END_OF_PLAN>
 
 `$N` / `${N}` used as a whole argument passes task N's result object unchanged; inside a string it
-is interpolated as text.  Projections `$2.population` and `$2[0]` reach into structured results.
+is interpolated as text.  Projections `$2.population` and `$2[0]` reach into structured results:
+mapping keys, list/tuple/str indices and the public fields of dataclasses, pydantic models and
+named tuples, nothing else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel
 
 from .errors import ProjectionError
 from .tools import JOIN
@@ -139,22 +144,50 @@ def render_text(value: Any) -> str:
     return str(value)
 
 
+def _public_fields(value: Any) -> tuple[str, ...]:
+    """The names a projection may take from an object that is not a mapping: the public
+    fields of a dataclass, a pydantic model or a named tuple, and nothing else."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names: Iterable[str] = (f.name for f in dataclasses.fields(value))
+    elif isinstance(value, BaseModel):
+        names = type(value).model_fields
+    elif isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple):
+        names = type(value)._fields  # type: ignore[attr-defined]
+    else:
+        return ()
+    return tuple(n for n in names if isinstance(n, str) and not n.startswith("_"))
+
+
+def _step(cur: Any, key: str | int) -> Any:
+    """One step of a projection.  Only data is reachable: a mapping's keys, a sequence's
+    indices and public fields; never another attribute (`__class__` leads to module globals
+    and from there to `os.environ`)."""
+    if isinstance(cur, Mapping):
+        return cur[key]
+    if isinstance(key, int):
+        if isinstance(cur, list | tuple | str):
+            return cur[key]
+        raise TypeError(key)
+    if key not in _public_fields(cur):
+        raise AttributeError(key)
+    return getattr(cur, key)
+
+
 def project(value: Any, ref: Ref) -> Any:
     """Follow `ref.path` into `value`; raises ProjectionError naming the failing step."""
     cur = value
     for i, key in enumerate(ref.path):
         try:
-            if isinstance(cur, Mapping) or isinstance(key, int):
-                cur = cur[key]
-            else:
-                cur = getattr(cur, key)
+            cur = _step(cur, key)
         except (KeyError, IndexError, AttributeError, TypeError) as exc:
             done = Ref(ref.task_id, ref.path[:i])
             if isinstance(cur, Mapping):
                 keys = ", ".join(map(str, list(cur)[:20]))
                 hint = f"; it has keys: {keys}"
-            elif isinstance(cur, list | tuple):
+            elif isinstance(cur, list | tuple) and not _public_fields(cur):
                 hint = f"; it has {len(cur)} items"
+            elif fields := _public_fields(cur):
+                hint = f"; it is a {type(cur).__name__} with fields: {', '.join(fields[:20])}"
             else:
                 hint = f"; it is a {type(cur).__name__}"
             raise ProjectionError(

@@ -110,6 +110,10 @@ class Tool:
     Build one with `@tool`.  `timeout` bounds every call (seconds; None uses the run's default),
     `max_concurrency` caps how many calls of this tool run at once, and `side_effects` says the
     tool changes the world, so it must never be re-run on a guess (retries and resume read it).
+    `isolate` runs each call in a worker process that is killed when the call times out: for
+    CPU-bound tools, whose thread a timeout could not stop (a thread that never yields the GIL
+    stops the whole process).  An isolated tool must be a sync function at the top level of a
+    module, so that the worker can import it; its arguments and result must pickle.
     """
 
     fn: Callable[..., Any]
@@ -121,6 +125,7 @@ class Tool:
     max_concurrency: int | None = None
     side_effects: bool = False
     is_async: bool = False
+    isolate: bool = False
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -128,11 +133,21 @@ class Tool:
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name) or self.name == JOIN:
             raise UserError(f"tool name {self.name!r} is not a valid identifier or is reserved")
+        if self.isolate and (self.is_async or "<locals>" in self.fn.__qualname__):
+            raise UserError(
+                f"tool {self.name!r} cannot be isolated: only a sync function defined at the top "
+                "level of a module can be imported again in a worker process"
+            )
+        # Fields get neutral names and the parameters' names as aliases, so that a parameter
+        # may be called anything pydantic reserves (`model_config`, `json`, `_private`).
         fields: dict[str, Any] = {}
-        for p in self.params:
+        for i, p in enumerate(self.params):
             annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
             default = ... if p.required else p.default
-            fields[p.name] = (annotation, Field(default, description=p.description or None))
+            fields[f"p{i}"] = (
+                annotation,
+                Field(default, alias=p.name, description=p.description or None),
+            )
         try:
             self._model = create_model(
                 f"{self.name}_arguments",
@@ -166,6 +181,7 @@ class Tool:
         timeout: float | None = None,
         max_concurrency: int | None = None,
         side_effects: bool = False,
+        isolate: bool = False,
     ) -> Tool:
         signature = inspect.signature(fn)
         try:
@@ -188,8 +204,10 @@ class Tool:
             )
         if max_concurrency is not None and max_concurrency < 1:
             raise UserError("max_concurrency must be at least 1")
-        if timeout is not None and timeout <= 0:
-            raise UserError("timeout must be positive")
+        if timeout is not None and (
+            not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0
+        ):
+            raise UserError(f"timeout must be a number of seconds > 0 (or inf), not {timeout!r}")
         return cls(
             fn=fn,
             name=name or fn.__name__,
@@ -200,6 +218,7 @@ class Tool:
             max_concurrency=max_concurrency,
             side_effects=side_effects,
             is_async=inspect.iscoroutinefunction(fn),
+            isolate=isolate,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -290,10 +309,10 @@ class Tool:
             raise ValueError(_first_error(exc)) from None
         positional: list[Any] = []
         keywords: dict[str, Any] = {}
-        for p in self.params:
+        for i, p in enumerate(self.params):
             if p.name not in arguments and not p.required and not p.positional_only:
                 continue
-            value = getattr(model, p.name)
+            value = getattr(model, f"p{i}")
             # Hand the caller's own object through when validation did not change it.
             original = arguments.get(p.name, value)
             if value is not original and type(value) is type(original) and value == original:
@@ -325,6 +344,7 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     side_effects: bool = False,
+    isolate: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -335,12 +355,13 @@ def tool(
     timeout: float | None = None,
     max_concurrency: int | None = None,
     side_effects: bool = False,
+    isolate: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a planner-callable tool.
 
     The schema comes from the type hints, the description from the docstring's first paragraph
     and each parameter's description from its `Args:` section.  Use bare (`@tool`) or with options
-    (`@tool(timeout=5, max_concurrency=2, side_effects=True)`).
+    (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True)`; see `Tool`).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -351,6 +372,7 @@ def tool(
             timeout=timeout,
             max_concurrency=max_concurrency,
             side_effects=side_effects,
+            isolate=isolate,
         )
 
     if fn is not None:

@@ -40,6 +40,9 @@ def _log(x: float, base: float = math.e) -> float:
 
 
 def _round(x: float, ndigits: int | None = None) -> float | int:
+    # round(1, -10**9) computes 10**(10**9) while holding the GIL: refuse it up front.
+    if isinstance(ndigits, int) and not -MAX_DIGITS <= ndigits <= MAX_DIGITS:
+        raise ToolFailed(f"round's digits must be between -{MAX_DIGITS} and {MAX_DIGITS}")
     return round(x, ndigits)
 
 
@@ -89,7 +92,7 @@ def _check(tree: ast.Expression) -> None:
             raise ToolFailed(f"{type(node).__name__} is not allowed in arithmetic")
 
 
-@tool
+@tool(isolate=True)
 def calculator(expression: str) -> float | int:
     """Evaluate an arithmetic expression such as "(17900000 / 41850) - 300".
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import tokenize
 from typing import Any
 
 from ..errors import ToolFailed
 from ..tools import tool
 from ._common import load_once, missing
 
-__all__ = ["convert_units"]
+__all__ = ["MAX_UNIT_LENGTH", "MAX_UNIT_POWER", "convert_units"]
 
 MAX_UNIT_LENGTH = 100
+MAX_UNIT_POWER = 12  # "kibibyte**1000000000" would make pint compute a billion-digit number
 # A number raised to a power ("9**9**9", "(9)**99") would make pint compute a huge integer.
 _NUMBER_POWER_RE = re.compile(r"\d\s*\)*\s*(\*\*|\^)")
 
@@ -43,18 +45,39 @@ def _units(registry: Any, text: str) -> Any:
     if _NUMBER_POWER_RE.search(unit):
         raise ToolFailed(f"{unit!r} is not a unit: numbers may not be raised to powers")
     try:
-        return registry.parse_units(unit)
+        parsed = registry.parse_units(unit)
     except pint.UndefinedUnitError:
         options = difflib.get_close_matches(unit, list(registry), n=3, cutoff=0.75)
         hint = f"; did you mean {' or '.join(options)}?" if options else ""
         raise ToolFailed(f"unknown unit {unit!r}{hint}") from None
+    except pint.DefinitionSyntaxError:
+        raise ToolFailed(f"cannot read the unit {unit!r}") from None
     except ValueError:
         raise ToolFailed(f"{unit!r} is not a unit; put the number in `value`") from None
-    except (TypeError, SyntaxError, AttributeError, KeyError, IndexError):
+    # pint's parser fails on malformed input ("m/", "()", "km/(h*0)") with whatever its
+    # internals raise, assertions and arithmetic errors included: all mean a bad unit.
+    except (
+        AssertionError,
+        ArithmeticError,
+        TypeError,
+        SyntaxError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        tokenize.TokenError,
+        pint.PintError,
+    ):
         raise ToolFailed(f"cannot read the unit {unit!r}") from None
+    for name, power in parsed._units.items():
+        if not abs(power) <= MAX_UNIT_POWER:
+            raise ToolFailed(
+                f"the unit {unit!r} raises {name} to the power {power:g}; "
+                f"at most {MAX_UNIT_POWER} is allowed"
+            )
+    return parsed
 
 
-@tool
+@tool(isolate=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 
@@ -88,6 +111,10 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
         ) from None
     except (OverflowError, ZeroDivisionError):
         raise ToolFailed(f"the conversion of {from_unit!r} to {to_unit!r} overflows") from None
+    except (AssertionError, pint.PintError) as exc:
+        raise ToolFailed(
+            f"cannot convert {from_unit.strip()} to {to_unit.strip()}: {exc}"
+        ) from None
     if not math.isfinite(result):
         raise ToolFailed(f"the conversion of {value} {from_unit} to {to_unit} is not finite")
     if offset:  # temperatures: 32 degF is 0 degC, not 5.7e-14
