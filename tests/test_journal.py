@@ -22,6 +22,7 @@ from planweave import Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
 from planweave.errors import (
     DecisionNeeded,
     JournalError,
+    PlanDiverged,
     ResultNotStorable,
     ResumeError,
 )
@@ -254,6 +255,35 @@ def test_resume_refuses_unknown_and_finished_runs(journal: Journal) -> None:
         runtime.resume("nope")
 
 
+def test_a_resumed_plan_that_writes_another_call_under_a_finished_id_is_refused(
+    journal: Journal, tmp_path: Path
+) -> None:
+    run_id = failed_at_joiner(journal)
+    # As if the process had died while the planner still streamed: its response is not
+    # recorded, so the resumed run asks the planner again, and this time it writes another
+    # side effect under task 4, which already ran.
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE llm_calls SET status = 'streaming' WHERE purpose = 'planner'")
+    other = PLAN.replace('send("total ${3}")', 'send("total 6")')
+    llm = ScriptedLLM(Script.by_purpose(planner=[other], joiner=[FINISH]))
+    with pytest.raises(RunFailed) as failed:
+        Runtime(TOOLS, llm, journal=journal).resume(run_id)
+    error = failed.value.cause
+    assert isinstance(error, PlanDiverged)
+    assert (error.task_id, error.recorded, error.call) == (
+        4,
+        'send("total ${3}")',
+        'send("total 6")',
+    )
+    assert ledger_tools.ledger().count("send total 5") == 1
+    assert "send total 6" not in ledger_tools.ledger()
+    shown = journal.show(run_id)
+    assert shown["tasks"][3]["call"] == 'send("total ${3}")'
+    assert (shown["tasks"][3]["status"], shown["tasks"][3]["result"]) == ("done", "sent")
+    assert shown["status"] == "failed"
+    assert shown["error"]["type"] == "PlanDiverged"
+
+
 def killed_while_sending(tmp_path: Path) -> tuple[Path, str]:
     """A run killed (SIGKILL) right after the start of the side-effecting task was recorded."""
     db = tmp_path / "runs.db"
@@ -310,9 +340,12 @@ def test_marking_the_in_flight_side_effect_failed_keeps_it_from_running(tmp_path
 
 
 def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path: Path) -> None:
+    started = anyio.Event()
+
     @tool
     async def wait() -> str:
         """Wait a long time."""
+        started.set()
         await anyio.sleep(30)
         return "waited"
 
@@ -326,7 +359,7 @@ def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path:
     async def cancel_soon() -> str:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: runtime.arun("q", check=False))
-            await anyio.sleep(0.3)
+            await started.wait()  # the run's task is recorded as started: it is in flight
             other = Journal(tmp_path / "runs.db")  # another connection, as another process
             run_id = other.runs()[0]["id"]
             assert other.request_cancel(run_id) == "cancelling"

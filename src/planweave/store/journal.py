@@ -20,7 +20,7 @@ from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, ResumeError
+from ..errors import JournalError, PlanDiverged, ResumeError
 from ..events import (
     Event,
     LLMCallFinished,
@@ -257,6 +257,7 @@ class Journal:
         key = (run_id, getattr(event, "task_id", None))
         match event:
             case TaskPlanned():
+                _keep_step(conn, run_id, event)
                 conn.execute(
                     "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
                     "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
@@ -265,7 +266,7 @@ class Journal:
                     "deps = excluded.deps, thought = excluded.thought, "
                     "side_effects = excluded.side_effects, status = 'pending', attempts = 0, "
                     "arguments = NULL, result = NULL, error = NULL, started = NULL, ended = NULL "
-                    "WHERE tasks.call != excluded.call",
+                    "WHERE tasks.call != excluded.call AND tasks.started IS NULL",
                     (
                         run_id,
                         event.task_id,
@@ -473,6 +474,28 @@ class Journal:
             }
             for r in self._read("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
         ]
+
+
+def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> None:
+    """A step is keyed by (run id, task id): once its tool was called, the call under that key
+    is fixed.  A resumed plan that writes another call there is refused (DBOS does the same),
+    never recorded over the step that ran."""
+    row = conn.execute(
+        "SELECT call, status FROM tasks WHERE run_id = ? AND id = ? AND started IS NOT NULL",
+        (run_id, event.task_id),
+    ).fetchone()
+    if row is None or row[0] == event.call:
+        return
+    recorded, status = row
+    raise PlanDiverged(
+        f"the plan diverged from the recorded run: task {event.task_id} is recorded as "
+        f"`{recorded}` ({status}), but the plan now has `{event.call}` under that id. A step "
+        "that ran keeps its call, so the run stopped here; resume it again, or start a new run",
+        task_id=event.task_id,
+        recorded=recorded,
+        call=event.call,
+        run_id=run_id,
+    )
 
 
 def _storable(value: Any) -> Any:
