@@ -22,7 +22,7 @@ from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
 from ..store import Journal
 from .app import DbOption, app
-from .view import DagView
+from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
     from ..llm.local import LocalLLM
@@ -66,7 +66,7 @@ class _Loading:
         if self.quiet:
             report = llm.load()
             return report.assemble_s + report.load_s
-        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn())
         with Progress(*columns, TimeElapsedColumn(), console=self.console, transient=True) as bar:
             self.bar = bar
             try:
@@ -74,8 +74,9 @@ class _Loading:
             finally:
                 self.bar = None
         self.console.print(
-            f"[dim]model {llm.model}: assembled and verified in {report.assemble_s:.1f} s, "
-            f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
+            f"model {llm.model}: assembled and verified in {report.assemble_s:.1f} s, "
+            f"loaded in {report.load_s:.1f} s ({report.path})",
+            style="dim",
         )
         return report.assemble_s + report.load_s
 
@@ -186,13 +187,15 @@ def run(
     max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     for option, value, allowed in (
         ("--mode", mode, ("compiled", "react")),
         ("--recovery", recovery, ("default", "none")),
     ):
         if value not in allowed:
-            err.print(f"[red]error:[/red] {option} must be {' or '.join(allowed)}, not {value!r}")
+            err.print(
+                labelled("error:", "red", f"{option} must be {' or '.join(allowed)}, not {value!r}")
+            )
             raise typer.Exit(2)
     try:
         settings = RunSettings(
@@ -223,7 +226,7 @@ def run(
             quiet=as_json or not err.is_terminal,
         )
     except PlanweaveError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
     execute_and_report(
@@ -243,7 +246,7 @@ def _journal(db: Path | None, console: Console) -> Journal | None:
     except JournalError as exc:
         if db is not None or os.environ.get("PLANWEAVE_DB"):
             raise
-        console.print(f"[yellow]warning:[/yellow] {exc}; this run is not recorded")
+        console.print(labelled("warning:", "yellow", f"{exc}; this run is not recorded"))
         return None
 
 
@@ -251,8 +254,11 @@ def _ask_on_terminal(console: Console) -> EscalationHandler:
     async def ask(question: Escalation) -> EscalationAnswer:
         def prompt() -> str:
             console.print(
-                f"[yellow]task {question.task_id} {question.call} failed "
-                f"({question.category}):[/yellow] {question.error}"
+                labelled(
+                    f"task {question.task_id} {question.call} failed ({question.category}):",
+                    "yellow",
+                    question.error,
+                )
             )
             answer: str = typer.prompt(
                 "Type a result to use (JSON or text), r to retry, or press Enter to let it fail",
@@ -294,12 +300,12 @@ def execute_and_report(
         err.print(view.render())
     for rec in result.tasks:
         if rec.error is not None and rec.status == "failed":
-            err.print(f"[red]task {rec.task.id} failed:[/red] {rec.error}")
-    err.print(f"[dim]{_summary(result, load_s)}[/dim]")
+            err.print(labelled(f"task {rec.task.id} failed:", "red", rec.error))
+    err.print(_summary(result, load_s), style="dim")
     if result.error is not None:
-        err.print(f"[red]error:[/red] {result.error}")
+        err.print(labelled("error:", "red", result.error))
         raise typer.Exit(1)
-    Console().print(result.answer or "", markup=False, highlight=False)
+    plain_console().print(result.answer or "")
 
 
 def _execute(
