@@ -79,3 +79,102 @@ def test_the_install_hint_keeps_its_brackets(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'planweave[local]'" in proc.stderr
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    script = Script.by_purpose(
+        planner=['1. population("France")\n2. join()\n<END_OF_PLAN>'] * 3,
+        joiner=["Thought: ok\nAction: Finish(68 million)"] * 3,
+    )
+    with ScriptedServer(script) as srv:
+        yield srv
+
+
+def damage(db: Path) -> None:
+    """Overwrite every page but the first: the file still opens, its tables cannot be read."""
+    data = bytearray(db.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)
+    db.write_bytes(data)
+
+
+def test_a_damaged_journal_is_a_clear_error_for_every_command(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "runs.db"
+    first = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    damage(db)
+    ran = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", str(db))
+    listed = planweave("runs", "list", "--db", str(db))
+    resumed = planweave("runs", "resume", "abc", "--db", str(db))
+    for proc in (ran, listed, resumed):
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "the file is damaged" in proc.stderr
+    assert "cannot read the journal" in listed.stderr
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder nobody may write, root included (chattr +i); its files too."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    yield folder
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(folder)], check=False)
+    folder.chmod(0o755)
+
+
+def make_read_only(folder: Path) -> None:
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(folder)], check=False).returncode != 0:
+            pytest.skip("cannot make a folder read-only for root here (chattr +i)")
+    else:
+        for file in folder.iterdir():
+            file.chmod(0o444)
+        folder.chmod(0o555)
+
+
+def test_history_stays_readable_from_a_read_only_folder(
+    server: ScriptedServer, read_only_folder: Path
+) -> None:
+    db = str(read_only_folder / "runs.db")
+    first = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", db, "--json")
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["id"]
+    make_read_only(read_only_folder)
+
+    listed = planweave("runs", "list", "--db", db, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["id"] for r in json.loads(listed.stdout)] == [run_id]
+    shown = planweave("runs", "show", run_id[:5], "--db", db, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["answer"] == "68 million"
+    # Writing stays impossible, and says so.
+    ran = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", db)
+    assert ran.returncode == 2
+    assert "read-only" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_an_uncreatable_journal_folder_is_a_warning_by_default_and_an_error_when_asked(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    default = planweave(
+        "run", "q", *TOOLS, "--base-url", server.base_url, "--json",
+        env={"XDG_DATA_HOME": str(blocker)},
+    )  # fmt: skip
+    assert default.returncode == 0, default.stderr
+    assert "this run is not recorded" in default.stderr
+    assert json.loads(default.stdout)["answer"] == "68 million"
+
+    below = str(blocker / "runs.db")
+    asked = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", below)
+    listed = planweave("runs", "list", "--db", below)
+    for proc in (asked, listed):
+        assert proc.returncode == 2
+        assert "cannot create the journal's folder" in proc.stderr
+        assert "Traceback" not in proc.stderr

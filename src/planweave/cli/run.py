@@ -229,13 +229,17 @@ def run(
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
-    execute_and_report(
-        runtime,
-        lambda subs: runtime.arun(question, subscribers=subs, check=False),
-        as_json=as_json,
-        console=err,
-        load_s=load_s,
-    )
+    try:
+        execute_and_report(
+            runtime,
+            lambda subs: runtime.arun(question, subscribers=subs, check=False),
+            as_json=as_json,
+            console=err,
+            load_s=load_s,
+        )
+    except PlanweaveError as exc:  # the run could not start: its journal cannot be written
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
 
 
 def _journal(db: Path | None, console: Console) -> Journal | None:

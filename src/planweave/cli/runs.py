@@ -29,17 +29,20 @@ from .view import STYLE, DagView, labelled, plain_console
 T = TypeVar("T")
 
 
-def _open(db: Path | None, console: Console) -> Journal:
+def _open(db: Path | None, console: Console, *, reading: bool = False) -> Journal:
     try:
-        return Journal(db)
+        return Journal.for_reading(db) if reading else Journal(db)
     except PlanweaveError as exc:
         console.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
 
-def _read(db: Path | None, console: Console, read: Callable[[Journal], T]) -> T:
-    """`read(journal)`, or the error on the console and exit status 2."""
-    with _open(db, console) as journal:
+def _read(
+    db: Path | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
+) -> T:
+    """`read(journal)`, or the error on the console and exit status 2.  History is read from
+    a journal that cannot be written too (`reading`)."""
+    with _open(db, console, reading=reading) as journal:
         try:
             return read(journal)
         except PlanweaveError as exc:
@@ -133,7 +136,7 @@ def runs_cancel(
 ) -> None:
     """Stop a run: a live one within a second, a stopped one is marked cancelled."""
     err = plain_console(stderr=True)
-    state = _read(db, err, lambda journal: journal.request_cancel(run_id))
+    state = _read(db, err, lambda journal: journal.request_cancel(run_id), reading=False)
     plain_console().print(f"{run_id}: {state}")
 
 

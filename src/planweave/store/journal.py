@@ -78,10 +78,26 @@ def _alive(pid: int | None, host: str | None) -> bool:
 class Journal:
     """One journal file.  Safe to share between runs, threads and processes."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
+        """Open (creating it if needed) the journal at `path`; `read_only` opens an existing
+        one for reading only, and every write then raises JournalError."""
         self.path = Path(path).expanduser() if path is not None else default_path()
-        self._conn = connect(self.path)
+        self.read_only = read_only
+        self._conn = connect(self.path, read_only=read_only)
         self._lock = threading.Lock()
+
+    @classmethod
+    def for_reading(cls, path: str | Path | None = None) -> Journal:
+        """The journal at `path` to read history from: opened for writing where it can be
+        (creating it, migrating it), else read-only, so history stays readable from a
+        read-only folder or someone else's file."""
+        try:
+            return cls(path)
+        except JournalError as exc:
+            try:
+                return cls(path, read_only=True)
+            except JournalError:
+                raise exc from None
 
     def close(self) -> None:
         with self._lock:
@@ -96,7 +112,7 @@ class Journal:
     # ------------------------------------------------------------------ low level
 
     @contextlib.contextmanager
-    def _sqlite_errors(self, run_id: str | None = None) -> Iterator[None]:
+    def _sqlite_errors(self, run_id: str | None = None, *, doing: str = "write") -> Iterator[None]:
         try:
             yield
         except sqlite3.Error as exc:
@@ -105,10 +121,16 @@ class Journal:
                 why = "the disk (or the journal's size limit) is full"
             elif code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 why = "the database stayed locked by another process for too long"
+            elif code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                why = f"the file is damaged ({exc}); copy what can be read with sqlite3's .recover"
+            elif code == sqlite3.SQLITE_READONLY or self.read_only:
+                why = f"it is open read-only here ({exc})"
             else:
                 why = f"SQLite failed: {exc}"
             raise JournalError(
-                f"cannot write the journal {self.path}: {why}", path=str(self.path), run_id=run_id
+                f"cannot {doing} the journal {self.path}: {why}",
+                path=str(self.path),
+                run_id=run_id,
             ) from exc
 
     @contextlib.contextmanager
@@ -133,7 +155,7 @@ class Journal:
                     conn.execute("PRAGMA synchronous=NORMAL")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock, self._sqlite_errors():
+        with self._lock, self._sqlite_errors(doing="read"):
             cursor = self._conn.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return cursor.fetchall()
