@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from planweave import Script, ScriptedServer
+from planweave import Reply, Script, ScriptedServer
 
 TESTS = Path(__file__).parent
 HOSTILE = "[/bold] :x: [local]"
@@ -178,3 +178,34 @@ def test_an_uncreatable_journal_folder_is_a_warning_by_default_and_an_error_when
         assert proc.returncode == 2
         assert "cannot create the journal's folder" in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_runs_commands_on_unknown_or_finished_runs_exit_2_with_the_reason(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "runs.db")
+    ran = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", db, "--json")
+    run_id = json.loads(ran.stdout)["id"]
+    cases = [
+        (["runs", "cancel", "nope"], "no run 'nope'"),
+        (["runs", "resume", "nope"], "no run 'nope'"),
+        (["runs", "show", "nope"], "no run 'nope'"),
+        (["runs", "resume", run_id], "already finished"),
+    ]
+    for args, message in cases:
+        proc = planweave(*args, "--db", db)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert message in proc.stderr, args
+        assert "Traceback" not in proc.stderr
+    assert planweave("runs", "cancel", run_id, "--db", db).stdout == f"{run_id}: finished\n"
+
+
+def test_a_failed_run_without_json_exits_1_with_the_cause(tmp_path: Path) -> None:
+    with ScriptedServer(Script.by_purpose(planner=[Reply(status=400)] * 4)) as srv:
+        proc = planweave(
+            "run", "q", *TOOLS, "--base-url", srv.base_url, "--db", str(tmp_path / "r.db")
+        )
+    assert proc.returncode == 1, proc.stderr
+    assert "error: " in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
