@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import os
 import sqlite3
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from pydantic import BaseModel
 
 import ledger_tools
 from ledger_tools import FINISH, PLAN, TOOLS
-from planweave import Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
+from planweave import Budget, Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
 from planweave.errors import (
+    BudgetExceeded,
     DecisionNeeded,
     JournalError,
+    PlanDiverged,
     ResultNotStorable,
     ResumeError,
 )
@@ -254,6 +257,98 @@ def test_resume_refuses_unknown_and_finished_runs(journal: Journal) -> None:
         runtime.resume("nope")
 
 
+def test_a_resumed_plan_that_writes_another_call_under_a_finished_id_is_refused(
+    journal: Journal, tmp_path: Path
+) -> None:
+    run_id = failed_at_joiner(journal)
+    # As if the process had died while the planner still streamed: its response is not
+    # recorded, so the resumed run asks the planner again, and this time it writes another
+    # side effect under task 4, which already ran.
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE llm_calls SET status = 'streaming' WHERE purpose = 'planner'")
+    other = PLAN.replace('send("total ${3}")', 'send("total 6")')
+    llm = ScriptedLLM(Script.by_purpose(planner=[other], joiner=[FINISH]))
+    with pytest.raises(RunFailed) as failed:
+        Runtime(TOOLS, llm, journal=journal).resume(run_id)
+    error = failed.value.cause
+    assert isinstance(error, PlanDiverged)
+    assert (error.task_id, error.recorded, error.call) == (
+        4,
+        'send("total ${3}")',
+        'send("total 6")',
+    )
+    assert ledger_tools.ledger().count("send total 5") == 1
+    assert "send total 6" not in ledger_tools.ledger()
+    shown = journal.show(run_id)
+    assert shown["tasks"][3]["call"] == 'send("total ${3}")'
+    assert (shown["tasks"][3]["status"], shown["tasks"][3]["result"]) == ("done", "sent")
+    assert shown["status"] == "failed"
+    assert shown["error"]["type"] == "PlanDiverged"
+
+
+def test_resume_refuses_a_run_still_running_and_an_ambiguous_prefix(journal: Journal) -> None:
+    journal.create_run("abc111", "q", "compiled", {})  # running, in this live process
+    journal.create_run("abc222", "q", "compiled", {})
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
+    with pytest.raises(ResumeError, match="names more than one run"):
+        runtime.resume("abc")
+    with pytest.raises(ResumeError, match=f"still running \\(process {os.getpid()}"):
+        runtime.resume("abc1")
+    assert journal.show("abc1")["status"] == "running"  # left as it was
+
+
+def test_a_recorded_result_that_cannot_be_read_back_pauses_the_resume(
+    journal: Journal, tmp_path: Path
+) -> None:
+    run_id = failed_at_joiner(journal)
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(
+            "UPDATE tasks SET result = ? WHERE id = 3", ('{"__pw__": "no-such-kind", "v": 1}',)
+        )
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
+    with pytest.raises(ResumeError, match=r"result of task 3 `add\(\$1, \$2\)` cannot be read"):
+        runtime.resume(run_id)
+    assert journal.show(run_id)["status"] == "paused"
+    assert ledger_tools.ledger().count("send total 5") == 1
+
+
+def test_a_recorded_response_whose_request_changed_is_asked_again(
+    journal: Journal, tmp_path: Path
+) -> None:
+    run_id = failed_at_joiner(journal)
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE llm_calls SET request_hash = 'other' WHERE purpose = 'planner'")
+    ran = ledger_tools.ledger()
+    llm = ScriptedLLM(script(planner=1, joiner=1))
+    result = Runtime(TOOLS, llm, journal=journal).resume(run_id)
+    assert llm.script.purposes == ["planner", "joiner"]  # the planner's was not replayed
+    assert result.status == "finished"
+    assert ledger_tools.ledger() == ran  # the same plan: every finished task reused
+    assert [r.reused for r in result.tasks] == [True] * 4
+
+
+def test_a_cancelled_run_resumes_once_and_then_is_finished(journal: Journal) -> None:
+    run_id = failed_at_joiner(journal)
+    journal.pause(run_id)  # as a resume that needed a decision leaves it
+    assert journal.request_cancel(run_id) == "cancelled"
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
+    assert runtime.resume(run_id).status == "finished"
+    with pytest.raises(ResumeError, match="already finished"):
+        runtime.resume(run_id)
+    assert journal.show(run_id)["sessions"] == 2
+
+
+def test_replayed_llm_calls_count_against_the_budget_of_a_resumed_run(journal: Journal) -> None:
+    run_id = failed_at_joiner(journal)
+    # The replayed planner response is the run's first call; the joiner's would be its second.
+    runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal, budget=Budget(llm_calls=1))
+    with pytest.raises(RunFailed) as failed:
+        runtime.resume(run_id)
+    assert isinstance(failed.value.cause, BudgetExceeded)
+    assert failed.value.cause.limit == "llm_calls"
+    assert failed.value.result.results == {1: 2, 2: 3, 3: 5, 4: "sent"}  # all reused
+
+
 def killed_while_sending(tmp_path: Path) -> tuple[Path, str]:
     """A run killed (SIGKILL) right after the start of the side-effecting task was recorded."""
     db = tmp_path / "runs.db"
@@ -310,9 +405,12 @@ def test_marking_the_in_flight_side_effect_failed_keeps_it_from_running(tmp_path
 
 
 def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path: Path) -> None:
+    started = anyio.Event()
+
     @tool
     async def wait() -> str:
         """Wait a long time."""
+        started.set()
         await anyio.sleep(30)
         return "waited"
 
@@ -326,7 +424,7 @@ def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path:
     async def cancel_soon() -> str:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: runtime.arun("q", check=False))
-            await anyio.sleep(0.3)
+            await started.wait()  # the run's task is recorded as started: it is in flight
             other = Journal(tmp_path / "runs.db")  # another connection, as another process
             run_id = other.runs()[0]["id"]
             assert other.request_cancel(run_id) == "cancelling"
@@ -337,6 +435,44 @@ def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path:
     assert shown["status"] == "cancelled"
     assert shown["error"]["type"] == "RunCancelled"
     assert shown["tasks"][0]["status"] == "cancelled"
+
+
+def test_a_cancelled_side_effect_in_flight_is_not_run_again_without_a_decision(
+    journal: Journal, tmp_path: Path
+) -> None:
+    started = anyio.Event()
+
+    @tool(side_effects=True)
+    async def transfer(amount: int) -> str:
+        """Move money (a side effect), slowly."""
+        ledger_tools._ledger(f"transfer {amount}")
+        started.set()
+        await anyio.sleep(30)
+        return "moved"
+
+    tools = ToolRegistry([transfer])
+    plan = "1. transfer(5)\n2. join()\n<END_OF_PLAN>"
+    llm = ScriptedLLM(Script.by_purpose(planner=[plan], joiner=[FINISH]))
+    runtime = Runtime(tools, llm, journal=journal)
+
+    async def cancel_in_flight() -> str:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: runtime.arun("q", check=False))
+                await started.wait()
+                other = Journal(tmp_path / "runs.db")
+                run_id = other.runs()[0]["id"]
+                assert other.request_cancel(run_id) == "cancelling"
+        return run_id
+
+    run_id = anyio.run(cancel_in_flight)
+    task = journal.show(run_id)["tasks"][0]
+    assert (task["status"], task["start"] is not None) == ("cancelled", True)
+    with pytest.raises(DecisionNeeded) as paused:
+        runtime.resume(run_id)
+    assert paused.value.tasks == [{"id": 1, "tool": "transfer", "call": "transfer(5)"}]
+    assert ledger_tools.ledger() == ["transfer 5"]  # once, and not again
+    assert journal.show(run_id)["status"] == "paused"
 
 
 # ---------------------------------------------------------------------- bad files

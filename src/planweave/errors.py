@@ -35,6 +35,7 @@
         │       └── LLMMalformedStream  an event that is not JSON, or JSON of the wrong shape
         ├── JoinerError
         ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
+        ├── PlanDiverged ......... on resume, the plan wrote another call under a recorded step
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
         └── BudgetExceeded
 
@@ -301,6 +302,26 @@ class JournalError(RunError):
     def __init__(self, message: str, *, path: str | None = None, run_id: str | None = None):
         super().__init__(message, run_id=run_id)
         self.path = path
+
+
+class PlanDiverged(RunError):
+    """On resume, the plan wrote a different call under the id of a task that already ran in
+    an earlier session.  The recorded step is kept as it is and the run stops: `task_id` names
+    the step, `recorded` its call, `call` the new one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task_id: int | None = None,
+        recorded: str | None = None,
+        call: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.task_id = task_id
+        self.recorded = recorded
+        self.call = call
 
 
 class RunCancelled(RunError):

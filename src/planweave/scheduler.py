@@ -128,8 +128,9 @@ class Scheduler:
         if task.is_join:
             return None
         rec = TaskRecord(task, self.plan_round)
-        self.records[task.id] = rec
         call = task.call_text()
+        # Announced before it is registered: a journal that refuses the task (PlanDiverged on
+        # resume) leaves nothing behind for the scheduler to cancel over the recorded step.
         self.bus.emit(
             TaskPlanned(
                 task_id=task.id,
@@ -142,6 +143,7 @@ class Scheduler:
                 side_effects=self.tools[task.tool].side_effects,
             )
         )
+        self.records[task.id] = rec
         earlier = self.recorded.pop(task.id, None)
         if earlier is not None and earlier.call == call:
             self._reuse(rec, earlier)

@@ -23,7 +23,7 @@ from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
 from ..store import Journal
 from .app import DbOption, app
-from .view import DagView
+from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
     from ..llm.local import LocalLLM
@@ -69,7 +69,7 @@ class _Loading:
         if self.quiet:
             report = llm.load()
             return report.assemble_s + report.load_s
-        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn())
         with Progress(*columns, TimeElapsedColumn(), console=self.console, transient=True) as bar:
             self.bar = bar
             try:
@@ -77,8 +77,9 @@ class _Loading:
             finally:
                 self.bar = None
         self.console.print(
-            f"[dim]model {llm.model}: assembled and verified in {report.assemble_s:.1f} s, "
-            f"loaded in {report.load_s:.1f} s ({report.path})[/dim]"
+            f"model {llm.model}: assembled and verified in {report.assemble_s:.1f} s, "
+            f"loaded in {report.load_s:.1f} s ({report.path})",
+            style="dim",
         )
         return report.assemble_s + report.load_s
 
@@ -198,13 +199,15 @@ def run(
     ] = _DEADLINES.call or 0.0,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     for option, value, allowed in (
         ("--mode", mode, ("compiled", "react")),
         ("--recovery", recovery, ("default", "none")),
     ):
         if value not in allowed:
-            err.print(f"[red]error:[/red] {option} must be {' or '.join(allowed)}, not {value!r}")
+            err.print(
+                labelled("error:", "red", f"{option} must be {' or '.join(allowed)}, not {value!r}")
+            )
             raise typer.Exit(2)
     try:
         settings = RunSettings(
@@ -238,16 +241,20 @@ def run(
             quiet=as_json or not err.is_terminal,
         )
     except PlanweaveError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
-    execute_and_report(
-        runtime,
-        lambda subs: runtime.arun(question, subscribers=subs, check=False),
-        as_json=as_json,
-        console=err,
-        load_s=load_s,
-    )
+    try:
+        execute_and_report(
+            runtime,
+            lambda subs: runtime.arun(question, subscribers=subs, check=False),
+            as_json=as_json,
+            console=err,
+            load_s=load_s,
+        )
+    except PlanweaveError as exc:  # the run could not start: its journal cannot be written
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
 
 
 def _journal(db: Path | None, console: Console) -> Journal | None:
@@ -258,7 +265,7 @@ def _journal(db: Path | None, console: Console) -> Journal | None:
     except JournalError as exc:
         if db is not None or os.environ.get("PLANWEAVE_DB"):
             raise
-        console.print(f"[yellow]warning:[/yellow] {exc}; this run is not recorded")
+        console.print(labelled("warning:", "yellow", f"{exc}; this run is not recorded"))
         return None
 
 
@@ -266,8 +273,11 @@ def _ask_on_terminal(console: Console) -> EscalationHandler:
     async def ask(question: Escalation) -> EscalationAnswer:
         def prompt() -> str:
             console.print(
-                f"[yellow]task {question.task_id} {question.call} failed "
-                f"({question.category}):[/yellow] {question.error}"
+                labelled(
+                    f"task {question.task_id} {question.call} failed ({question.category}):",
+                    "yellow",
+                    question.error,
+                )
             )
             answer: str = typer.prompt(
                 "Type a result to use (JSON or text), r to retry, or press Enter to let it fail",
@@ -309,12 +319,12 @@ def execute_and_report(
         err.print(view.render())
     for rec in result.tasks:
         if rec.error is not None and rec.status == "failed":
-            err.print(f"[red]task {rec.task.id} failed:[/red] {rec.error}")
-    err.print(f"[dim]{_summary(result, load_s)}[/dim]")
+            err.print(labelled(f"task {rec.task.id} failed:", "red", rec.error))
+    err.print(_summary(result, load_s), style="dim")
     if result.error is not None:
-        err.print(f"[red]error:[/red] {result.error}")
+        err.print(labelled("error:", "red", result.error))
         raise typer.Exit(1)
-    Console().print(result.answer or "", markup=False, highlight=False)
+    plain_console().print(result.answer or "")
 
 
 def _execute(

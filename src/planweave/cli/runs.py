@@ -24,26 +24,29 @@ from ..settings import RunSettings
 from ..store import Journal, ResumeDecision
 from .app import DbOption, runs_app
 from .run import build_runtime, execute_and_report
-from .view import STYLE, DagView
+from .view import STYLE, DagView, labelled, plain_console
 
 T = TypeVar("T")
 
 
-def _open(db: Path | None, console: Console) -> Journal:
+def _open(db: Path | None, console: Console, *, reading: bool = False) -> Journal:
     try:
-        return Journal(db)
+        return Journal.for_reading(db) if reading else Journal(db)
     except PlanweaveError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
 
-def _read(db: Path | None, console: Console, read: Callable[[Journal], T]) -> T:
-    """`read(journal)`, or the error on the console and exit status 2."""
-    with _open(db, console) as journal:
+def _read(
+    db: Path | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
+) -> T:
+    """`read(journal)`, or the error on the console and exit status 2.  History is read from
+    a journal that cannot be written too (`reading`)."""
+    with _open(db, console, reading=reading) as journal:
         try:
             return read(journal)
         except PlanweaveError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            console.print(labelled("error:", "red", exc))
             raise typer.Exit(2) from None
 
 
@@ -64,7 +67,7 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
     """The recorded runs, newest first."""
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     runs = _read(db, err, lambda journal: journal.runs(limit))
     if as_json:
         _print_json(runs)
@@ -83,7 +86,7 @@ def runs_list(
             "" if r["wall_s"] is None else f"{r['wall_s']:.1f}s",
             r["question"][:60],
         )
-    Console().print(table)
+    plain_console().print(table)
 
 
 @runs_app.command("show")
@@ -93,29 +96,37 @@ def runs_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """One run: its DAG with timings, errors and the answer."""
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     run = _read(db, err, lambda journal: journal.show(run_id))
     if as_json:
         _print_json(run)
         return
-    out = Console()
-    out.print(f"[bold]{run['id']}[/bold]  {run['status']}  {_when(run['created'])}  {run['mode']}")
-    out.print(f"question: {run['question']}", markup=False)
+    out = plain_console()
+    out.print(
+        Text.assemble(
+            (run["id"], "bold"), f"  {run['status']}  {_when(run['created'])}  {run['mode']}"
+        )
+    )
+    out.print(f"question: {run['question']}")
     out.print(DagView.from_tasks(run["tasks"], now=run["wall_s"] or 0.0).render())
     for t in run["tasks"]:
         if t["status"] == "failed":
-            out.print(f"[red]task {t['id']} failed:[/red] {t['error'].get('text') or t['error']}")
+            out.print(labelled(f"task {t['id']} failed:", "red", _error_text(t["error"])))
     llm = run["llm"]
     out.print(
-        f"[dim]{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
+        f"{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
         f"{llm.get('completion_tokens', 0)} tokens · sessions {run['sessions']}"
-        + ("" if run["wall_s"] is None else f" · {run['wall_s']:.2f} s since start")
-        + "[/dim]"
+        + ("" if run["wall_s"] is None else f" · {run['wall_s']:.2f} s since start"),
+        style="dim",
     )
     if "error" in run:
-        out.print(f"[red]error:[/red] {run['error'].get('text') or run['error']}", markup=True)
+        out.print(labelled("error:", "red", _error_text(run["error"])))
     if run["answer"] is not None:
-        out.print(f"answer: {run['answer']}", markup=False)
+        out.print(f"answer: {run['answer']}")
+
+
+def _error_text(error: Any) -> str:
+    return str(error.get("text") or error) if isinstance(error, dict) else str(error)
 
 
 @runs_app.command("cancel")
@@ -124,9 +135,9 @@ def runs_cancel(
     db: DbOption = None,
 ) -> None:
     """Stop a run: a live one within a second, a stopped one is marked cancelled."""
-    err = Console(stderr=True)
-    state = _read(db, err, lambda journal: journal.request_cancel(run_id))
-    Console().print(f"{run_id}: {state}")
+    err = plain_console(stderr=True)
+    state = _read(db, err, lambda journal: journal.request_cancel(run_id), reading=False)
+    plain_console().print(f"{run_id}: {state}")
 
 
 @runs_app.command("resume")
@@ -152,7 +163,7 @@ def runs_resume(
 ) -> None:
     """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
     run again, and a side-effecting task that was in flight is re-run only if you say so."""
-    err = Console(stderr=True)
+    err = plain_console(stderr=True)
     journal = _open(db, err)
     decisions: dict[int, ResumeDecision] = {i: "rerun" for i in rerun or ()}
     decisions.update({i: "fail" for i in fail or ()})
@@ -184,7 +195,7 @@ def runs_resume(
             quiet=as_json or not err.is_terminal,
         )
     except PlanweaveError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
     def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
@@ -196,9 +207,9 @@ def runs_resume(
         if as_json:
             _print_json({"id": run_id, "status": "paused", "error": exc.report()})
         else:
-            err.print(f"[yellow]paused:[/yellow] {exc}")
+            err.print(labelled("paused:", "yellow", exc))
             err.print("resume with --rerun ID or --fail ID for each of these tasks")
         raise typer.Exit(3) from None
     except PlanweaveError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -24,6 +24,20 @@ from ..events import (
     TaskSkipped,
     TaskStarted,
 )
+
+
+def plain_console(*, stderr: bool = False) -> Console:
+    """A console that prints text as it is.  What it prints comes from models, tools, users and
+    journal files, so no markup (`[/bold]` would crash it, `[local]` would vanish), no emoji codes
+    (`:x:`) and no highlighting: styles are given as `Text` spans (`labelled`), never in strings.
+    """
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+def labelled(label: str, style: str, text: object) -> Text:
+    """`label` in `style`, then `text` as it is."""
+    return Text.assemble((label, style), " ", str(text))
+
 
 STYLE = {
     "pending": "dim",
@@ -134,7 +148,9 @@ class DagView:
             status = Text(row.status, style=STYLE.get(row.status, ""))
             if row.note:
                 status.append(f"  {row.note[:80]}", style="dim")
-            table.add_row(str(row.task_id), call, ",".join(f"${d}" for d in row.deps), status, took)
+            table.add_row(
+                str(row.task_id), Text(call), ",".join(f"${d}" for d in row.deps), status, took
+            )
         parts: list[Any] = [table]
         parts.extend(Text(note, style="yellow") for note in self.notes[-3:])
         if self.llm_state:

@@ -20,7 +20,7 @@ from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, ResumeError
+from ..errors import JournalError, PlanDiverged, ResumeError
 from ..events import (
     Event,
     LLMCallFinished,
@@ -78,10 +78,26 @@ def _alive(pid: int | None, host: str | None) -> bool:
 class Journal:
     """One journal file.  Safe to share between runs, threads and processes."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
+        """Open (creating it if needed) the journal at `path`; `read_only` opens an existing
+        one for reading only, and every write then raises JournalError."""
         self.path = Path(path).expanduser() if path is not None else default_path()
-        self._conn = connect(self.path)
+        self.read_only = read_only
+        self._conn = connect(self.path, read_only=read_only)
         self._lock = threading.Lock()
+
+    @classmethod
+    def for_reading(cls, path: str | Path | None = None) -> Journal:
+        """The journal at `path` to read history from: opened for writing where it can be
+        (creating it, migrating it), else read-only, so history stays readable from a
+        read-only folder or someone else's file."""
+        try:
+            return cls(path)
+        except JournalError as exc:
+            try:
+                return cls(path, read_only=True)
+            except JournalError:
+                raise exc from None
 
     def close(self) -> None:
         with self._lock:
@@ -96,7 +112,7 @@ class Journal:
     # ------------------------------------------------------------------ low level
 
     @contextlib.contextmanager
-    def _sqlite_errors(self, run_id: str | None = None) -> Iterator[None]:
+    def _sqlite_errors(self, run_id: str | None = None, *, doing: str = "write") -> Iterator[None]:
         try:
             yield
         except sqlite3.Error as exc:
@@ -105,10 +121,16 @@ class Journal:
                 why = "the disk (or the journal's size limit) is full"
             elif code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 why = "the database stayed locked by another process for too long"
+            elif code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+                why = f"the file is damaged ({exc}); copy what can be read with sqlite3's .recover"
+            elif code == sqlite3.SQLITE_READONLY or self.read_only:
+                why = f"it is open read-only here ({exc})"
             else:
                 why = f"SQLite failed: {exc}"
             raise JournalError(
-                f"cannot write the journal {self.path}: {why}", path=str(self.path), run_id=run_id
+                f"cannot {doing} the journal {self.path}: {why}",
+                path=str(self.path),
+                run_id=run_id,
             ) from exc
 
     @contextlib.contextmanager
@@ -133,7 +155,7 @@ class Journal:
                     conn.execute("PRAGMA synchronous=NORMAL")
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock, self._sqlite_errors():
+        with self._lock, self._sqlite_errors(doing="read"):
             cursor = self._conn.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return cursor.fetchall()
@@ -257,6 +279,7 @@ class Journal:
         key = (run_id, getattr(event, "task_id", None))
         match event:
             case TaskPlanned():
+                _keep_step(conn, run_id, event)
                 conn.execute(
                     "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
                     "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
@@ -265,7 +288,7 @@ class Journal:
                     "deps = excluded.deps, thought = excluded.thought, "
                     "side_effects = excluded.side_effects, status = 'pending', attempts = 0, "
                     "arguments = NULL, result = NULL, error = NULL, started = NULL, ended = NULL "
-                    "WHERE tasks.call != excluded.call",
+                    "WHERE tasks.call != excluded.call AND tasks.started IS NULL",
                     (
                         run_id,
                         event.task_id,
@@ -473,6 +496,28 @@ class Journal:
             }
             for r in self._read("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
         ]
+
+
+def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> None:
+    """A step is keyed by (run id, task id): once its tool was called, the call under that key
+    is fixed.  A resumed plan that writes another call there is refused (DBOS does the same),
+    never recorded over the step that ran."""
+    row = conn.execute(
+        "SELECT call, status FROM tasks WHERE run_id = ? AND id = ? AND started IS NOT NULL",
+        (run_id, event.task_id),
+    ).fetchone()
+    if row is None or row[0] == event.call:
+        return
+    recorded, status = row
+    raise PlanDiverged(
+        f"the plan diverged from the recorded run: task {event.task_id} is recorded as "
+        f"`{recorded}` ({status}), but the plan now has `{event.call}` under that id. A step "
+        "that ran keeps its call, so the run stopped here; resume it again, or start a new run",
+        task_id=event.task_id,
+        recorded=recorded,
+        call=event.call,
+        run_id=run_id,
+    )
 
 
 def _storable(value: Any) -> Any:

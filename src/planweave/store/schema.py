@@ -93,9 +93,18 @@ MIGRATIONS: list[list[str]] = [
 ]
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating or migrating as needed) the journal at `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    """Open (creating or migrating as needed) the journal at `path`; with `read_only`, open an
+    existing one for reading only (a read-only folder, someone else's file)."""
+    if read_only:
+        return _connect_read_only(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise JournalError(
+            f"cannot create the journal's folder {path.parent}: {exc.strerror or exc}",
+            path=str(path),
+        ) from exc
     try:
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -110,14 +119,67 @@ def connect(path: Path) -> sqlite3.Connection:
         _migrate(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise JournalError(
-            f"{path} is not a usable planweave journal ({exc}); nothing was written to it",
-            path=str(path),
-        ) from exc
+        raise _unusable(path, exc) from exc
     except JournalError:
         conn.close()
         raise
     return conn
+
+
+_UNWRITABLE = frozenset(
+    {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH}
+)
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> JournalError:
+    if getattr(exc, "sqlite_errorcode", None) in _UNWRITABLE:
+        why = f"cannot write the journal {path} ({exc}): it or its folder is read-only here"
+    else:
+        why = f"{path} is not a usable planweave journal ({exc})"
+    return JournalError(f"{why}; nothing was written to it", path=str(path))
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise JournalError(f"there is no journal at {path}", path=str(path))
+    uri = path.resolve().as_uri()
+    # A WAL database needs its -shm file to be read; in a folder nobody may write, where none
+    # can be made, it is read as immutable: nothing can change it meanwhile anyway.
+    last: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                f"{uri}?{query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            _check(conn, path)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            last = exc
+            continue
+        except JournalError:
+            conn.close()
+            raise
+        if version < len(MIGRATIONS):
+            conn.close()
+            raise JournalError(
+                f"{path} has an older journal schema ({version}) that must be migrated before "
+                "it can be read, and it cannot be written here",
+                path=str(path),
+            )
+        return conn
+    assert last is not None
+    raise JournalError(
+        f"{path} is not a readable planweave journal ({last})", path=str(path)
+    ) from last
 
 
 def _check(conn: sqlite3.Connection, path: Path) -> None:
