@@ -537,6 +537,9 @@ def test_error_in_the_middle_of_a_chunk_keeps_earlier_tasks_of_that_chunk() -> N
     kept = parser.tasks
     assert list(kept) == [1, 2, 3]
     assert kept[3].deps == (2,)
+    # the tasks of the chunk accepted before the error are handed out, once
+    assert [t.id for t in parser.drain()] == [2, 3]
+    assert parser.drain() == []
     # the planner is asked to continue from there, in a new response
     parser.start_plan()
     tasks = parser.feed("4. store($3)\n5. join()\n")

@@ -23,7 +23,7 @@ from planweave import (
     parse_plan,
     tool,
 )
-from planweave.events import EventBus, TaskFinished, TaskStarted
+from planweave.events import EventBus, TaskFinished, TaskSkipped, TaskStarted
 from planweave.executor import Executor
 from planweave.scheduler import Scheduler
 
@@ -240,3 +240,23 @@ async def test_result_is_announced_before_any_dependent_starts() -> None:
         for task in parse_plan('1. population("France")\n2. divide($1, 2)\n3. join()\n', registry):
             scheduler.add(task)
     assert order.index(("finished", 1)) < order.index(("started", 2))
+
+
+async def test_a_long_chain_whose_root_fails_is_skipped_without_recursion() -> None:
+    chain = "".join(f'{i}. echo("${{{i - 1}}}")\n' for i in range(2, 2_002))
+    s = await run_plan(f'1. population("Atlantis")\n{chain}2002. join()\n')
+    assert s.records[1].status is TaskStatus.FAILED
+    assert all(s.records[i].status is TaskStatus.SKIPPED for i in range(2, 2_002))
+    assert "task 2000" in str(s.records[2001].error)
+
+
+async def test_a_task_reached_twice_by_a_failure_is_skipped_once() -> None:
+    # 3 depends on 1 directly and through 2: one TaskSkipped each for 2 and 3.
+    bus = EventBus()
+    registry = ToolRegistry(TOOLS)
+    scheduler = Scheduler(registry, Executor(), bus)
+    plan = '1. population("Atlantis")\n2. echo("${1}")\n3. divide($1, $2)\n4. join()\n'
+    async with scheduler.running():
+        for task in parse_plan(plan, registry):
+            scheduler.add(task)
+    assert [e.task_id for e in bus.events if isinstance(e, TaskSkipped)] == [2, 3]
