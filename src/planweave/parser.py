@@ -614,7 +614,7 @@ def _json_value(value: Any, conv: _Converter) -> Any:
 
 def _bounded_id(digits: str) -> int | None:
     """The id `digits` names, or None past MAX_TASK_ID (without `int()` of a huge digit string,
-    which Python refuses past 4,300 digits)."""
+    which Python refuses past 4,300 digits).  0 is left to the checks that name what is wrong."""
     digits = digits.lstrip("0") or "0"
     if len(digits) > len(str(MAX_TASK_ID)) or int(digits) > MAX_TASK_ID:
         return None
