@@ -994,7 +994,7 @@ def test_task_ids_out_of_range_are_refused_in_the_json_form_and_references() -> 
 def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall() -> None:
     parser = PlanParser(TOOLS, max_line_chars=1_000)
     assert [t.id for t in parser.feed("1. store(1)\n")] == [1]
-    for _ in range(49):  # 49 chunks of 20 characters fit
+    for _ in range(50):  # 50 chunks of 20 characters fit
         assert parser.feed("2. store('" + "x" * 10) == []
     with pytest.raises(PlanSyntaxError, match="longer than 1,000 characters") as info:
         parser.feed("2. store('" + "x" * 10)
