@@ -20,6 +20,7 @@ from planweave import (
     Recovery,
     Reply,
     RunFailed,
+    RunSettings,
     Runtime,
     Script,
     ScriptedLLM,
@@ -423,3 +424,15 @@ def test_a_last_line_without_newline_or_join_runs_and_the_run_resumes(tmp_path: 
     resumed = Runtime(TOOLS, llm, journal=journal).resume(result.run_id)
     assert resumed.status == "finished"
     assert [r.reused for r in resumed.tasks] == [True] * 3
+
+
+def test_an_argument_past_the_runtime_limit_is_an_observation_for_the_joiner() -> None:
+    plan = f'1. echo("{"x" * 80}")\n2. echo("${{1}}${{1}}")\n3. join()\n'
+    script = Script.by_purpose(planner=[plan], joiner=[FINISH])
+    runtime = Runtime(TOOLS, ScriptedLLM(script), max_argument_chars=100)
+    result = runtime.run("q")
+    assert result.results == {1: "x" * 80}
+    assert result.tasks[1].status is TaskStatus.FAILED
+    assert "more than 100 characters" in script.requests[-1][-1].content
+    assert runtime.settings.max_argument_chars == 100
+    assert RunSettings.from_dict(runtime.settings.to_dict()).max_argument_chars == 100
