@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -538,6 +539,9 @@ def test_error_in_the_middle_of_a_chunk_keeps_earlier_tasks_of_that_chunk() -> N
     kept = parser.tasks
     assert list(kept) == [1, 2, 3]
     assert kept[3].deps == (2,)
+    # the tasks of the chunk accepted before the error are handed out, once
+    assert [t.id for t in parser.drain()] == [2, 3]
+    assert parser.drain() == []
     # the planner is asked to continue from there, in a new response
     parser.start_plan()
     tasks = parser.feed("4. store($3)\n5. join()\n")
@@ -1025,3 +1029,84 @@ def test_braced_projection_works_as_a_whole_argument_and_in_json() -> None:
     json_tasks = parse_json_plan(json.dumps(plan), registry)
     assert json_tasks[1].args == (Ref(1, ("key",)),)
     assert json_tasks[2].args == (Ref(1, ("x",)),)
+
+
+# --------------------------------------------------------------------------- hostile plans
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "18446744073709551616. store(1)\n18446744073709551617. join()\n",
+        "1000001. store(1)\n1000002. join()\n",
+        "9" * 5000 + ". store(1)\n",
+    ],
+)
+def test_a_task_id_out_of_range_is_a_plan_error(plan: str) -> None:
+    with pytest.raises(PlanSyntaxError, match=r"out of range: task ids go from 1 to 1,000,000"):
+        parse(plan)
+
+
+def test_task_ids_out_of_range_are_refused_in_the_json_form_and_references() -> None:
+    with pytest.raises(PlanSyntaxError, match="out of range"):
+        parse_json_plan([{"id": 2**63, "tool": "store"}, {"id": 2**63 + 1, "tool": "join"}], TOOLS)
+    with pytest.raises(PlanSyntaxError, match="out of range"):
+        parse_json_plan('[{"id": 1, "tool": "store", "args": ["$' + "9" * 5000 + '"]}]', TOOLS)
+    with pytest.raises(PlanSyntaxError, match="not valid JSON"):
+        parse_json_plan('[{"id": ' + "9" * 5000 + ', "tool": "join"}]', TOOLS)
+    with pytest.raises(PlanSyntaxError, match="out of range"):
+        parse("1. store($" + "9" * 5000 + ")\n2. join()\n")
+    # A huge "$N" inside prose is prose, not a reference.
+    assert parse('1. store("costs $99999999999999999999")\n2. join()\n')[0].deps == ()
+
+
+def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall() -> None:
+    parser = PlanParser(TOOLS, max_line_chars=1_000)
+    assert [t.id for t in parser.feed("1. store(1)\n")] == [1]
+    for _ in range(50):  # 50 chunks of 20 characters fit
+        assert parser.feed("2. store('" + "x" * 10) == []
+    with pytest.raises(PlanSyntaxError, match="longer than 1,000 characters") as info:
+        parser.feed("2. store('" + "x" * 10)
+    assert info.value.lineno == 2
+    assert len(info.value.line or "") < 300
+    parser.start_plan()
+    assert [t.id for t in parser.feed("2. store(2)\n3. join()\n")] == [2, 3]
+    # The default bound, fed whole.
+    with pytest.raises(PlanSyntaxError, match="longer than 100,000 characters"):
+        parse('1. store("' + "x" * 100_001 + '")\n2. join()\n')
+
+
+def test_a_long_line_in_small_chunks_parses_in_linear_time() -> None:
+    def seconds(size: int) -> float:
+        line = '1. store("' + "x" * size + '")\n2. join()\n'
+        chunks = [line[i : i + 4] for i in range(0, len(line), 4)]
+        best = float("inf")
+        for _ in range(2):
+            parser = PlanParser(TOOLS, max_line_chars=10**7)
+            start = time.perf_counter()
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.close()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    # Four times the input: four times the work (sixteen when each chunk copied the buffer).
+    assert seconds(800_000) / seconds(200_000) < 8
+
+
+def test_a_json_plan_nested_deeper_than_the_limit_is_a_plan_error() -> None:
+    deep = '[{"id": 1, "tool": "store", "args": [' + "[" * 500 + "]" * 500 + "]}]"
+    with pytest.raises(PlanSyntaxError, match="nest deeper than 32 levels"):
+        parse_json_plan(deep, TOOLS)
+    deeper = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(PlanSyntaxError, match="nest deeper than 32 levels"):
+        parse_json_plan(deeper, TOOLS)
+    with pytest.raises(PlanSyntaxError, match="nest deeper than 32 levels"):
+        parse("1. store(" + "[" * 40 + "]" * 40 + ")\n2. join()\n")
+    ok = (
+        '[{"id": 1, "tool": "store", "args": ['
+        + "[" * 30
+        + "]" * 30
+        + ']}, {"id": 2, "tool": "join"}]'
+    )
+    assert len(parse_json_plan(ok, TOOLS)) == 2

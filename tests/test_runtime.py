@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from planweave import (
     Recovery,
     Reply,
     RunFailed,
+    RunSettings,
     Runtime,
     Script,
     ScriptedLLM,
@@ -385,3 +387,52 @@ def test_a_plan_streamed_in_the_json_form_runs_the_same() -> None:
     assert result.results[3] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
     assert result.llm.calls == 2
     assert [r.task.deps for r in result.tasks] == [(), (), (1, 2)]
+
+
+def test_valid_lines_in_the_chunk_of_an_invalid_line_run_and_a_repair_may_use_them() -> None:
+    # The whole response arrives as one chunk: line 1 is valid, line 2 is not.
+    bad = Reply('1. population("France")\n2. gdp("France")\n3. join()\n', chunk_size=10_000)
+    fixed = '2. area("France")\n3. divide($1, $2)\n4. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[bad], repair=[fixed], joiner=[FINISH])
+    result = Runtime(TOOLS, ScriptedLLM(script)).run("q")
+    assert result.results == {
+        1: POPULATION["France"],
+        2: AREA["France"],
+        3: POPULATION["France"] / AREA["France"],
+    }
+    repair_prompt = script.requests[1][-1].content
+    assert '1. population("France")' in repair_prompt
+    assert "no task was accepted" not in repair_prompt
+    assert GAUGE.calls == 2  # population ran once
+
+
+def test_a_last_line_without_newline_or_join_runs_and_the_run_resumes(tmp_path: Path) -> None:
+    cut = Reply('1. population("France")\n2. area("France")', chunk_size=10_000)
+    fixed = "3. divide($1, $2)\n4. join()\n"
+    script = Script.by_purpose(planner=[cut], repair=[fixed], joiner=[Reply(status=503)])
+    journal = tmp_path / "runs.db"
+    with pytest.raises(RunFailed) as failed:
+        Runtime(TOOLS, ScriptedLLM(script), journal=journal).run("q")
+    result = failed.value.result
+    assert result.results == {
+        1: POPULATION["France"],
+        2: AREA["France"],
+        3: POPULATION["France"] / AREA["France"],
+    }
+    assert "2. area(" in script.requests[1][-1].content
+    llm = ScriptedLLM(Script.by_purpose(joiner=[FINISH]))
+    resumed = Runtime(TOOLS, llm, journal=journal).resume(result.run_id)
+    assert resumed.status == "finished"
+    assert [r.reused for r in resumed.tasks] == [True] * 3
+
+
+def test_an_argument_past_the_runtime_limit_is_an_observation_for_the_joiner() -> None:
+    plan = f'1. echo("{"x" * 80}")\n2. echo("${{1}}${{1}}")\n3. join()\n'
+    script = Script.by_purpose(planner=[plan], joiner=[FINISH])
+    runtime = Runtime(TOOLS, ScriptedLLM(script), max_argument_chars=100)
+    result = runtime.run("q")
+    assert result.results == {1: "x" * 80}
+    assert result.tasks[1].status is TaskStatus.FAILED
+    assert "more than 100 characters" in script.requests[-1][-1].content
+    assert runtime.settings.max_argument_chars == 100
+    assert RunSettings.from_dict(runtime.settings.to_dict()).max_argument_chars == 100

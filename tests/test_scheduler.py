@@ -24,7 +24,7 @@ from planweave import (
     parse_plan,
     tool,
 )
-from planweave.events import EventBus, TaskFinished, TaskStarted
+from planweave.events import EventBus, TaskFinished, TaskSkipped, TaskStarted
 from planweave.executor import Executor
 from planweave.scheduler import Scheduler
 
@@ -266,3 +266,59 @@ async def test_result_is_announced_before_any_dependent_starts() -> None:
         for task in parse_plan('1. population("France")\n2. divide($1, 2)\n3. join()\n', registry):
             scheduler.add(task)
     assert order.index(("finished", 1)) < order.index(("started", 2))
+
+
+async def test_a_long_chain_whose_root_fails_is_skipped_without_recursion() -> None:
+    chain = "".join(f'{i}. echo("${{{i - 1}}}")\n' for i in range(2, 2_002))
+    s = await run_plan(f'1. population("Atlantis")\n{chain}2002. join()\n')
+    assert s.records[1].status is TaskStatus.FAILED
+    assert all(s.records[i].status is TaskStatus.SKIPPED for i in range(2, 2_002))
+    assert "task 2000" in str(s.records[2001].error)
+
+
+async def test_a_task_reached_twice_by_a_failure_is_skipped_once() -> None:
+    # 3 depends on 1 directly and through 2: one TaskSkipped each for 2 and 3.
+    bus = EventBus()
+    registry = ToolRegistry(TOOLS)
+    scheduler = Scheduler(registry, Executor(), bus)
+    plan = '1. population("Atlantis")\n2. echo("${1}")\n3. divide($1, $2)\n4. join()\n'
+    async with scheduler.running():
+        for task in parse_plan(plan, registry):
+            scheduler.add(task)
+    assert [e.task_id for e in bus.events if isinstance(e, TaskSkipped)] == [2, 3]
+
+
+@tool
+def length(text: str) -> int:
+    """The length of a text."""
+    return len(text)
+
+
+@tool
+def count(items: list[str]) -> int:
+    """How many items a list has."""
+    return len(items)
+
+
+async def test_interpolation_cannot_amplify_a_plan_into_a_huge_argument() -> None:
+    # Each task doubles its input: 30 lines of plan would make a billion characters.
+    doubling = "".join(f'{i}. echo("${{{i - 1}}}${{{i - 1}}}")\n' for i in range(2, 31))
+    s = await run_plan(f'1. echo("{"x" * 1000}")\n{doubling}31. join()\n', [*TOOLS, length])
+    # Task 10 has 1,000 * 2**9 characters; task 11's doubling is refused before its call.
+    assert s.records[10].result == "x" * 1000 * 2**9
+    rec = s.records[11]
+    assert rec.status is TaskStatus.FAILED
+    assert rec.start is not None
+    assert isinstance(rec.error, ToolArgumentError)
+    assert rec.error.cause == "argument_too_large"
+    assert "more than 1,000,000 characters" in str(rec.error)
+    assert rec.error.task_id == 11
+    assert all(s.records[i].status is TaskStatus.SKIPPED for i in range(12, 31))
+
+
+async def test_a_reference_repeated_in_a_list_is_bounded_as_well() -> None:
+    refs = ", ".join(["$2"] * 40)
+    plan = f'1. echo("{"x" * 1000}")\n2. echo("{"${1}" * 32}")\n3. count([{refs}])\n'
+    s = await run_plan(plan + '4. length("${2}")\n5. join()\n', [*TOOLS, length, count])
+    assert isinstance(s.records[3].error, ToolArgumentError)
+    assert s.records[4].result == 32_000

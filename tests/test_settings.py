@@ -85,9 +85,14 @@ def test_an_older_journals_settings_are_read() -> None:
     assert settings.streaming is False
     assert settings.max_replans == 1
     assert settings.budget == Budget(llm_calls=5)
-    # Keys added since (the endpoint's deadlines) take their defaults.
+    # Keys added since (the endpoint's deadlines, the argument cap) take their defaults.
     newer = {k: v for k, v in RunSettings().to_dict().items() if k not in OLDER}
-    assert set(newer) == {"llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"}
+    assert set(newer) == {
+        "llm_first_token_timeout",
+        "llm_chunk_timeout",
+        "llm_call_timeout",
+        "max_argument_chars",
+    }
     assert settings.to_dict() == OLDER | newer
 
 

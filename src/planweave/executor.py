@@ -28,7 +28,7 @@ from .errors import (
     ToolTransient,
     UserError,
 )
-from .plan import Task, format_args, resolve
+from .plan import MAX_ARGUMENT_CHARS, Task, format_args, resolve
 from .tools import Tool
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor"]
@@ -61,11 +61,13 @@ class Executor:
         max_threads: int = 32,
         max_processes: int | None = None,
         max_output_chars: int = MAX_OUTPUT_CHARS,
+        max_argument_chars: int = MAX_ARGUMENT_CHARS,
     ) -> None:
         self.default_timeout = default_timeout
         self.threads = anyio.CapacityLimiter(max_threads)
         self.processes = anyio.CapacityLimiter(max_processes or os.cpu_count() or 2)
         self.max_output_chars = max_output_chars
+        self.max_argument_chars = max_argument_chars
 
     def resolve_arguments(
         self, task: Task, planned: Mapping[str, Any], results: Mapping[int, Any]
@@ -73,9 +75,10 @@ class Executor:
         """Substitute results for the references in a task's bound, planned arguments."""
         if not task.deps:
             return dict(planned)
+        limit = self.max_argument_chars
         try:
-            return {name: resolve(value, results) for name, value in planned.items()}
-        except ProjectionError as err:
+            return {name: resolve(value, results, limit) for name, value in planned.items()}
+        except (ProjectionError, ToolArgumentError) as err:
             err.task_id, err.tool = task.id, task.tool
             err.arguments = format_args(task.args, task.kwargs)
             raise

@@ -22,10 +22,26 @@ from .errors import (
 from .plan import END_OF_PLAN, Ref, Task, Template
 from .tools import ToolRegistry
 
-__all__ = ["PlanParser", "parse_call", "parse_json_plan", "parse_plan"]
+__all__ = [
+    "MAX_JSON_PLAN_CHARS",
+    "MAX_LINE_CHARS",
+    "MAX_NESTING",
+    "MAX_TASK_ID",
+    "PlanParser",
+    "parse_call",
+    "parse_json_plan",
+    "parse_plan",
+]
 
-_TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*?)\s*$")
-_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*?)\s*$", re.IGNORECASE)
+# A plan is untrusted input: these bound what one response can make the parser do.
+MAX_LINE_CHARS = 100_000  # one line of the text form
+MAX_JSON_PLAN_CHARS = 1_000_000  # a whole plan in the JSON form
+MAX_TASK_ID = 1_000_000  # the journal stores ids as 64-bit integers; no plan needs more
+MAX_NESTING = 32  # lists and dicts inside one argument
+
+# Lines are stripped before matching; `(.*)` (not `(.*?)\s*$`) keeps matching linear.
+_TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
+_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE)
 _REF_PREFIX = "__pw_ref_"
 # Inside strings: ${N}, ${N.key[0]} (strict) and bare $N (only when N is an earlier task).
 _STRING_REF_RE = re.compile(
@@ -35,7 +51,8 @@ _STRING_REF_RE = re.compile(
 _PATH_PART_RE = re.compile(
     r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
 )
-_CODE_REF_RE = re.compile(r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]]*\])*)\s*\}|\$(\d+)")
+# `[^\]$]`: a bracket never spans another reference, so many unclosed `${1[` stay linear.
+_CODE_REF_RE = re.compile(r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}|\$(\d+)")
 _PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|'[^']*'|\"[^\"]*\")\s*\])"
 # A JSON string that is exactly one reference: "$1", "${1}", "$1.population", "${1[0]}".
 _WHOLE_REF_RE = re.compile(rf"\$(?:\{{\s*(\d+)({_PATH}*)\s*\}}|(\d+))({_PATH}*)")
@@ -112,13 +129,13 @@ class _Converter:
         for m in _STRING_REF_RE.finditer(text):
             braced, path_text, bare = m.groups()
             if bare is not None:
-                ref_id = int(bare)
+                ref_id = _bounded_id(bare)
                 # A bare "$5" in prose is only a reference when task 5 is an earlier task.
-                if ref_id >= self.task_id or ref_id not in self.known:
+                if ref_id is None or ref_id >= self.task_id or ref_id not in self.known:
                     continue
                 ref = self.ref(ref_id)
             else:
-                ref = self.ref(int(braced), _parse_path(path_text or ""))
+                ref = self.ref(_ref_id(braced), _parse_path(path_text or ""))
             if m.start() > pos:
                 parts.append(text[pos : m.start()])
             parts.append(ref)
@@ -129,7 +146,9 @@ class _Converter:
             parts.append(text[pos:])
         return Template(tuple(parts))
 
-    def value(self, node: ast.expr) -> Any:
+    def value(self, node: ast.expr, depth: int = 0) -> Any:
+        if depth > MAX_NESTING:
+            raise ValueError(_too_deep())
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 return self.string(node.value)
@@ -137,29 +156,29 @@ class _Converter:
                 raise ValueError(f"unsupported literal {ast.unparse(node)}")
             return node.value
         if isinstance(node, ast.List):
-            return [self.value(e) for e in node.elts]
+            return [self.value(e, depth + 1) for e in node.elts]
         if isinstance(node, ast.Tuple):
-            return tuple(self.value(e) for e in node.elts)
+            return tuple(self.value(e, depth + 1) for e in node.elts)
         if isinstance(node, ast.Set):
-            return [self.value(e) for e in node.elts]
+            return [self.value(e, depth + 1) for e in node.elts]
         if isinstance(node, ast.Dict):
             out: dict[Any, Any] = {}
             for k, v in zip(node.keys, node.values, strict=True):
                 if k is None:
                     raise ValueError("** in a dict literal is not supported")
-                key = self.value(k)
+                key = self.value(k, depth + 1)
                 if isinstance(key, Ref | Template | list | dict):
                     raise ValueError(f"dict keys must be plain literals, not {ast.unparse(k)}")
-                out[key] = self.value(v)
+                out[key] = self.value(v, depth + 1)
             return out
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            operand = self.value(node.operand)
+            operand = self.value(node.operand, depth + 1)
             if isinstance(operand, bool) or not isinstance(operand, int | float):
                 raise ValueError(f"unsupported expression {ast.unparse(node)}")
             return -operand if isinstance(node.op, ast.USub) else operand
         if isinstance(node, ast.Name):
             if node.id.startswith(_REF_PREFIX):
-                return self.ref(int(node.id[len(_REF_PREFIX) :]))
+                return self.ref(_ref_id(node.id[len(_REF_PREFIX) :]))
             if node.id in _JSON_NAMES:
                 return _JSON_NAMES[node.id]
             raise ValueError(f"bare name {node.id!r} is not a value (quote strings)")
@@ -179,7 +198,7 @@ class _Converter:
                     path.append(key)
                 cur = cur.value
             if isinstance(cur, ast.Name) and cur.id.startswith(_REF_PREFIX):
-                return self.ref(int(cur.id[len(_REF_PREFIX) :]), tuple(reversed(path)))
+                return self.ref(_ref_id(cur.id[len(_REF_PREFIX) :]), tuple(reversed(path)))
             raise ValueError(f"unsupported expression {ast.unparse(node)}")
         raise ValueError(f"unsupported expression {ast.unparse(node)}")
 
@@ -195,6 +214,9 @@ def _parse_call(
         tree = ast.parse(_mask_refs(text), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"not a tool call: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # A lone surrogate (UnicodeEncodeError), or CPython's parser giving up on deep nesting.
+        raise ValueError(f"not a tool call: {type(exc).__name__}: {exc}") from None
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ValueError("expected `tool_name(arguments)`")
@@ -245,19 +267,34 @@ class PlanParser:
 
     `feed()` returns each task the moment its line is complete and valid; invalid input raises a
     `PlanError` naming the line, and the parser keeps every task accepted before it, so the
-    planner can be asked to continue from there.  Replans reuse the parser: ids keep counting up
-    and new tasks may reference results of earlier plans.
+    planner can be asked to continue from there.  Tasks accepted in the same call as the error
+    (earlier lines of the same chunk, the last line before a missing join) are not lost: `drain()`
+    hands them out.  Replans reuse the parser: ids keep counting up and new tasks may reference
+    results of earlier plans.  Work is linear in the input; a line longer than `max_line_chars`
+    (a JSON plan longer than `max_json_chars`) is a PlanSyntaxError.
     """
 
-    def __init__(self, tools: ToolRegistry) -> None:
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        *,
+        max_line_chars: int = MAX_LINE_CHARS,
+        max_json_chars: int = MAX_JSON_PLAN_CHARS,
+    ) -> None:
         self.tools = tools
+        self.max_line_chars = max_line_chars
+        self.max_json_chars = max_json_chars
         self.tasks: dict[int, Task] = {}
         self._known: dict[int, bool] = {}  # id -> True for every accepted non-join task
         self._last_id = 0
-        self._buffer = ""
+        self._undrained: list[Task] = []  # accepted, not yet returned by feed/close/drain
+        self._line_parts: list[str] = []  # the incomplete last line, in pieces (no copying)
+        self._line_len = 0
+        self._line_tail = ""  # its last characters, to find an <END_OF_PLAN> cut by a chunk
         self._lineno = 0
         self._thought: list[str] = []
-        self._json: str | None = None
+        self._json: list[str] | None = None
+        self._json_len = 0
         self._response_tasks = 0
         self.joined = False
         self.ended = False
@@ -274,10 +311,10 @@ class PlanParser:
 
     def start_plan(self) -> None:
         """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
-        self._buffer = ""
+        self._line_parts, self._line_len, self._line_tail = [], 0, ""
         self._lineno = 0
         self._thought = []
-        self._json = None
+        self._json, self._json_len = None, 0
         self._response_tasks = 0
         self.joined = False
         self.ended = False
@@ -287,54 +324,83 @@ class PlanParser:
         """True once `join()` or `<END_OF_PLAN>` was seen: the rest of the stream can be dropped."""
         return self.joined or self.ended
 
-    def feed(self, chunk: str) -> list[Task]:
-        if self.done:
-            return []
-        buffer = self._buffer + chunk if self._buffer else chunk
-        out: list[Task] = []
-        pos = 0
-        try:
-            while not self.done:
-                if self._json is not None:
-                    # The JSON form arrives whole: collect it and parse it in close().
-                    self._json += buffer[pos:]
-                    pos = len(buffer)
-                    break
-                nl = buffer.find("\n", pos)
-                if nl < 0:
-                    # <END_OF_PLAN> can close a plan without a trailing newline.
-                    end = buffer.find(END_OF_PLAN, pos)
-                    if end >= 0:
-                        line, pos = buffer[pos:end], len(buffer)
-                        self.ended = True
-                        self._line(line, out)
-                    break
-                line, pos = buffer[pos:nl], nl + 1
-                self._line(line, out)
-        finally:
-            # On a PlanError the lines after the bad one stay buffered, as a stream would.
-            self._buffer = buffer[pos:]
+    def drain(self) -> list[Task]:
+        """The tasks accepted but not yet returned: after `feed()` or `close()` raised, those of
+        the lines before the bad one in the same call.  They are valid and must run."""
+        out, self._undrained = self._undrained, []
         return out
+
+    def feed(self, chunk: str) -> list[Task]:
+        if not self.done:
+            self._consume(chunk)
+        return self.drain()
+
+    def _consume(self, chunk: str) -> None:
+        pos, n = 0, len(chunk)
+        while not self.done and pos < n:
+            if self._json is not None:
+                # The JSON form arrives whole: collect it and parse it in close().
+                self._collect_json(chunk[pos:])
+                return
+            nl = chunk.find("\n", pos)
+            piece = chunk[pos:] if nl < 0 else chunk[pos:nl]
+            pos = n if nl < 0 else nl + 1
+            if nl >= 0:
+                self._line(self._take_line(piece))
+                continue
+            # No newline yet: keep the piece, unless <END_OF_PLAN> closes the plan without one.
+            window = self._line_tail + piece
+            end = window.find(END_OF_PLAN)
+            self._add_piece(piece, window)
+            if end >= 0:
+                line = self._take_line("")
+                self.ended = True
+                self._line(line[: len(line) - len(window) + end])
+
+    def _add_piece(self, piece: str, window: str) -> None:
+        self._line_len += len(piece)
+        if self._line_len > self.max_line_chars:
+            self._line_parts, self._line_len, self._line_tail = [], 0, ""
+            self._lineno += 1
+            raise PlanSyntaxError(
+                f"a plan line is longer than {self.max_line_chars:,} characters",
+                line=(self._line_parts[0] if self._line_parts else piece)[:200] + "...",
+                lineno=self._lineno,
+            )
+        self._line_parts.append(piece)
+        self._line_tail = window[-(len(END_OF_PLAN) - 1) :]
+
+    def _take_line(self, last: str) -> str:
+        self._add_piece(last, self._line_tail + last)
+        line = "".join(self._line_parts)
+        self._line_parts, self._line_len, self._line_tail = [], 0, ""
+        return line
+
+    def _collect_json(self, text: str) -> None:
+        self._json_len += len(text)
+        if self._json_len > self.max_json_chars:
+            self._json, self._json_len = None, 0
+            raise PlanSyntaxError(f"a JSON plan is longer than {self.max_json_chars:,} characters")
+        assert self._json is not None
+        self._json.append(text)
 
     def close(self) -> list[Task]:
         """The stream ended: parse what is left and check the plan has a join."""
-        out: list[Task] = []
-        if not self.done and self._buffer:
-            line, self._buffer = self._buffer, ""
-            self._line(line, out)
+        if not self.done and self._line_parts:
+            self._line(self._take_line(""))
         if self._json is not None:
-            text, self._json = self._json.strip(), None
+            text, self._json, self._json_len = "".join(self._json).strip(), None, 0
             if text.endswith("```"):
                 text = text[:-3]
-            out.extend(self.feed_json(text))
+            self._json_tasks(text)
         if not self.joined:
             raise MissingJoinError(
                 "the plan ended without join(); every plan must end with `N. join()`",
                 lineno=self._lineno or None,
             )
-        return out
+        return self.drain()
 
-    def _line(self, raw: str, out: list[Task]) -> None:
+    def _line(self, raw: str) -> None:
         self._lineno += 1
         line = raw
         if END_OF_PLAN in line:
@@ -346,24 +412,29 @@ class PlanParser:
             and not self._thought
             and (text.startswith("[") or text.lower() == "```json")
         ):
-            self._json = "" if text.startswith("```") else line + "\n"
+            self._json = [] if text.startswith("```") else [line + "\n"]
+            self._json_len = sum(map(len, self._json))
             return
         if not text or text.startswith("```"):
             return
         thought = _THOUGHT_RE.match(text)
         if thought:
-            self._thought.append(thought.group(1))
+            self._thought.append(thought.group(1).strip())
             return
         m = _TASK_RE.match(text)
         if m is None:
             return  # prose between plan lines is allowed and ignored
-        task = self._task(int(m.group(1)), m.group(2), raw)
+        task = self._task(m.group(1), m.group(2).strip(), raw)
         self._accept(task)
         self._response_tasks += 1
-        out.append(task)
+        self._undrained.append(task)
 
-    def _task(self, task_id: int, body: str, raw: str) -> Task:
+    def _task(self, digits: str, body: str, raw: str) -> Task:
         lineno = self._lineno
+        try:
+            task_id = _task_id(digits)
+        except ValueError as exc:
+            raise PlanSyntaxError(str(exc), line=raw, lineno=lineno) from None
         if task_id in self.tasks:
             raise DuplicateTaskError(f"task id {task_id} is used twice", line=raw, lineno=lineno)
         if task_id <= self.last_id:
@@ -385,6 +456,12 @@ class PlanParser:
     def validate(self, task: Task) -> None:
         """Check one task against the registry and the tasks accepted so far."""
         raw, lineno = task.line, task.lineno
+        if not 0 < task.id <= MAX_TASK_ID:
+            raise PlanSyntaxError(
+                f"task id {task.id} is out of range: ids go from 1 to {MAX_TASK_ID:,}",
+                line=raw,
+                lineno=lineno,
+            )
         for dep in task.deps:
             if dep >= task.id:
                 raise InvalidReferenceError(
@@ -448,42 +525,56 @@ class PlanParser:
         A string that is exactly a reference (`"$1"`, `"$1.population"`) passes the result
         object; references inside longer strings are interpolated as text, as in the text form.
         """
+        self._json_tasks(data)
+        return self.drain()
+
+    def _json_tasks(self, data: str | list[Any]) -> None:
         if isinstance(data, str):
+            if len(data) > self.max_json_chars:
+                raise PlanSyntaxError(
+                    f"a JSON plan is longer than {self.max_json_chars:,} characters"
+                )
             try:
                 data = json.loads(data)
-            except json.JSONDecodeError as exc:
+            except RecursionError:
+                raise PlanSyntaxError(_too_deep()) from None
+            except ValueError as exc:  # JSONDecodeError, or an integer of too many digits
                 raise PlanSyntaxError(f"plan is not valid JSON: {exc}") from None
         if not isinstance(data, list):
             raise PlanSyntaxError("a JSON plan must be a list of tasks")
-        out: list[Task] = []
+        if _nests_deeper(data, MAX_NESTING + 3):  # the plan, a task, its args, then arguments
+            raise PlanSyntaxError(_too_deep())
         for index, item in enumerate(data, 1):
             line = json.dumps(item, ensure_ascii=False, default=str)
             if not isinstance(item, dict) or "tool" not in item or "id" not in item:
                 raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
-            task_id, name = item["id"], item["tool"]
+            task_id, name, thought = item["id"], item["tool"], item.get("thought")
             if (
                 not isinstance(task_id, int)
                 or isinstance(task_id, bool)
                 or not isinstance(name, str)
+                or not isinstance(thought, str | None)
             ):
                 raise PlanSyntaxError(
-                    "id must be an integer and tool a string", line=line, lineno=index
+                    "id must be an integer, tool and thought strings", line=line, lineno=index
                 )
             conv = _Converter(task_id, self.known_ids)
             raw_args = item.get("args", {})
-            if isinstance(raw_args, dict):
-                args: tuple[Any, ...] = ()
-                kwargs = {str(k): _json_value(v, conv) for k, v in raw_args.items()}
-            elif isinstance(raw_args, list):
-                args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
-            else:
-                raise PlanSyntaxError("args must be an object or a list", line=line, lineno=index)
+            try:
+                if isinstance(raw_args, dict):
+                    args: tuple[Any, ...] = ()
+                    kwargs = {str(k): _json_value(v, conv) for k, v in raw_args.items()}
+                elif isinstance(raw_args, list):
+                    args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
+                else:
+                    raise ValueError("args must be an object or a list")
+            except ValueError as exc:
+                raise PlanSyntaxError(str(exc), line=line, lineno=index) from None
             deps = tuple(sorted(conv.deps))
-            task = Task(task_id, name, args, kwargs, deps, item.get("thought"), line, index)
-            out.append(self.add(task))
+            task = Task(task_id, name, args, kwargs, deps, thought, line, index)
+            self._undrained.append(self.add(task))
         if not self.joined:
             raise MissingJoinError("the plan has no join task", lineno=len(data))
-        return out
 
     def add(self, task: Task) -> Task:
         """Validate and accept a task built elsewhere (the JSON plan form)."""
@@ -512,13 +603,59 @@ def _json_value(value: Any, conv: _Converter) -> Any:
         if whole:
             braced, inner, bare, outer = whole.groups()
             path = _parse_path(inner or "") + _parse_path(outer or "")
-            return conv.ref(int(braced or bare), path)
+            return conv.ref(_ref_id(braced or bare), path)
         return conv.string(value)
     if isinstance(value, list):
         return [_json_value(v, conv) for v in value]
     if isinstance(value, dict):
         return {k: _json_value(v, conv) for k, v in value.items()}
     return value
+
+
+def _bounded_id(digits: str) -> int | None:
+    """The id `digits` names, or None past MAX_TASK_ID (without `int()` of a huge digit string,
+    which Python refuses past 4,300 digits).  0 is left to the checks that name what is wrong."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_TASK_ID)) or int(digits) > MAX_TASK_ID:
+        return None
+    return int(digits)
+
+
+def _out_of_range(what: str, digits: str) -> str:
+    shown = digits if len(digits) <= 20 else digits[:20] + "..."
+    return f"{what}{shown} is out of range: task ids go from 1 to {MAX_TASK_ID:,}"
+
+
+def _task_id(digits: str) -> int:
+    task_id = _bounded_id(digits)
+    if task_id is None:
+        raise ValueError(_out_of_range("task id ", digits))
+    return task_id
+
+
+def _ref_id(digits: str) -> int:
+    task_id = _bounded_id(digits)
+    if task_id is None:
+        raise ValueError(_out_of_range("reference $", digits))
+    return task_id
+
+
+def _too_deep() -> str:
+    return f"arguments nest deeper than {MAX_NESTING} levels of lists and objects"
+
+
+def _nests_deeper(data: Any, limit: int) -> bool:
+    """Whether lists and dicts in `data` nest deeper than `limit` (without recursing)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, list | dict))
+        elif isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, list | dict))
+    return False
 
 
 def parse_json_plan(data: str | list[Any], tools: ToolRegistry) -> list[Task]:

@@ -26,11 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .errors import ProjectionError
+from .errors import ProjectionError, ToolArgumentError
 from .tools import JOIN
 
 __all__ = [
     "END_OF_PLAN",
+    "MAX_ARGUMENT_CHARS",
     "Ref",
     "Task",
     "Template",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 END_OF_PLAN = "<END_OF_PLAN>"
+# One argument once its references are filled in: `"${1}${1}${1}..."` over a chain of tasks
+# would otherwise grow the text exponentially with the plan's length.
+MAX_ARGUMENT_CHARS = 1_000_000
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
@@ -196,19 +200,83 @@ def project(value: Any, ref: Ref) -> Any:
     return cur
 
 
-def resolve(value: Any, results: Mapping[int, Any]) -> Any:
-    """Substitute references in an argument value with the results they name."""
+def _size(value: Any, limit: int) -> int:
+    """About how many characters `value` takes as text (JSON-like); counting stops soon after
+    `limit` is passed, so a huge or cyclic value costs no more than the limit."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        v = stack.pop()
+        if isinstance(v, str | bytes | bytearray):
+            total += len(v)
+        elif isinstance(v, bool) or v is None or isinstance(v, float):
+            total += 5
+        elif isinstance(v, int):
+            total += v.bit_length() // 3 + 1
+        elif isinstance(v, Mapping):
+            total += 2 + 2 * len(v)
+            if total <= limit:
+                stack.extend(v.keys())
+                stack.extend(v.values())
+        elif isinstance(v, list | tuple | set | frozenset):
+            total += 2 + len(v)
+            if total <= limit:
+                stack.extend(v)
+        elif isinstance(v, BaseModel):
+            total += 2
+            stack.extend(v.__dict__.values())
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            total += 2
+            stack.extend(getattr(v, f.name, None) for f in dataclasses.fields(v))
+        else:
+            total += 1
+    return total
+
+
+def _too_large(limit: int) -> ToolArgumentError:
+    return ToolArgumentError(
+        f"an argument is more than {limit:,} characters once its references are filled in "
+        f"(at most {limit:,})",
+        cause="argument_too_large",
+    )
+
+
+def resolve(value: Any, results: Mapping[int, Any], max_chars: int = MAX_ARGUMENT_CHARS) -> Any:
+    """Substitute references in an argument value with the results they name.
+
+    Raises ProjectionError when a projection does not resolve, and ToolArgumentError when the
+    argument would be more than `max_chars` characters (checked while it is built).
+    """
+    resolved = _resolve(value, results, max_chars)
+    if _size(resolved, max_chars) > max_chars:
+        raise _too_large(max_chars)
+    return resolved
+
+
+def _render(template: Template, results: Mapping[int, Any], max_chars: int) -> str:
+    out: list[str] = []
+    total = 0
+    for part in template.parts:
+        if isinstance(part, Ref):
+            value = project(results[part.task_id], part)
+            if not isinstance(value, str) and _size(value, max_chars - total) > max_chars - total:
+                raise _too_large(max_chars)
+            part = render_text(value)
+        total += len(part)
+        if total > max_chars:
+            raise _too_large(max_chars)
+        out.append(part)
+    return "".join(out)
+
+
+def _resolve(value: Any, results: Mapping[int, Any], max_chars: int) -> Any:
     if isinstance(value, Ref):
         return project(results[value.task_id], value)
     if isinstance(value, Template):
-        return "".join(
-            render_text(project(results[p.task_id], p)) if isinstance(p, Ref) else p
-            for p in value.parts
-        )
+        return _render(value, results, max_chars)
     if isinstance(value, list):
-        return [resolve(v, results) for v in value]
+        return [_resolve(v, results, max_chars) for v in value]
     if isinstance(value, tuple):
-        return tuple(resolve(v, results) for v in value)
+        return tuple(_resolve(v, results, max_chars) for v in value)
     if isinstance(value, dict):
-        return {k: resolve(v, results) for k, v in value.items()}
+        return {k: _resolve(v, results, max_chars) for k, v in value.items()}
     return value

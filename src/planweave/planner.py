@@ -105,6 +105,9 @@ class Planner:
                 take(parser.close())
                 break
             except (PlanError, LLMStreamError) as exc:
+                # Lines accepted in the same chunk as the error, or before a missing join, are
+                # valid: they run, and the repair prompt lists them.
+                take(parser.drain())
                 if isinstance(exc, LLMStreamError) and not continue_cut:
                     raise
                 err = _as_plan_error(exc)

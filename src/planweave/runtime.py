@@ -33,6 +33,7 @@ from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner
 from .llm.base import LLM
 from .meter import MeteredLLM
+from .plan import MAX_ARGUMENT_CHARS
 from .planner import Planner
 from .react import ReAct
 from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
@@ -146,6 +147,7 @@ class Runtime:
         max_repairs: int = 2,
         max_concurrency: int = 64,
         tool_timeout: float = DEFAULT_TIMEOUT,
+        max_argument_chars: int = MAX_ARGUMENT_CHARS,
         streaming: bool = True,
         react_max_steps: int = 10,
         examples: str | None = None,
@@ -164,17 +166,22 @@ class Runtime:
         `recovery` maps failure classes to handling patterns (default: `Recovery.default()`,
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
-        a person answers through when the `Escalate` pattern acts."""
+        a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
+        one argument once its references are filled in (a ToolArgumentError past it)."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
-        if max_replans < 0 or max_repairs < 0 or max_concurrency < 1:
-            raise UserError("max_replans and max_repairs must be >= 0, max_concurrency >= 1")
+        if max_replans < 0 or max_repairs < 0 or max_concurrency < 1 or max_argument_chars < 1:
+            raise UserError(
+                "max_replans and max_repairs must be >= 0, max_concurrency and "
+                "max_argument_chars >= 1"
+            )
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.llm = llm
         self.mode: Mode = mode
         self.max_replans = max_replans
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
+        self.max_argument_chars = max_argument_chars
         self.streaming = streaming
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
@@ -190,6 +197,7 @@ class Runtime:
             max_replans=max_replans,
             max_repairs=max_repairs,
             tool_timeout=tool_timeout,
+            max_argument_chars=max_argument_chars,
             streaming=streaming,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
@@ -245,6 +253,7 @@ class Runtime:
             max_replans=settings.max_replans,
             max_repairs=settings.max_repairs,
             tool_timeout=settings.tool_timeout,
+            max_argument_chars=settings.max_argument_chars,
             streaming=settings.streaming,
             grammar=settings.grammar,
             subscribers=subscribers,
@@ -397,7 +406,7 @@ class Runtime:
             llm,
             bus,
             run_id,
-            Executor(default_timeout=self.tool_timeout),
+            Executor(default_timeout=self.tool_timeout, max_argument_chars=self.max_argument_chars),
             store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
         )

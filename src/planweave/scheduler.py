@@ -300,25 +300,38 @@ class Scheduler:
                 self._skip(dependent, rec)
 
     def _skip(self, rec: TaskRecord, upstream: TaskRecord) -> None:
-        task = rec.task
-        rec.status = TaskStatus.SKIPPED
-        rec.error = DependencyFailed(
-            f"not run because task {upstream.task.id} ({upstream.task.tool}) "
-            f"{upstream.status.value}",
-            task_id=task.id,
-            tool=task.tool,
-            arguments=format_args(task.args, task.kwargs),
-            cause=f"task {upstream.task.id}",
-        )
-        _locate(rec.error, rec)
-        self.bus.emit(
-            TaskSkipped(
-                task_id=task.id, tool=task.tool, attempts=rec.attempts, error=rec.error.to_dict()
+        """Skip `rec` and, transitively, every pending task that depends on it (iteratively: a
+        chain of thousands of tasks must not exhaust the stack)."""
+        stack = [(rec, upstream)]
+        while stack:
+            rec, upstream = stack.pop()
+            if rec.status is not TaskStatus.PENDING:
+                continue  # reached twice (a diamond), or ended before it was reached
+            task = rec.task
+            rec.status = TaskStatus.SKIPPED
+            rec.error = DependencyFailed(
+                f"not run because task {upstream.task.id} ({upstream.task.tool}) "
+                f"{upstream.status.value}",
+                task_id=task.id,
+                tool=task.tool,
+                arguments=format_args(task.args, task.kwargs),
+                cause=f"task {upstream.task.id}",
             )
-        )
-        for dependent in rec.dependents:
-            if dependent.status is TaskStatus.PENDING:
-                self._skip(dependent, rec)
+            _locate(rec.error, rec)
+            self.bus.emit(
+                TaskSkipped(
+                    task_id=task.id,
+                    tool=task.tool,
+                    attempts=rec.attempts,
+                    error=rec.error.to_dict(),
+                )
+            )
+            # Reversed, so that dependents are skipped in the order they were added.
+            stack.extend(
+                (dependent, rec)
+                for dependent in reversed(rec.dependents)
+                if dependent.status is TaskStatus.PENDING
+            )
 
     def _cancelled(self, rec: TaskRecord) -> None:
         if rec.start is not None:

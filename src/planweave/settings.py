@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines
+from .plan import MAX_ARGUMENT_CHARS
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .tools import ToolRegistry, load_tools
 
@@ -66,6 +67,7 @@ class RunSettings:
     max_replans: int = 2
     max_repairs: int = 2
     tool_timeout: float = DEFAULT_TIMEOUT
+    max_argument_chars: int = MAX_ARGUMENT_CHARS
     streaming: bool = True
     recovery: RecoveryName = "default"
     decompose: bool = False
@@ -89,6 +91,7 @@ class RunSettings:
             raise _invalid("tools", "a tuple of tool set specs (strings)", self.tools)
         for name in ("max_replans", "max_repairs"):
             _count(name, getattr(self, name), at_least=0)
+        _count("max_argument_chars", self.max_argument_chars, at_least=1)
         if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
             raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
         for name in ("llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"):

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
 from ..llm.base import Deadlines
+from ..plan import MAX_ARGUMENT_CHARS
 from ..recovery import Budget, Escalation, EscalationAnswer, EscalationHandler
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
@@ -152,6 +153,10 @@ def run(
     timeout: Annotated[
         float, typer.Option(help="Default timeout of one tool call, seconds.")
     ] = 60.0,
+    max_argument_chars: Annotated[
+        int,
+        typer.Option(help="Largest argument of one tool call once references are filled in."),
+    ] = MAX_ARGUMENT_CHARS,
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
@@ -220,6 +225,7 @@ def run(
             files=None if files is None else str(files.resolve()),
             max_replans=max_replans,
             tool_timeout=timeout,
+            max_argument_chars=max_argument_chars,
             streaming=stream_dispatch,
             recovery="none" if recovery == "none" else "default",
             decompose=decompose,
