@@ -277,3 +277,16 @@ def test_runs_show_json_is_the_run_json_field_for_field(server: ScriptedServer) 
     shown = json.loads(shown_proc.stdout)
     assert {key: shown[key] for key in reported} == reported
     assert {"created", "sessions", "settings", "llm_calls"} <= set(shown) - set(reported)
+
+
+def test_runs_show_names_a_failed_task_by_its_message(server: ScriptedServer) -> None:
+    ran = planweave(
+        "run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
+        "--model", "m", "--json",
+    )  # fmt: skip
+    run_id = json.loads(ran.stdout)["id"]
+    shown = planweave("runs", "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("task 4 failed:"))
+    assert "Atlantis" in line
+    assert "{" not in line  # the message, not the error's dict

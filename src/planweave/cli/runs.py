@@ -126,7 +126,10 @@ def runs_show(
 
 
 def _error_text(error: Any) -> str:
-    return str(error.get("text") or error) if isinstance(error, dict) else str(error)
+    """A recorded error as a person reads it: the rendered text, else the message."""
+    if isinstance(error, dict):
+        return str(error.get("text") or error.get("message") or error)
+    return str(error)
 
 
 @runs_app.command("cancel")
