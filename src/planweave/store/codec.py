@@ -13,9 +13,10 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
-import importlib
 import math
+import sys
 import uuid
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
@@ -39,17 +40,38 @@ def _class_path(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _load_class(path: str) -> type:
+def _load_class(path: str, kind: Callable[[type], bool], what: str) -> type:
+    """The class a stored value names, if it is a `what` (`kind` says).  A journal file is
+    untrusted: it may only name classes of modules this process has already imported (the
+    tools' modules, imported before a run resumes), through public names, and only classes of
+    the kind the tag says; naming anything else cannot import or call code."""
     module, _, qualname = path.partition(":")
+    obj: Any = sys.modules.get(module)
+    if obj is None or not qualname or any(p.startswith("_") for p in qualname.split(".")):
+        raise Unstorable(
+            f"the stored value needs class {path}; its module must be imported first "
+            "(import the tools that return it before resuming)"
+        )
     try:
-        obj: Any = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise Unstorable(f"the stored value needs class {path}, which cannot be imported") from exc
-    if not isinstance(obj, type):
-        raise Unstorable(f"{path} is not a class")
+    except AttributeError as exc:
+        raise Unstorable(f"the stored value needs class {path}, which does not exist") from exc
+    if not (isinstance(obj, type) and kind(obj)):
+        raise Unstorable(f"{path} is not {what}")
     return obj
+
+
+def _is_enum(cls: type) -> bool:
+    return issubclass(cls, enum.Enum)
+
+
+def _is_model(cls: type) -> bool:
+    return issubclass(cls, BaseModel)
+
+
+def _is_path(cls: type) -> bool:
+    return issubclass(cls, PurePath)
 
 
 def _tagged(tag: str, value: Any, **extra: Any) -> dict[str, Any]:
@@ -113,41 +135,49 @@ _PARSE: dict[str, Any] = {
 
 
 def decode(data: Any) -> Any:
-    """The value `encode` was given."""
+    """The value `encode` was given.  A stored form that is damaged or was written by hand
+    (the journal is a file anyone may edit) is an `Unstorable` error, never a traceback."""
+    try:
+        return _decode(data)
+    except Unstorable:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise Unstorable(f"a stored value is damaged: {type(exc).__name__}: {exc}") from exc
+
+
+def _decode(data: Any) -> Any:
     if isinstance(data, list):
-        return [decode(v) for v in data]
+        return [_decode(v) for v in data]
     if not isinstance(data, dict):
         return data
     tag = data.get(TAG)
     if tag is None:
-        return {k: decode(v) for k, v in data.items()}
+        return {k: _decode(v) for k, v in data.items()}
     raw = data["v"]
     match tag:
         case "dict":
-            return {decode(k): decode(v) for k, v in raw}
+            return {_decode(k): _decode(v) for k, v in raw}
         case "tuple":
-            return tuple(decode(v) for v in raw)
+            return tuple(_decode(v) for v in raw)
         case "set":
-            return {decode(v) for v in raw}
+            return {_decode(v) for v in raw}
         case "frozenset":
-            return frozenset(decode(v) for v in raw)
+            return frozenset(_decode(v) for v in raw)
         case "enum":
-            return _load_class(data["cls"])(decode(raw))
+            return _load_class(data["cls"], _is_enum, "an enum")(_decode(raw))
         case "model":
-            model = _load_class(data["cls"])
-            if not issubclass(model, BaseModel):
-                raise Unstorable(f"{data['cls']} is no longer a pydantic model")
-            return model.model_validate(raw)
+            model = _load_class(data["cls"], _is_model, "a pydantic model")
+            return model.model_validate(raw)  # type: ignore[attr-defined]
         case "dataclass":
-            cls = _load_class(data["cls"])
-            fields = {k: decode(v) for k, v in raw.items()}
+            cls = _load_class(data["cls"], dataclasses.is_dataclass, "a dataclass")
+            fields = {k: _decode(v) for k, v in raw.items()}
             init = {f.name for f in dataclasses.fields(cls) if f.init}
             obj = cls(**{k: v for k, v in fields.items() if k in init})
             for name in fields.keys() - init:
                 object.__setattr__(obj, name, fields[name])
             return obj
         case "path":
-            return _load_class(data["cls"])(raw)
+            return _load_class(data["cls"], _is_path, "a path class")(raw)
         case _ if tag in _PARSE:
             return _PARSE[tag](raw)
     raise Unstorable(f"unknown stored value tag {tag!r}: written by a newer planweave?")
