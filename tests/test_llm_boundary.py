@@ -203,6 +203,7 @@ def test_a_first_token_timeout_is_retried_by_default() -> None:
         b'data: {"choices": [{"delta": {"content": 5}}]}\n\n',
         b'data: {"choices": [{"delta": "hi"}]}\n\n',
         b'data: {"choices": [], "usage": {"prompt_tokens": "many"}}\n\n',
+        b'data: {"choices": [{"delta": {"content": "\xff\xfe"}}]}\n\n',  # not UTF-8
     ],
 )
 def test_a_malformed_stream_is_an_llm_error(

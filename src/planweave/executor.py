@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -35,6 +36,35 @@ __all__ = ["DEFAULT_TIMEOUT", "Executor"]
 
 DEFAULT_TIMEOUT = 60.0
 MAX_OUTPUT_CHARS = 1_000_000
+
+
+def _size_over(value: Any, limit: int) -> int | None:
+    """The size of `value` (characters of its text, one per other item, over every item of the
+    structures in it) once it passes `limit`; None while it does not.  Walks lazily and stops
+    there, so a huge result costs no more than the limit to measure."""
+    size = 0
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
+        if isinstance(item, str | bytes | bytearray):
+            size += len(item)
+        else:
+            size += 1
+            if isinstance(item, dict):
+                stack.append(itertools.chain.from_iterable(item.items()))
+            elif isinstance(item, list | tuple | set | frozenset):
+                stack.append(iter(item))
+            elif hasattr(item, "__dict__") and not isinstance(item, type):
+                stack.append(iter(vars(item).values()))
+        if size > limit:
+            return size
+    return None
+
+
+_END = object()
 
 
 def _shown(arguments: Mapping[str, Any], limit: int = 300) -> str:
@@ -86,10 +116,11 @@ class Executor:
     def checked(self, task: Task, tool: Tool, arguments: Mapping[str, Any], result: Any) -> Any:
         """The result, if it is of the tool's declared type and not too large; a result that
         recovery supplies instead of the tool's is held to the same rules."""
-        if isinstance(result, str | bytes) and len(result) > self.max_output_chars:
+        size = _size_over(result, self.max_output_chars)
+        if size is not None:
             raise ToolOutputTooLarge(
-                f"returned {len(result):,} characters; at most {self.max_output_chars:,} are "
-                "accepted from one call",
+                f"returned {size:,} characters or more; at most {self.max_output_chars:,} are "
+                "accepted from one call (text, or the text of every item of a structure)",
                 task_id=task.id,
                 tool=tool.name,
                 arguments=_shown(arguments),

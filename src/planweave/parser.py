@@ -20,6 +20,7 @@ from .errors import (
     UnknownToolError,
 )
 from .plan import END_OF_PLAN, Ref, Task, Template
+from .redaction import encodable
 from .tools import ToolRegistry
 
 __all__ = [
@@ -122,6 +123,8 @@ class _Converter:
         return Ref(task_id, path)
 
     def string(self, text: str) -> str | Template:
+        # Escapes in a literal ("\ud800") can spell text no file or terminal can hold.
+        text = encodable(text)
         if "$" not in text:
             return text
         parts: list[str | Ref] = []
@@ -549,6 +552,8 @@ class PlanParser:
             if not isinstance(item, dict) or "tool" not in item or "id" not in item:
                 raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
             task_id, name, thought = item["id"], item["tool"], item.get("thought")
+            if isinstance(thought, str):
+                thought = encodable(thought)
             if (
                 not isinstance(task_id, int)
                 or isinstance(task_id, bool)
@@ -608,7 +613,7 @@ def _json_value(value: Any, conv: _Converter) -> Any:
     if isinstance(value, list):
         return [_json_value(v, conv) for v in value]
     if isinstance(value, dict):
-        return {k: _json_value(v, conv) for k, v in value.items()}
+        return {encodable(k): _json_value(v, conv) for k, v in value.items()}
     return value
 
 

@@ -46,11 +46,30 @@ def _known() -> list[str]:
 
 def redact(text: str) -> str:
     """`text` with every known secret replaced by MASK, and any lone surrogate (which no encoder
-    takes: an endpoint's error body may hold one) by U+FFFD, so it can be stored and printed."""
+    takes: an endpoint's error body may hold one) by U+FFFD, so it can be stored and printed.
+    A secret is found however an echo spells it: in any letter case, and with any of its
+    characters URL-encoded (%2D), JSON-escaped (\u002d) or hex-escaped (\x2d)."""
     for secret in _known():
-        if secret in text:
-            text = text.replace(secret, MASK)
+        text = _spellings(secret).sub(MASK, text)
     return encodable(text)
+
+
+_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def _spellings(secret: str) -> re.Pattern[str]:
+    pattern = _patterns.get(secret)
+    if pattern is None:
+        parts = []
+        for char in secret:
+            code = ord(char)
+            forms = [re.escape(char)]
+            if code < 0x100:
+                forms += [f"%{code:02x}", f"\\\\x{code:02x}"]
+            forms.append(f"\\\\u{code:04x}")
+            parts.append("(?:" + "|".join(forms) + ")")
+        pattern = _patterns[secret] = re.compile("".join(parts), re.IGNORECASE)
+    return pattern
 
 
 def encodable(text: str) -> str:

@@ -39,6 +39,7 @@ from .react import ReAct
 from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
 from .recoverer import TaskRecoverer
 from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
+from .redaction import encodable
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings, load_tool_sets, make_llm, recovery_policy
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
@@ -390,6 +391,7 @@ class Runtime:
         resume: ResumeState | None = None,
     ) -> RunResult:
         """One session of a run: open its record, answer within the budget, close the record."""
+        question = encodable(question)  # argv may hold undecodable bytes as surrogates
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
         recorder = self._recorder(run_id, question, mode, resume)
         offset = max(0.0, time.time() - resume.created) if resume is not None else 0.0

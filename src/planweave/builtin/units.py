@@ -18,6 +18,13 @@ MAX_UNIT_LENGTH = 100
 MAX_UNIT_POWER = 12  # "kibibyte**1000000000" would make pint compute a billion-digit number
 # A number raised to a power ("9**9**9", "(9)**99") would make pint compute a huge integer.
 _NUMBER_POWER_RE = re.compile(r"\d\s*\)*\s*(\*\*|\^)")
+# pint reads superscripts as powers ("9⁹⁹⁹⁹" is 9**9999): spelled out before the check.
+_SUPERSCRIPT_RUN_RE = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+")
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+
+
+def _powers_spelled_out(unit: str) -> str:
+    return _SUPERSCRIPT_RUN_RE.sub(lambda m: "**" + m.group().translate(_SUPERSCRIPTS), unit)
 
 
 @load_once
@@ -42,7 +49,7 @@ def _units(registry: Any, text: str) -> Any:
         raise ToolFailed("a unit is empty")
     if len(unit) > MAX_UNIT_LENGTH:
         raise ToolFailed(f"the unit {unit[:20]!r}... is too long")
-    if _NUMBER_POWER_RE.search(unit):
+    if _NUMBER_POWER_RE.search(_powers_spelled_out(unit)):
         raise ToolFailed(f"{unit!r} is not a unit: numbers may not be raised to powers")
     try:
         parsed = registry.parse_units(unit)

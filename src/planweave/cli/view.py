@@ -25,18 +25,44 @@ from ..events import (
     TaskStarted,
 )
 
+# Control characters (but tab and newline) a model or a tool wrote must not reach the terminal:
+# ESC starts escape sequences that retitle the window, move the cursor or worse.  Each becomes
+# U+FFFD, one character for one, so styled spans over the text stay where they were.
+_CONTROLS = {c: "\ufffd" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but tab and newline shown as U+FFFD."""
+    return text.translate(_CONTROLS)
+
+
+class _PlainConsole(Console):
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(_safe(o) for o in objects), **kwargs)
+
+
+def _safe(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return terminal_safe(obj)
+    if isinstance(obj, Text):
+        safe = obj.copy()
+        safe.plain = terminal_safe(obj.plain)
+        return safe
+    return obj
+
 
 def plain_console(*, stderr: bool = False) -> Console:
     """A console that prints text as it is.  What it prints comes from models, tools, users and
     journal files, so no markup (`[/bold]` would crash it, `[local]` would vanish), no emoji codes
-    (`:x:`) and no highlighting: styles are given as `Text` spans (`labelled`), never in strings.
+    (`:x:`), no highlighting and no control characters: styles are given as `Text` spans
+    (`labelled`), never in strings.
     """
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+    return _PlainConsole(stderr=stderr, markup=False, emoji=False, highlight=False)
 
 
 def labelled(label: str, style: str, text: object) -> Text:
     """`label` in `style`, then `text` as it is."""
-    return Text.assemble((label, style), " ", str(text))
+    return Text.assemble((label, style), " ", terminal_safe(str(text)))
 
 
 STYLE = {
@@ -142,17 +168,17 @@ class DagView:
                 took = ""
             else:
                 took = f"{(row.end if row.end is not None else self.now) - row.start:.2f}s"
-            call = row.call
+            call = terminal_safe(row.call)
             if len(call) > 70:
                 call = call[:67] + "..."
             status = Text(row.status, style=STYLE.get(row.status, ""))
             if row.note:
-                status.append(f"  {row.note[:80]}", style="dim")
+                status.append(f"  {terminal_safe(row.note[:80])}", style="dim")
             table.add_row(
                 str(row.task_id), Text(call), ",".join(f"${d}" for d in row.deps), status, took
             )
         parts: list[Any] = [table]
-        parts.extend(Text(note, style="yellow") for note in self.notes[-3:])
+        parts.extend(Text(terminal_safe(note), style="yellow") for note in self.notes[-3:])
         if self.llm_state:
             parts.append(Text(self.llm_state, style="cyan"))
         return Group(*parts)

@@ -205,6 +205,10 @@ class OpenAICompatible(LLM):
             raise LLMMalformedStream(
                 f"the endpoint sent a stream event that is not JSON ({exc.msg})"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise LLMMalformedStream(
+                f"the endpoint sent bytes that are not UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from exc
         except ValidationError as exc:
             where = ", ".join(_location(e["loc"]) for e in exc.errors()[:3])
             raise LLMMalformedStream(

@@ -70,6 +70,10 @@ def _is_model(cls: type) -> bool:
     return issubclass(cls, BaseModel)
 
 
+def _is_named_tuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
 def _is_path(cls: type) -> bool:
     return issubclass(cls, PurePath)
 
@@ -94,6 +98,8 @@ def encode(value: Any) -> Any:
         if all(type(k) is str for k in value) and TAG not in value:
             return {k: encode(v) for k, v in value.items()}
         return _tagged("dict", [[encode(k), encode(v)] for k, v in value.items()])
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return _tagged("namedtuple", [encode(v) for v in value], cls=_class_path(type(value)))
     if type(value) in (tuple, set, frozenset):
         return _tagged(type(value).__name__, [encode(v) for v in value])
     if isinstance(value, bytes | bytearray):
@@ -159,6 +165,9 @@ def _decode(data: Any) -> Any:
             return {_decode(k): _decode(v) for k, v in raw}
         case "tuple":
             return tuple(_decode(v) for v in raw)
+        case "namedtuple":
+            named = _load_class(data["cls"], _is_named_tuple, "a named tuple")
+            return named(*(_decode(v) for v in raw))
         case "set":
             return {_decode(v) for v in raw}
         case "frozenset":

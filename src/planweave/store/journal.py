@@ -56,7 +56,8 @@ def default_path() -> Path:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    # ASCII with escapes: valid JSON whatever the text holds (a lone surrogate included).
+    return json.dumps(value, default=str)
 
 
 def _loads(text: str | None) -> Any:
