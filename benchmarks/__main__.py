@@ -200,6 +200,42 @@ def yardsticks(
     return {"limit_s": limit, "bound_s": bound, "bound_first_s": bound_first}
 
 
+def race(
+    q: Question,
+    names: Sequence[str],
+    oracle: Oracle,
+    profile: str,
+    llm: OpenAICompatible,
+    base_url: str,
+    tools: ToolRegistry,
+    runners: dict[str, PeerRunner] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per contestant for question `q`, asked one after the other (the same
+    conditions for each) against `oracle`'s server at `base_url` (where `llm` points), with the
+    yardsticks."""
+    runners = runners or {}
+    mine: list[dict[str, Any]] = []
+    for name in names:
+        mark = len(oracle.log)
+        if name in runners:
+            outcome = runners[name].ask(q.text)
+        else:
+            outcome = run_contestant(name, q.text, llm, base_url, tools)
+        row = {
+            "question": q.id,
+            "kind": q.kind,
+            "split": q.split,
+            "contestant": name,
+            "wall_s": outcome.wall_s,
+            "correct": correct(q, outcome.answer),
+            "llm_calls": outcome.calls,
+            "tokens": outcome.tokens,
+        }
+        mine.append(row | llm_side(outcome, oracle.log[mark:]))
+    marks = yardsticks(q, oracle, profile, mine)
+    return [r | marks for r in mine]
+
+
 def prefill_rate(text: str) -> float:
     """`--prefill`: a profile name (PREFILL) or tokens per second."""
     if text in PREFILL:
@@ -247,26 +283,9 @@ def main() -> None:
         }
         names = [*CONTESTANTS, *runners]
         for q in questions:
-            mine: list[dict[str, Any]] = []
-            for name in names:  # interleaved: the same conditions for each
-                mark = len(oracle.log)
-                if name in runners:
-                    outcome = runners[name].ask(q.text)
-                else:
-                    outcome = run_contestant(name, q.text, llm, server.base_url, tools)
-                row = {
-                    "question": q.id,
-                    "kind": q.kind,
-                    "split": q.split,
-                    "contestant": name,
-                    "wall_s": outcome.wall_s,
-                    "correct": correct(q, outcome.answer),
-                    "llm_calls": outcome.calls,
-                    "tokens": outcome.tokens,
-                }
-                mine.append(row | llm_side(outcome, oracle.log[mark:]))
-            marks = yardsticks(q, oracle, args.profile, mine)
-            rows += [r | marks for r in mine]
+            mine = race(q, names, oracle, args.profile, llm, server.base_url, tools, runners)
+            rows += mine
+            marks = mine[0]
             print(
                 f"{q.id}: "
                 + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in mine)
