@@ -1,9 +1,33 @@
 """Orchestration benchmark on the oracle LLM: planweave compiled (streaming dispatch), compiled
 without streaming dispatch, ReAct and native function calling, interleaved per question, against
-the critical-path limit; with the peer ports of LLMCompiler (LlamaIndex's pack and PyPI's
-`llmcompiler`) when their virtualenvs exist (`bash benchmarks/peers/setup.sh`).
+the critical-path limit and the lower bound; with the peer ports of LLMCompiler (LlamaIndex's
+pack and PyPI's `llmcompiler`) when their virtualenvs exist (`bash benchmarks/peers/setup.sh`).
 
-    python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60
+    python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60 --prefill hosted
+
+`--prefill` is the oracle's prefill rate in prompt tokens per second, a number or a profile:
+`hosted` (10,000, the default), `embedded` (60, the 1.5B model on this machine), `off` (0).
+
+Two yardsticks per question:
+
+- the critical-path limit, compiled mode's own: the planner's first token (after the prompt the
+  compiled run sent) plus streaming the plan up to its last critical task, each task starting
+  when its line has streamed and its inputs have landed, plus the joiner call (after the prompt
+  the compiled run's joiner got).  Not defined for replan questions.
+- the lower bound no format can beat, from one LLM call that streams every call and then the
+  answer: T0 + max(C / tps, L) + (A - 1) / tps, where T0 is the first token after the shortest
+  prompt that names the tools (the question and one `name(parameter)` per tool); C and A are
+  the fewest call tokens and answer tokens any contestant that answered correctly streamed (its
+  tokens up to where the answer starts, and from there); L is the longest chain of tool
+  latencies.  The chain can start with the first token and overlap the rest of the calls (as
+  streaming dispatch does), so the call tokens and the chain count as the longer of the two,
+  not their sum; the answer needs the last result, so it streams after both.  Its first answer
+  token comes at T0 + max(C / tps, L).
+
+Time to the first answer token is taken on the oracle server's side, the same for every
+contestant: when the chunk holding the answer's first character left the server (for a reply
+that does not stream, such as native calling's SDK loop, when it would have left had it
+streamed), less when the contestant was asked.
 
 Writes benchmarks/results/oracle.md and oracle.json (with machine info).
 """
@@ -14,7 +38,9 @@ import argparse
 import contextlib
 import json
 import statistics
+import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +50,11 @@ import openai
 from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry
 
 from .native import Outcome, native_run
-from .oracle import Oracle
+from .oracle import PREFILL, Exchange, Oracle, prompt_tokens
 from .overhead import machine_info
 from .peers.client import PEERS, PeerRunner, available
-from .workloads import Question, bench_tools, generate, latency, mentions
+from .workloads import Question, Step, bench_tools, generate, latency, mentions
+from .world import PARAMETERS
 
 CONTESTANTS = {
     "compiled": {"mode": "compiled", "streaming": True},
@@ -61,12 +88,13 @@ def run_contestant(
         react_max_steps=100,
         **CONTESTANTS[name],  # type: ignore[arg-type]
     )
+    began = time.monotonic()
     try:
         result = runtime.run(question)
     except RunFailed as failed:
         result = failed.result
     tokens = result.llm.prompt_tokens + result.llm.completion_tokens
-    return Outcome(result.answer, result.wall_s, result.llm.calls, tokens)
+    return Outcome(result.answer, result.wall_s, result.llm.calls, tokens, began)
 
 
 def correct(q: Question, answer: str | None) -> bool:
@@ -77,22 +105,150 @@ def correct(q: Question, answer: str | None) -> bool:
     return q.gold.lower() in answer.lower()
 
 
-def critical_path_limit(q: Question, oracle: Oracle, profile: str) -> float | None:
-    """TTFT + streaming the plan up to its last critical task + the longest chain of tool
-    latencies + the joiner call.  Not defined for replanning questions (two rounds)."""
+def step_latency(profile: str, step: Step) -> float:
+    return latency(profile, step.tool, step.args[0].strip('"') if step.args else "")
+
+
+def critical_path_limit(
+    q: Question, oracle: Oracle, profile: str, prompts: tuple[int, int] = (0, 0)
+) -> float | None:
+    """First token after the planner's prompt + streaming the plan up to its last critical
+    task + the longest chain of tool latencies + the joiner call (after the joiner's prompt);
+    `prompts` are the planner's and the joiner's prompt tokens.  Not defined for replanning
+    questions (two rounds)."""
     if q.kind == "replan":
         return None
+    planner, joiner_prompt = prompts
     lines = q.plan_text().splitlines()
     finish: dict[int, float] = {}
     for i, step in enumerate(q.steps, 1):
         # A task can start once its line has streamed and its inputs have landed.
-        ready = oracle.seconds("\n".join(lines[:i]) + "\n")
+        ready = oracle.seconds("\n".join(lines[:i]) + "\n", planner)
         ready = max([ready, *(finish[d] for d in q.deps(i))])
-        finish[i] = ready + latency(
-            profile, step.tool, step.args[0].strip('"') if step.args else ""
-        )
+        finish[i] = ready + step_latency(profile, step)
     joiner = oracle.joiner_text(q, [])
-    return max(finish.values(), default=0.0) + oracle.seconds(joiner)
+    return max(finish.values(), default=0.0) + oracle.seconds(joiner, joiner_prompt)
+
+
+def shortest_prompt(q: Question) -> int:
+    """Tokens of the shortest prompt that names the tools: the question and one
+    `name(parameter)` per tool, as one user message."""
+    tools = ", ".join(f"{name}({param})" for name, param in PARAMETERS.items())
+    message = {"role": "user", "content": f"Tools: {tools}\nQuestion: {q.text}"}
+    return prompt_tokens({"messages": [message]})
+
+
+def longest_chain(q: Question, profile: str) -> float:
+    """The longest chain of tool latencies through the question's dependencies."""
+    finish: dict[int, float] = {}
+    for i, step in enumerate(q.steps, 1):
+        finish[i] = max((finish[d] for d in q.deps(i)), default=0.0) + step_latency(profile, step)
+    return max(finish.values(), default=0.0)
+
+
+def lower_bound(
+    q: Question, oracle: Oracle, profile: str, call_tokens: int, answer_tokens: int
+) -> tuple[float, float]:
+    """(first answer token, whole answer) no format can beat (the module's docstring):
+    T0 + max(C / tps, L), then + (A - 1) / tps."""
+    first = oracle.first_token_s(shortest_prompt(q)) + max(
+        call_tokens / oracle.tps, longest_chain(q, profile)
+    )
+    return first, first + oracle.stream_s(answer_tokens)
+
+
+def llm_side(outcome: Outcome, exchanges: Sequence[Exchange]) -> dict[str, Any]:
+    """What the oracle saw of one contestant's run: the first prompt, the tokens streamed for
+    calls and for the answer (from the last reply that gives one), and the time to the first
+    answer token."""
+    answered = [e for e in exchanges if e.answer_at is not None]
+    final = answered[-1] if answered else None
+    streamed = sum(e.tokens for e in exchanges)
+    answer_tokens = final.answer_tokens if final else 0
+    first_answer = None
+    if final and final.first_answer is not None and outcome.began is not None:
+        first_answer = final.first_answer - outcome.began
+    return {
+        "first_answer_s": first_answer,
+        "first_prompt_tokens": exchanges[0].prompt_tokens if exchanges else None,
+        "prompt_tokens": [e.prompt_tokens for e in exchanges],
+        "call_tokens": streamed - answer_tokens,
+        "answer_tokens": answer_tokens,
+    }
+
+
+def yardsticks(
+    q: Question, oracle: Oracle, profile: str, rows: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The critical-path limit and the lower bound of one question, from its contestants'
+    rows (compiled's prompts; the fewest tokens a correct contestant streamed)."""
+    compiled = next(r for r in rows if r["contestant"] == "compiled")
+    prompts = compiled["prompt_tokens"]
+    limit = critical_path_limit(
+        q, oracle, profile, (prompts[0], prompts[-1]) if prompts else (0, 0)
+    )
+    right = [r for r in rows if r["correct"]]
+    bound = bound_first = None
+    if right:
+        bound_first, bound = lower_bound(
+            q,
+            oracle,
+            profile,
+            min(r["call_tokens"] for r in right),
+            min(r["answer_tokens"] for r in right),
+        )
+    return {"limit_s": limit, "bound_s": bound, "bound_first_s": bound_first}
+
+
+def race(
+    q: Question,
+    names: Sequence[str],
+    oracle: Oracle,
+    profile: str,
+    llm: OpenAICompatible,
+    base_url: str,
+    tools: ToolRegistry,
+    runners: dict[str, PeerRunner] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per contestant for question `q`, asked one after the other (the same
+    conditions for each) against `oracle`'s server at `base_url` (where `llm` points), with the
+    yardsticks."""
+    runners = runners or {}
+    mine: list[dict[str, Any]] = []
+    for name in names:
+        mark = len(oracle.log)
+        if name in runners:
+            outcome = runners[name].ask(q.text)
+        else:
+            outcome = run_contestant(name, q.text, llm, base_url, tools)
+        row = {
+            "question": q.id,
+            "kind": q.kind,
+            "split": q.split,
+            "contestant": name,
+            "wall_s": outcome.wall_s,
+            "correct": correct(q, outcome.answer),
+            "llm_calls": outcome.calls,
+            "tokens": outcome.tokens,
+        }
+        mine.append(row | llm_side(outcome, oracle.log[mark:]))
+    marks = yardsticks(q, oracle, profile, mine)
+    return [r | marks for r in mine]
+
+
+def prefill_rate(text: str) -> float:
+    """`--prefill`: a profile name (PREFILL) or tokens per second."""
+    if text in PREFILL:
+        return PREFILL[text]
+    try:
+        rate = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of tokens/s or one of {', '.join(PREFILL)}"
+        ) from None
+    if not rate >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the rate must be >= 0 (0: no prefill)")
+    return rate
 
 
 def main() -> None:
@@ -102,11 +258,18 @@ def main() -> None:
     parser.add_argument("--profile", choices=["web", "zero"], default="web")
     parser.add_argument("--ttft", type=float, default=0.3)
     parser.add_argument("--tps", type=float, default=60.0)
+    parser.add_argument(
+        "--prefill",
+        type=prefill_rate,
+        default=PREFILL["hosted"],
+        metavar="TOKENS_PER_S",
+        help="prompt tokens per second, or hosted (10000, default), embedded (60), off (0)",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/oracle"))
     args = parser.parse_args()
 
     questions = generate(args.n, args.seed)
-    oracle = Oracle(questions, ttft=args.ttft, tps=args.tps)
+    oracle = Oracle(questions, ttft=args.ttft, tps=args.tps, prefill=args.prefill)
     tools = bench_tools(args.profile)
     rows: list[dict[str, Any]] = []
     peers, skipped = available()
@@ -120,29 +283,14 @@ def main() -> None:
         }
         names = [*CONTESTANTS, *runners]
         for q in questions:
-            limit = critical_path_limit(q, oracle, args.profile)
-            for name in names:  # interleaved: the same conditions for each
-                if name in runners:
-                    outcome = runners[name].ask(q.text)
-                else:
-                    outcome = run_contestant(name, q.text, llm, server.base_url, tools)
-                rows.append(
-                    {
-                        "question": q.id,
-                        "kind": q.kind,
-                        "split": q.split,
-                        "contestant": name,
-                        "wall_s": outcome.wall_s,
-                        "limit_s": limit,
-                        "correct": correct(q, outcome.answer),
-                        "llm_calls": outcome.calls,
-                        "tokens": outcome.tokens,
-                    }
-                )
+            mine = race(q, names, oracle, args.profile, llm, server.base_url, tools, runners)
+            rows += mine
+            marks = mine[0]
             print(
                 f"{q.id}: "
-                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in rows[-len(names) :])
-                + (f", limit {limit:.2f}s" if limit else ""),
+                + ", ".join(f"{r['contestant']} {r['wall_s']:.2f}s" for r in mine)
+                + (f", limit {marks['limit_s']:.2f}s" if marks["limit_s"] else "")
+                + (f", bound {marks['bound_s']:.2f}s" if marks["bound_s"] else ""),
                 flush=True,
             )
 
@@ -166,6 +314,17 @@ def main() -> None:
             print(f"wrote {path}")
 
 
+def _ratio(group: Sequence[dict[str, Any]], key: str) -> float:
+    """Median over questions of wall time / the yardstick `key` (nan where none is defined)."""
+    ratios = [r["wall_s"] / r[key] for r in group if r.get(key)]
+    return statistics.median(ratios) if ratios else float("nan")
+
+
+def _median(values: Sequence[float | None]) -> float:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else float("nan")
+
+
 def summarize(rows: list[dict[str, Any]]) -> str:
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -173,14 +332,15 @@ def summarize(rows: list[dict[str, Any]]) -> str:
     kinds = sorted({r["kind"] for r in rows})
     lines = [
         "| shape | compiled s | no-stream s | ReAct s | native FC s | ReAct / compiled | "
-        "native / compiled | compiled / limit | tokens ReAct / compiled | correct (c / r / n) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "native / compiled | compiled / limit | lower bound s | compiled / lower bound | "
+        "tokens ReAct / compiled | correct (c / r / n) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind in kinds:
         med = {c: statistics.median(r["wall_s"] for r in by[(kind, c)]) for c in CONTESTANTS}
-        ratios = [r["wall_s"] / r["limit_s"] for r in by[(kind, "compiled")] if r["limit_s"]]
+        compiled = by[(kind, "compiled")]
         tok = statistics.median(r["tokens"] for r in by[(kind, "react")]) / max(
-            1, statistics.median(r["tokens"] for r in by[(kind, "compiled")])
+            1, statistics.median(r["tokens"] for r in compiled)
         )
         acc = {
             c: sum(r["correct"] for r in by[(kind, c)]) / len(by[(kind, c)]) for c in CONTESTANTS
@@ -188,15 +348,51 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {kind} | {med['compiled']:.2f} | {med['compiled-nostream']:.2f} | "
             f"{med['react']:.2f} | {med['native']:.2f} | {med['react'] / med['compiled']:.2f}x | "
-            f"{med['native'] / med['compiled']:.2f}x | "
-            f"{(statistics.median(ratios) if ratios else float('nan')):.2f}x | {tok:.1f}x | "
+            f"{med['native'] / med['compiled']:.2f}x | {_ratio(compiled, 'limit_s'):.2f}x | "
+            f"{_median([r.get('bound_s') for r in compiled]):.2f} | "
+            f"{_ratio(compiled, 'bound_s'):.2f}x | {tok:.1f}x | "
             f"{acc['compiled']:.0%} / {acc['react']:.0%} / {acc['native']:.0%} |"
         )
     return (
         "\n".join(lines)
-        + "\n\nMedians per question shape; ratios of medians, measured side by side.\n\n"
+        + "\n\nMedians per question shape; ratios of medians, measured side by side, except the"
+        " ratios to the limit and the lower bound (medians of per-question ratios).  The limit is"
+        " compiled mode's own critical path (not defined for replans); the lower bound is what no"
+        " format can beat (`python -m benchmarks --help`).\n\n"
+        + summarize_first_answer(rows)
         + summarize_peers(rows)
         + summarize_splits(rows)
+    )
+
+
+def summarize_first_answer(rows: list[dict[str, Any]]) -> str:
+    """Time to the first answer token and to the whole answer, per shape and contestant."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["kind"], r["contestant"])].append(r)
+    contestants = list(dict.fromkeys(r["contestant"] for r in rows))
+    head = ["shape", "lower bound", *contestants]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for kind in sorted({r["kind"] for r in rows}):
+        compiled = by[(kind, "compiled")]
+        cells = [
+            kind,
+            f"{_median([r.get('bound_first_s') for r in compiled]):.2f} / "
+            f"{_median([r.get('bound_s') for r in compiled]):.2f}",
+        ]
+        for c in contestants:
+            group = by[(kind, c)]
+            cells.append(
+                f"{_median([r.get('first_answer_s') for r in group]):.2f} / "
+                f"{statistics.median(r['wall_s'] for r in group):.2f}"
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines)
+        + "\n\nSeconds to the first answer token / to the whole answer, medians per shape.  The"
+        " first answer token is timed at the oracle server (when the chunk holding it left, or"
+        " would have left for a reply that does not stream), from when the contestant was"
+        " asked.\n\n"
     )
 
 

@@ -19,12 +19,14 @@ NATIVE_HEAD = "You answer questions by calling the provided functions."
 
 @dataclass
 class Outcome:
-    """What one contestant produced for one question."""
+    """What one contestant produced for one question; `began` is when it was asked, on
+    `time.monotonic()` (None where unknown)."""
 
     answer: str | None
     wall_s: float
     calls: int
     tokens: int
+    began: float | None = None
 
 
 async def native_run(
@@ -46,7 +48,7 @@ async def native_run(
             tokens += response.usage.total_tokens
         message = response.choices[0].message
         if not message.tool_calls:
-            return Outcome(message.content, time.monotonic() - began, calls, tokens)
+            return Outcome(message.content, time.monotonic() - began, calls, tokens, began)
         messages.append(message.model_dump(exclude_none=True))
         results: dict[str, str] = {}
         async with anyio.create_task_group() as tg:
@@ -57,7 +59,7 @@ async def native_run(
                     )
         for tc in message.tool_calls:
             messages.append({"role": "tool", "tool_call_id": tc.id, "content": results[tc.id]})
-    return Outcome(None, time.monotonic() - began, calls, tokens)
+    return Outcome(None, time.monotonic() - began, calls, tokens, began)
 
 
 async def _call(

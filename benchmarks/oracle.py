@@ -1,7 +1,14 @@
 """The oracle LLM: an OpenAI-compatible server on loopback that streams, for each benchmark
 question, the gold plan, the gold ReAct steps and the gold joiner answer at a configured
-time-to-first-token and tokens per second.  Orchestration speed is measured apart from model
+time to first token and tokens per second.  Orchestration speed is measured apart from model
 quality, identically for every contestant.
+
+The time to first token grows with the prompt: a fixed part (`ttft`) plus the prompt's tokens at
+the prefill rate (`prefill`, tokens/s; 0 leaves it out).  The prompt is what the request carries:
+every message (text and native tool calls, four characters a token plus four per message, as the
+server counts usage) and, for native function calling, the tools' JSON schemas.  The server logs
+each request (`Exchange`): its prompt, the tokens it streamed, and when the first token of an
+answer left the server.
 
 The oracle answers only from what the tools returned: when a result it needs is an error (a
 tool failed and the runtime did not recover it), the joiner and the ReAct step give up with an
@@ -11,35 +18,127 @@ it answers exactly as before."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from planweave.llm.base import Message, Purpose
+from planweave.llm.base import Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedServer
 from planweave.prompts import purpose_of
 
 from .native import NATIVE_HEAD
-from .peers.dialects import peer_text
+from .peers.dialects import FINISH_THOUGHT, REPLAN_ACTION, REPLAN_THOUGHT, peer_text
 from .workloads import Question, Step
 from .world import PARAMETERS
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 CHARS_PER_TOKEN = 4
 FAILED = "Observation: ERROR"
 GIVE_UP = "Thought: a lookup failed, so the results cannot answer it.\nAction: Finish(unknown)"
 
+# Prefill rates in prompt tokens per second.  "hosted" is an estimate for a hosted endpoint,
+# reasoned from Anthropic's prompt-caching announcement (August 2024, Claude 3.5 Sonnet): a
+# 100,000-token prompt took 11.5 s to first token uncached and 2.4 s cached, about 11,000
+# tokens/s of prefill; rounded down to 10,000.  "embedded" is the 1.5B model's measured rate on
+# this project's 2-core machine (README, "Measured": prompts at about 60 tokens/s).
+PREFILL = {"hosted": 10_000.0, "embedded": 60.0, "off": 0.0}
+
+# Where the answer starts in a reply that gives one: after `Finish(` (planweave's joiner and
+# ReAct, the LlamaIndex pack's joiner) or in `llmcompiler`'s `"_finish_": "..."`.
+_ANSWER = re.compile(r'Finish\(|"_finish_": "')
+
+
+@dataclass
+class Exchange:
+    """One request to the oracle and its reply, as the server saw them.  Times are
+    `time.monotonic()` (CLOCK_MONOTONIC, the same clock in every process on the machine)."""
+
+    question: str
+    purpose: str
+    prompt_tokens: int
+    ttft: float
+    tokens: int  # streamed, four characters a token (native tool calls: name and arguments)
+    answer_tokens: int  # of those, the answer's; 0 when the reply gives none
+    answer_at: int | None  # the character the answer starts at, if the reply gives one
+    received: float = 0.0
+    first_answer: float | None = None  # when the chunk holding answer_at left (or would have)
+
+
+@dataclass
+class _Pending:
+    """The request being answered, passed from the server to `Oracle.respond`."""
+
+    body: dict[str, Any]
+    received: float
+    exchange: Exchange | None = None
+    reply: Reply | None = None
+
+
+_REQUEST: ContextVar[_Pending | None] = ContextVar("oracle_request", default=None)
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt a chat completions request carries, in tokens: each message's text and
+    tool calls (four characters a token, plus four a message) and the tools' schemas."""
+    total = 0
+    for m in body.get("messages", []):
+        total += 4 + estimate_tokens(m.get("content") or "")
+        if m.get("tool_calls"):
+            total += estimate_tokens(json.dumps(m["tool_calls"]))
+    if body.get("tools"):
+        total += estimate_tokens(json.dumps(body["tools"]))
+    return total
+
+
+def reply_size(reply: Reply) -> int:
+    """Characters a reply streams (tool calls count their name and arguments, as the scripted
+    server times them)."""
+    calls = sum(len(json.dumps(a)) + len(n) for n, a in reply.tool_calls or [])
+    return len(reply.text) + calls
+
+
+def tokens_of(chars: int) -> int:
+    return -(-chars // CHARS_PER_TOKEN)
+
 
 class Oracle:
-    def __init__(self, questions: Sequence[Question], *, ttft: float = 0.3, tps: float = 60.0):
+    def __init__(
+        self,
+        questions: Sequence[Question],
+        *,
+        ttft: float = 0.3,
+        tps: float = 60.0,
+        prefill: float = 0.0,
+    ):
         self.by_text = {q.text: q for q in questions}
         self.ttft = ttft
         self.tps = tps
+        self.prefill = prefill
+        self.log: list[Exchange] = []
+        self._lock = threading.Lock()
+
+    def first_token_s(self, prompt: int) -> float:
+        """Time to first token after a prompt of `prompt` tokens."""
+        return self.ttft + (prompt / self.prefill if self.prefill > 0 else 0.0)
+
+    def stream_s(self, tokens: int) -> float:
+        """Time to stream `tokens` tokens after the first one."""
+        return max(0, tokens - 1) / self.tps
 
     def reply(self, text: str) -> Reply:
         return Reply(text, chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft)
 
-    def seconds(self, text: str) -> float:
-        """How long streaming `text` takes: the critical-path model of one LLM call."""
-        chunks = max(1, -(-len(text) // CHARS_PER_TOKEN))
-        return self.ttft + (chunks - 1) / self.tps
+    def seconds(self, text: str, prompt: int = 0) -> float:
+        """How long one LLM call streaming `text` after a `prompt`-token prompt takes: the
+        critical-path model of one call."""
+        return self.first_token_s(prompt) + self.stream_s(tokens_of(max(1, len(text))))
 
     def question(self, messages: Sequence[Message]) -> Question:
         """The benchmark question asked: a line of its own, alone or after `Question: ` (the
@@ -69,8 +168,8 @@ class Oracle:
         if messages and FAILED in messages[-1].content:
             return GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
-            return "Thought: the capital is known now.\nAction: Replan(look up its population)"
-        return f"Thought: the results answer it.\nAction: Finish({q.answer})"
+            return f"Thought: {REPLAN_THOUGHT}\nAction: {REPLAN_ACTION}"
+        return f"Thought: {FINISH_THOUGHT}\nAction: Finish({q.answer})"
 
     def react_text(self, q: Question, messages: Sequence[Message]) -> str:
         if messages and messages[-1].content.startswith(FAILED):
@@ -100,7 +199,7 @@ class Oracle:
             count -= len(waves[done_waves])
             done_waves += 1
         if done_waves == len(waves):
-            return Reply(q.answer, chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft)
+            return self.reply(q.answer)
         calls = []
         for i in waves[done_waves]:
             step = q.steps[i - 1]
@@ -114,11 +213,41 @@ class Oracle:
         )
 
     def respond(self, messages: list[Message], purpose: Purpose) -> Reply:
-        """The reply to one request.  planweave says what a request is for in a header; the
-        peers send none, so the scripted server tells their purpose from the prompt text and
-        finds nothing of planweave's there ("other")."""
+        """The reply to one request, its first token delayed by the prompt's prefill, logged.
+        planweave says what a request is for in a header; the peers send none, so the scripted
+        server tells their purpose from the prompt text and finds nothing of planweave's there
+        ("other")."""
         q = self.question(messages)
-        if messages and messages[0].content.startswith(NATIVE_HEAD):
+        native = bool(messages) and messages[0].content.startswith(NATIVE_HEAD)
+        reply = self._reply(q, messages, purpose, native)
+        pending = _REQUEST.get()
+        body = pending.body if pending else {"messages": [vars(m) for m in messages]}
+        prompt = prompt_tokens(body)
+        reply.ttft = self.first_token_s(prompt)
+        answer_at: int | None = None
+        if native and not reply.tool_calls:
+            answer_at = 0
+        elif match := _ANSWER.search(reply.text):
+            answer_at = match.end()
+        tokens = tokens_of(reply_size(reply))
+        exchange = Exchange(
+            question=q.id,
+            purpose="native" if native else purpose,
+            prompt_tokens=prompt,
+            ttft=reply.ttft,
+            tokens=tokens,
+            answer_tokens=0 if answer_at is None else tokens_of(len(reply.text) - answer_at),
+            answer_at=answer_at,
+            received=pending.received if pending else time.monotonic(),
+        )
+        with self._lock:
+            self.log.append(exchange)
+        if pending:
+            pending.exchange, pending.reply = exchange, reply
+        return reply
+
+    def _reply(self, q: Question, messages: list[Message], purpose: Purpose, native: bool) -> Reply:
+        if native:
             return self.native_reply(q, messages)
         if purpose in ("planner", "repair"):
             return self.reply(self.planner_text(q, messages))
@@ -129,4 +258,41 @@ class Oracle:
         return self.reply(self.react_text(q, messages))
 
     def server(self) -> ScriptedServer:
-        return ScriptedServer(Script.routed(self.respond), model="oracle", guess=purpose_of)
+        return OracleServer(Script.routed(self.respond), model="oracle", guess=purpose_of)
+
+
+class OracleServer(ScriptedServer):
+    """The scripted server, with the request's body passed to the oracle (the tools' schemas
+    are part of the prompt) and the moment the first chunk of an answer leaves logged.  A
+    non-streaming reply (native calling's SDK loop) logs when that chunk would have left had it
+    streamed, on the same schedule the server paces streams with."""
+
+    async def _completions(self, request: Request) -> Response:
+        from starlette.responses import StreamingResponse
+
+        pending = _Pending(await request.json(), time.monotonic())
+        token = _REQUEST.set(pending)
+        try:
+            response = await super()._completions(request)
+        finally:
+            _REQUEST.reset(token)
+        exchange, reply = pending.exchange, pending.reply
+        if exchange is None or reply is None or exchange.answer_at is None:
+            return response
+        chunk = exchange.answer_at // max(1, reply.chunk_size)
+        if isinstance(response, StreamingResponse):
+            response.body_iterator = _timed(response.body_iterator, exchange, chunk)
+        else:
+            exchange.first_answer = exchange.received + reply.ttft + chunk * reply.delay
+        return response
+
+
+async def _timed(events: Any, exchange: Exchange, chunk: int) -> AsyncIterator[Any]:
+    """The server-sent events as they are, noting when content chunk `chunk` is sent (the first
+    event carries only the role)."""
+    i = 0
+    async for event in events:
+        if i == chunk + 1:
+            exchange.first_answer = time.monotonic()
+        i += 1
+        yield event

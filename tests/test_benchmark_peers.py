@@ -7,7 +7,7 @@ import pytest
 from benchmarks.__main__ import correct
 from benchmarks.oracle import Oracle
 from benchmarks.peers.client import PEERS, Peer, PeerRunner, available
-from benchmarks.peers.dialects import keyword_call, peer_text
+from benchmarks.peers.dialects import LLAMAINDEX_JOINER, LLMCOMPILER_JOINER, keyword_call, peer_text
 from benchmarks.workloads import Step, generate
 
 from planweave.llm.base import Message
@@ -32,6 +32,29 @@ def test_planweave_requests_are_not_taken_for_a_peer() -> None:
     assert oracle.plan(q, second=True) == f"3. {q.steps[1].call()}\n4. join()\n<END_OF_PLAN>"
     asked = [Message("system", "You are a planner."), Message("user", f"Question: {q.text}")]
     assert peer_text(oracle, q, asked) is None
+
+
+def test_peers_get_planweaves_joiner_words() -> None:
+    """Where the formats allow, a peer's joiner reply is planweave's, character for character
+    (a longer Replan reply would slow the peers' replan rows for nothing)."""
+    (q,) = [q for q in generate(6, seed=3) if q.kind == "replan"]
+    oracle = Oracle([q])
+    first = f"Question: {q.text}\n1. capital: {q.meta['capital']}"
+    ours = oracle.joiner_text(q, [Message("user", first)])
+    assert "Replan(" in ours
+    llamaindex = [Message("system", LLAMAINDEX_JOINER), Message("user", first)]
+    assert peer_text(oracle, q, llamaindex) == ours
+    asked = [Message("system", LLMCOMPILER_JOINER), Message("user", first)]
+    llmcompiler = peer_text(oracle, q, asked)
+    assert llmcompiler is not None
+    thought, action = ours.removeprefix("Thought: ").split("\nAction: Replan(")
+    assert f'"_thought_": "{thought}"' in llmcompiler
+    assert f'"_replan_": "{action[:-1]}"' in llmcompiler
+    done = f"{first}\n3. city_population({q.meta['capital']}): {q.answer}"
+    ours = oracle.joiner_text(q, [Message("user", done)])
+    assert ours.endswith(f"Finish({q.answer})")
+    llamaindex = [Message("system", LLAMAINDEX_JOINER), Message("user", done)]
+    assert peer_text(oracle, q, llamaindex) == ours
 
 
 @pytest.mark.slow

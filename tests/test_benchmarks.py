@@ -12,10 +12,14 @@ from benchmarks.__main__ import (
     CONTESTANTS,
     correct,
     critical_path_limit,
+    prefill_rate,
+    race,
     run_contestant,
+    shortest_prompt,
+    summarize,
     summarize_splits,
 )
-from benchmarks.oracle import Oracle
+from benchmarks.oracle import PREFILL, Oracle
 from benchmarks.workloads import bench_tools, generate, latency
 
 from planweave import OpenAICompatible
@@ -53,6 +57,54 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
                     assert outcome.calls >= 2
                 elif name != "react" and q.kind != "replan":
                     assert outcome.calls == 2
+
+
+@pytest.mark.timeout(120)
+def test_prefill_and_the_new_columns_on_every_shape() -> None:
+    """With a prefill rate, every request's first token waits for its whole prompt (the tools'
+    schemas included for native calling); every contestant's first answer token comes before
+    its whole answer, and no one beats the lower bound."""
+    questions = generate(6, seed=3)
+    oracle = Oracle(questions, ttft=0.0, tps=2000.0, prefill=5000.0)
+    tools = bench_tools("zero")
+    rows = []
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        for q in questions:
+            rows += race(q, list(CONTESTANTS), oracle, "zero", llm, server.base_url, tools)
+    assert {e.ttft for e in oracle.log} == {e.prompt_tokens / 5000.0 for e in oracle.log}
+    # Native calling's first request is two short messages (about 30 tokens): the rest is
+    # the tools' schemas.
+    first_native = next(e for e in oracle.log if e.purpose == "native")
+    assert first_native.prompt_tokens > 300
+    for q in questions:
+        assert shortest_prompt(q) < min(r["first_prompt_tokens"] for r in rows)
+    for r in rows:
+        assert r["correct"], r
+        assert r["answer_tokens"] >= 1
+        assert r["call_tokens"] >= 1
+        assert 0 < r["first_answer_s"] <= r["wall_s"] + 0.01, r
+        # Every request waited for its prompt's prefill before its first token.
+        assert r["wall_s"] >= sum(r["prompt_tokens"]) / 5000.0, r
+        assert 0 < r["bound_first_s"] <= r["bound_s"] <= r["wall_s"], r
+        assert r["first_answer_s"] >= r["bound_first_s"], r
+        if r["kind"] == "replan":
+            assert r["limit_s"] is None
+        else:
+            assert r["bound_s"] <= r["limit_s"], r
+    table = summarize(rows)
+    assert "| compiled / lower bound |" in table
+    assert "| shape | lower bound | compiled | compiled-nostream | react | native |" in table
+
+
+def test_prefill_profiles() -> None:
+    assert prefill_rate("hosted") == PREFILL["hosted"] == 10_000.0
+    assert prefill_rate("embedded") == 60.0
+    assert prefill_rate("off") == 0.0
+    assert prefill_rate("250") == 250.0
+    oracle = Oracle([], ttft=0.25, prefill=100.0)
+    assert oracle.first_token_s(50) == pytest.approx(0.75)
+    assert Oracle([], ttft=0.25).first_token_s(10_000) == 0.25
 
 
 def test_overhead_runs_every_task_in_every_shape(tmp_path: Path) -> None:

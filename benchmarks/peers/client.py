@@ -127,7 +127,13 @@ class PeerRunner:
         if reply is None:
             return Outcome(None, time.monotonic() - began, 0, 0)
         answer = None if reply["error"] else reply["answer"]
-        return Outcome(answer, float(reply["wall_s"]), int(reply["calls"]), int(reply["tokens"]))
+        return Outcome(
+            answer,
+            float(reply["wall_s"]),
+            int(reply["calls"]),
+            int(reply["tokens"]),
+            reply.get("began"),
+        )
 
     def _end(self, process: subprocess.Popen[str], *, grace: float) -> None:
         """Let the runner finish (closing its stdin ends its loop) for `grace` seconds, then

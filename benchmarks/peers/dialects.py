@@ -6,9 +6,11 @@ Each request is recognized by a sentence of the port's own prompt:
   positional arguments (`1. population("France")`, `$1` references, `join()`); the joiner
   reads `Thought: ...` / `Action: Finish(<answer>)`.  Its prompt offers no `Replan`; the oracle
   still answers a replan question's first round with LLMCompiler's `Action: Replan(<why>)`.
+  Its joiner replies are planweave's, character for character.
 - `llmcompiler` (PyPI 2.0.1): the planner wants keyword arguments
   (`1. population(country="France")`, references as `"${1}"`); the joiner answers with a
-  fenced JSON object holding `_thought_` and `_finish_` or `_replan_`.
+  fenced JSON object holding `_thought_` and `_finish_` or `_replan_`, with the same thought
+  and the same answer or reason planweave's joiner gets.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ LLMCOMPILER_PLANNER = "idx. tool(arg_name=args)"
 LLMCOMPILER_REPLAN = "Context from last attempt:"
 LLMCOMPILER_JOINER = "Solve a question answering task. Here are some guidelines:"
 
-REPLAN_REASON = "the capital is known now; look up its population"
+# The joiner's words, the same for planweave and every peer (only the syntax around them
+# differs), so no contestant streams more for the same decision.
+FINISH_THOUGHT = "the results answer it."
+REPLAN_THOUGHT = "the capital is known now."
+REPLAN_ACTION = "Replan(look up its population)"
 
 
 def peer_text(oracle: Oracle, q: Question, messages: Sequence[Message]) -> str | None:
@@ -70,7 +76,7 @@ def joiner_decision(q: Question, messages: Sequence[Message]) -> tuple[str, str]
     text = "\n".join(m.content for m in messages)
     observations = text[text.rfind(q.text) + len(q.text) :]
     if not isinstance(q.gold, float) or mentions(q.gold, observations):
-        return "the results answer it.", f"Finish({q.answer})"
+        return FINISH_THOUGHT, f"Finish({q.answer})"
     if q.kind == "replan":
-        return REPLAN_REASON, f"Replan({REPLAN_REASON})"
+        return REPLAN_THOUGHT, REPLAN_ACTION
     return "no result states the answer.", "Finish(the results do not answer it)"

@@ -1,7 +1,8 @@
 """The runner side of a peer: one long-lived process that answers questions with its framework.
 
 It reads one JSON object per line on stdin (`{"question": ...}`) and writes one per line on
-stdout (`{"answer", "wall_s", "calls", "tokens", "error"}`).  Only the framework's answer call
+stdout (`{"answer", "wall_s", "began", "calls", "tokens", "error"}`; `began` on
+`time.monotonic()`, the clock the oracle server logs with).  Only the framework's answer call
 is timed, so process start-up and imports stay out of the comparison.  Imports no framework and
 not planweave: it runs in the peer's own virtualenv.
 """
@@ -46,6 +47,7 @@ def serve(answer: Callable[[str], str | None], meter: Meter) -> None:
         question = json.loads(line)["question"]
         meter.calls = meter.tokens = 0
         error = None
+        asked = time.monotonic()
         began = time.perf_counter()
         try:
             text = answer(question)
@@ -57,6 +59,7 @@ def serve(answer: Callable[[str], str | None], meter: Meter) -> None:
         outcome = {
             "answer": text,
             "wall_s": wall_s,
+            "began": asked,
             "calls": meter.calls,
             "tokens": meter.tokens,
             "error": error,
