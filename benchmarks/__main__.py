@@ -6,7 +6,7 @@ pack and PyPI's `llmcompiler`) when their virtualenvs exist (`bash benchmarks/pe
     python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60 --prefill hosted
 
 `--prefill` is the oracle's prefill rate in prompt tokens per second, a number or a profile:
-`hosted` (10,000, the default), `embedded` (60, the 1.5B model on this machine), `off` (0).
+`hosted` (4,500, the default), `embedded` (60, the 1.5B model on this machine), `off` (0).
 
 Two yardsticks per question:
 
@@ -263,7 +263,7 @@ def main() -> None:
         type=prefill_rate,
         default=PREFILL["hosted"],
         metavar="TOKENS_PER_S",
-        help="prompt tokens per second, or hosted (10000, default), embedded (60), off (0)",
+        help="prompt tokens per second, or hosted (4500, default), embedded (60), off (0)",
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/oracle"))
     args = parser.parse_args()

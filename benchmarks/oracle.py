@@ -43,12 +43,12 @@ CHARS_PER_TOKEN = 4
 FAILED = "Observation: ERROR"
 GIVE_UP = "Thought: a lookup failed, so the results cannot answer it.\nAction: Finish(unknown)"
 
-# Prefill rates in prompt tokens per second.  "hosted" is an estimate for a hosted endpoint,
-# reasoned from Anthropic's prompt-caching announcement (August 2024, Claude 3.5 Sonnet): a
-# 100,000-token prompt took 11.5 s to first token uncached and 2.4 s cached, about 11,000
-# tokens/s of prefill; rounded down to 10,000.  "embedded" is the 1.5B model's measured rate on
-# this project's 2-core machine (README, "Measured": prompts at about 60 tokens/s).
-PREFILL = {"hosted": 10_000.0, "embedded": 60.0, "off": 0.0}
+# Prefill rates in prompt tokens per second.  "hosted" is taken from a practitioner's
+# write-up of hosted endpoints' time to first token (February 2026): prefill grows linearly with
+# the prompt at roughly 0.20 to 0.24 ms per token, about 4,200 to 5,000 tokens/s; 4,500 is the
+# middle.  It varies by provider and load: pass --prefill N.
+# "embedded" is the 1.5B model's prompt rate measured on this machine (README: about 60 tokens/s).
+PREFILL = {"hosted": 4_500.0, "embedded": 60.0, "off": 0.0}
 
 # Where the answer starts in a reply that gives one: after `Finish(` (planweave's joiner and
 # ReAct, the LlamaIndex pack's joiner) or in `llmcompiler`'s `"_finish_": "..."`.
