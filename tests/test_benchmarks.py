@@ -98,7 +98,7 @@ def test_prefill_and_the_new_columns_on_every_shape() -> None:
 
 
 def test_prefill_profiles() -> None:
-    assert prefill_rate("hosted") == PREFILL["hosted"] == 10_000.0
+    assert prefill_rate("hosted") == PREFILL["hosted"] == 4_500.0
     assert prefill_rate("embedded") == 60.0
     assert prefill_rate("off") == 0.0
     assert prefill_rate("250") == 250.0
