@@ -39,19 +39,29 @@ def _child(calls_out: str) -> None:
     async def timed(self: LocalLLM, request: Any) -> Any:
         began = time.monotonic()
         first: float | None = None
-        async for delta in original(self, request):
-            if first is None:
-                first = time.monotonic() - began
-            if delta.usage is not None:
-                calls.append(
-                    {
-                        "purpose": request.purpose,
-                        "prompt_tokens": delta.usage.prompt_tokens,
-                        "first_token_s": first,
-                        "duration_s": time.monotonic() - began,
-                    }
-                )
-            yield delta
+        prompt_tokens: int | None = None
+        reuse = self._prefix
+        before = (reuse.restored_tokens, reuse.seconds) if reuse else (0, 0.0)
+        try:
+            async for delta in original(self, request):
+                if first is None:
+                    first = time.monotonic() - began
+                if delta.usage is not None:
+                    prompt_tokens = delta.usage.prompt_tokens
+                yield delta
+        finally:
+            # The planner stops reading after join(), before the usage delta.
+            after = (reuse.restored_tokens, reuse.seconds) if reuse else (0, 0.0)
+            calls.append(
+                {
+                    "purpose": request.purpose,
+                    "prompt_tokens": prompt_tokens,
+                    "first_token_s": first,
+                    "duration_s": time.monotonic() - began,
+                    "restored_tokens": after[0] - before[0],
+                    "prefix_io_s": after[1] - before[1],
+                }
+            )
 
     LocalLLM.stream = timed  # type: ignore[method-assign]
     try:

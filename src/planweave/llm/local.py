@@ -86,6 +86,13 @@ def check_grammar(llama: Any, text: str) -> None:
     llama_cpp.llama_sampler_free(sampler)
 
 
+def _fixed_messages(request: LLMRequest) -> int:
+    """How many leading messages are the same in every request of its kind: the system message
+    (instructions, tools and, for planner and ReAct, the worked examples), and for the joiner
+    also the worked exchange that follows it as chat history (`prompts.joiner_messages`)."""
+    return len(request.messages) - 1 if request.purpose == "joiner" else 1
+
+
 class LocalLLM(LLM):
     """A GGUF model in-process.  `model` is a registry name (see `planweave.llm.models.MODELS`)
     or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar.
@@ -199,7 +206,7 @@ class LocalLLM(LLM):
 
             def start() -> Iterator[Any]:
                 if self._prefix is not None:
-                    self._prefix.prepare(messages)
+                    self._prefix.prepare(messages, _fixed_messages(request))
                 return iter(
                     loaded.llama.create_chat_completion(
                         messages=messages,

@@ -272,11 +272,12 @@ def model_namespace(model_path: Path, llama_cpp_version: str) -> str:
 class PrefixReuse:
     """Glue between a loaded `llama_cpp.Llama` and a `PrefixStore`.
 
-    `prepare(messages)` runs before each chat completion, under the model's lock: it renders
-    the prompt with the model's own chat template, and makes sure the model's KV cache already
-    holds the request's system-message prefix — restored from disk when stored, else evaluated
-    now (work the completion would do anyway) and stored.  The completion then finds the prefix
-    in the KV cache (llama-cpp-python's own prefix match) and evaluates only the rest."""
+    `prepare(messages, fixed)` runs before each chat completion, under the model's lock: it
+    renders the prompt with the model's own chat template, and makes sure the model's KV cache
+    already holds the prefix of the request's first `fixed` messages: restored from disk when
+    stored, else evaluated now (work the completion would do anyway) and stored.  The
+    completion then finds the prefix in the KV cache (llama-cpp-python's own prefix match) and
+    evaluates only the rest."""
 
     def __init__(self, llama: Any, store: PrefixStore) -> None:
         import llama_cpp
@@ -297,8 +298,11 @@ class PrefixReuse:
                 bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
                 stop_token_ids=[eos],
             )
+        # What it did in this process, for benchmarks and tests.
         self.restored = 0
+        self.restored_tokens = 0
         self.stored = 0
+        self.seconds = 0.0
 
     @property
     def active(self) -> bool:
@@ -311,13 +315,13 @@ class PrefixReuse:
         )
         return tokens
 
-    def prepare(self, messages: list[dict[str, Any]]) -> None:
-        if self._formatter is None or not messages or messages[0].get("role") != "system":
+    def prepare(self, messages: list[dict[str, Any]], fixed: int = 1) -> None:
+        """Make sure the KV cache holds the first `fixed` messages of the prompt (those that
+        are the same in every request of this kind, in every process)."""
+        if self._formatter is None or not 0 < fixed < len(messages):
             return
         prompt = self.tokens(messages)
-        # The system message (instructions, tools, worked examples) is what every request of
-        # one kind shares, in every process; what follows is the question.
-        prefix = _common_prefix(prompt, self.tokens(messages[:1]))
+        prefix = _common_prefix(prompt, self.tokens(messages[:fixed]))
         # Leave at least one token for the completion to evaluate.
         prefix = min(prefix, len(prompt) - 1)
         if prefix < MIN_TOKENS:
@@ -326,17 +330,23 @@ class PrefixReuse:
         have = _common_prefix(llama._input_ids.tolist(), prompt[:prefix])
         if have >= prefix or self._in_ram(prompt) >= prefix:
             return
+        began = time.monotonic()
         found = self.store.best(prompt[:prefix])
         if found is not None and found[1] > max(have, MIN_TOKENS - 1):
             entry, shared = found
             if self._restore(entry):
                 have = shared
-                if shared == prefix:
-                    return
-        # Not stored (or only partly): evaluate the prefix now and store it.
+                self.restored_tokens += shared
+        self.seconds += time.monotonic() - began
+        if have >= prefix:
+            return
+        # Not stored (or only partly): evaluate the prefix now (the completion would have to
+        # anyway) and store it.
         llama.n_tokens = have
         llama.eval(prompt[have:prefix])
+        began = time.monotonic()
         self._save(prompt[:prefix])
+        self.seconds += time.monotonic() - began
 
     def _in_ram(self, prompt: list[int]) -> int:
         cache = self.llama.cache
