@@ -321,6 +321,8 @@ class PrefixReuse:
         if self._formatter is None or not 0 < fixed < len(messages):
             return
         prompt = self.tokens(messages)
+        if len(prompt) >= self.llama.n_ctx():
+            return  # the completion reports the overflow
         prefix = _common_prefix(prompt, self.tokens(messages[:fixed]))
         # Leave at least one token for the completion to evaluate.
         prefix = min(prefix, len(prompt) - 1)
@@ -356,6 +358,8 @@ class PrefixReuse:
         return max(_common_prefix(key, prompt) for key in states)
 
     def _restore(self, entry: Entry) -> bool:
+        if len(entry.tokens) >= self.llama.n_ctx():
+            return False  # stored by a process with a longer context; not ours to drop
         payload = self.store.read(entry)
         if payload is None:
             return False
@@ -382,5 +386,5 @@ class PrefixReuse:
         written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
         if written == 0 or written > size:
             return
-        if self.store.put(tokens, bytes(buffer)[:written]) is not None:
+        if self.store.put(tokens, bytes(memoryview(buffer)[:written])) is not None:
             self.stored += 1
