@@ -82,7 +82,17 @@ def test_an_entry_larger_than_the_bound_is_not_stored(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "damage",
-    ["truncate", "flip payload", "garbage", "empty", "huge header", "bad json", "renamed"],
+    [
+        "truncate",
+        "flip payload",
+        "garbage",
+        "empty",
+        "huge header",
+        "bad json",
+        "deep json",
+        "not utf-8",
+        "renamed",
+    ],
 )
 def test_a_damaged_entry_is_a_miss_and_removed(tmp_path: Path, damage: str) -> None:
     s = store(tmp_path)
@@ -102,6 +112,11 @@ def test_a_damaged_entry_is_a_miss_and_removed(tmp_path: Path, damage: str) -> N
     elif damage == "bad json":
         header = json.dumps({"namespace": NS, "tokens": ["a"], "payload_size": 0, "digest": 1})
         path.write_bytes(b"PWPREFIX1\n" + len(header).to_bytes(4, "little") + header.encode())
+    elif damage == "deep json":
+        header = b"[" * 500_000 + b"]" * 500_000
+        path.write_bytes(b"PWPREFIX1\n" + len(header).to_bytes(4, "little") + header)
+    elif damage == "not utf-8":
+        path.write_bytes(b"PWPREFIX1\n" + (4).to_bytes(4, "little") + b"\xff\xfe\xfd\xfc")
     elif damage == "renamed":
         path.rename(path.with_name("0" * 40 + ".state"))
         path = path.with_name("0" * 40 + ".state")

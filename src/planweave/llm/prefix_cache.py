@@ -135,7 +135,7 @@ class PrefixStore:
                 and type(payload_size) is int
                 and isinstance(digest, str)
             )
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             valid = False
         offset = len(_MAGIC) + 4 + len(raw)
         if not valid or len(raw) != length or offset + payload_size != size:
