@@ -239,3 +239,14 @@ def test_restored_prefix_gives_the_same_output(tmp_path: Path) -> None:
     assert without["text"]
     assert cold["text"] == without["text"]
     assert warm["text"] == without["text"]
+    # An entry that passes the digest but that llama.cpp refuses (stored by another build, or
+    # written by someone else) is dropped; the completion evaluates the prompt itself.
+    (path,) = (tmp_path / "states").glob("*.state")
+    data = path.read_bytes()
+    length = int.from_bytes(data[10:14], "little")
+    header = json.loads(data[14 : 14 + length])
+    namespace, tokens = header["namespace"], header["tokens"]
+    PrefixStore(tmp_path / "states", namespace, 1 << 30).put(tokens, os.urandom(4096))
+    refused = run(1024)
+    assert (refused["stored"], refused["restored"]) == (1, 0)
+    assert refused["text"] == without["text"]

@@ -337,8 +337,9 @@ class PrefixReuse:
         if found is not None and found[1] > max(have, MIN_TOKENS - 1):
             entry, shared = found
             if self._restore(entry):
-                have = shared
                 self.restored_tokens += shared
+            # What the KV cache holds now: the entry, or nothing if llama.cpp refused it.
+            have = _common_prefix(llama._input_ids.tolist(), prompt[:prefix])
         self.seconds += time.monotonic() - began
         if have >= prefix:
             return
