@@ -20,7 +20,8 @@ import anyio
 
 from ..errors import LLMContextOverflow, LLMError, UserError
 from .base import LLM, Delta, LLMRequest, Usage
-from .models import DEFAULT_MODEL, MODELS, resolve_model
+from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
+from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
 
 __all__ = ["LoadReport", "LocalLLM", "check_grammar"]
 
@@ -85,9 +86,20 @@ def check_grammar(llama: Any, text: str) -> None:
     llama_cpp.llama_sampler_free(sampler)
 
 
+def _fixed_messages(request: LLMRequest) -> int:
+    """How many leading messages are the same in every request of its kind: the system message
+    (instructions, tools and, for planner and ReAct, the worked examples), and for the joiner
+    also the worked exchange that follows it as chat history (`prompts.joiner_messages`)."""
+    return len(request.messages) - 1 if request.purpose == "joiner" else 1
+
+
 class LocalLLM(LLM):
     """A GGUF model in-process.  `model` is a registry name (see `planweave.llm.models.MODELS`)
-    or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar."""
+    or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar.
+
+    `prefix_cache_mb` bounds the processed system prompts kept on disk for later processes
+    (`planweave.llm.prefix_cache`); None reads `PLANWEAVE_PREFIX_CACHE_MB` (default 1024), 0
+    turns it off.  `prompt_cache_mb` bounds the in-process RAM cache of whole prompts."""
 
     def __init__(
         self,
@@ -98,6 +110,8 @@ class LocalLLM(LLM):
         grammar: bool = True,
         seed: int = 0,
         prompt_cache_mb: int = 1024,
+        prefix_cache_mb: int | None = None,
+        prefix_cache_dir: os.PathLike[str] | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.model = str(model) if str(model) in MODELS else Path(model).name
@@ -106,6 +120,9 @@ class LocalLLM(LLM):
         self.use_grammar = grammar
         self.seed = seed
         self.prompt_cache_mb = prompt_cache_mb
+        self.prefix_cache_mb = resolve_prefix_cache_mb(prefix_cache_mb)
+        self._prefix_dir = Path(prefix_cache_dir) if prefix_cache_dir is not None else None
+        self._prefix: PrefixReuse | None = None
         self._model_arg = model
         self._progress = progress
         self._loaded: _Loaded | None = None
@@ -151,6 +168,15 @@ class LocalLLM(LLM):
                 if progress is not None:
                     progress("loading", 1, 1)
         self._loaded = loaded
+        if self.prefix_cache_mb > 0:
+            llama_cpp = _import_llama()
+            store = PrefixStore(
+                self._prefix_dir or cache_dir() / "prefix-states",
+                model_namespace(path, llama_cpp.__version__),
+                self.prefix_cache_mb << 20,
+            )
+            reuse = PrefixReuse(loaded.llama, store)
+            self._prefix = reuse if reuse.active else None
         self.report = LoadReport(path, assembled - began, 0.0 if cached else loaded.load_s, cached)
         return self.report
 
@@ -179,6 +205,8 @@ class LocalLLM(LLM):
             )
 
             def start() -> Iterator[Any]:
+                if self._prefix is not None:
+                    self._prefix.prepare(messages, _fixed_messages(request))
                 return iter(
                     loaded.llama.create_chat_completion(
                         messages=messages,
