@@ -29,6 +29,11 @@ contestant: when the chunk holding the answer's first character left the server 
 that does not stream, such as native calling's SDK loop, when it would have left had it
 streamed), less when the contestant was asked.
 
+`--levers` adds compiled mode with each prompt lever alone (LEVERS): today's full prompts
+(`compiled-full`), only the compact joiner (`compiled-joiner`: the answer first, no worked
+exchange) and only the compact planner (`compiled-planner`: no worked examples); `compiled` has
+both, the default with an endpoint.
+
 Writes benchmarks/results/oracle.md and oracle.json (with machine info).
 """
 
@@ -47,10 +52,10 @@ from typing import Any
 import anyio
 import openai
 
-from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry
+from planweave import OpenAICompatible, PromptStyle, RunFailed, Runtime, ToolRegistry
 
 from .native import Outcome, native_run
-from .oracle import PREFILL, Exchange, Oracle, prompt_tokens
+from .oracle import PREFILL, Exchange, Oracle, prompt_tokens, tokens_of
 from .overhead import machine_info
 from .peers.client import PEERS, PeerRunner, available
 from .workloads import Question, Step, bench_tools, generate, latency, mentions
@@ -61,6 +66,13 @@ CONTESTANTS = {
     "compiled-nostream": {"mode": "compiled", "streaming": False},
     "react": {"mode": "react", "streaming": True},
     "native": {},
+}
+
+# Compiled mode with the prompt levers one at a time: (the planner's style, the joiner's).
+LEVERS: dict[str, tuple[PromptStyle, PromptStyle]] = {
+    "compiled-full": ("full", "full"),
+    "compiled-joiner": ("full", "compact"),
+    "compiled-planner": ("compact", "full"),
 }
 
 
@@ -81,13 +93,19 @@ def run_contestant(
     """Answer `question` as contestant `name`, against the oracle at `base_url`."""
     if name == "native":
         return run_native(base_url, tools, question)
-    runtime = Runtime(
-        tools,
-        llm,
-        grammar=False,
-        react_max_steps=100,
-        **CONTESTANTS[name],  # type: ignore[arg-type]
-    )
+    if name in LEVERS:
+        planner, joiner = LEVERS[name]
+        runtime = Runtime(tools, llm, grammar=False, prompt_style=joiner)
+        # One lever alone: the planner's style set apart from the joiner's.
+        runtime.planner.style = planner
+    else:
+        runtime = Runtime(
+            tools,
+            llm,
+            grammar=False,
+            react_max_steps=100,
+            **CONTESTANTS[name],  # type: ignore[arg-type]
+        )
     began = time.monotonic()
     try:
         result = runtime.run(question)
@@ -110,12 +128,17 @@ def step_latency(profile: str, step: Step) -> float:
 
 
 def critical_path_limit(
-    q: Question, oracle: Oracle, profile: str, prompts: tuple[int, int] = (0, 0)
+    q: Question,
+    oracle: Oracle,
+    profile: str,
+    prompts: tuple[int, int] = (0, 0),
+    joiner_tokens: int | None = None,
 ) -> float | None:
     """First token after the planner's prompt + streaming the plan up to its last critical
     task + the longest chain of tool latencies + the joiner call (after the joiner's prompt);
-    `prompts` are the planner's and the joiner's prompt tokens.  Not defined for replanning
-    questions (two rounds)."""
+    `prompts` are the planner's and the joiner's prompt tokens, `joiner_tokens` what the
+    joiner streamed (None: the full-style gold reply).  Not defined for replanning questions
+    (two rounds)."""
     if q.kind == "replan":
         return None
     planner, joiner_prompt = prompts
@@ -126,8 +149,10 @@ def critical_path_limit(
         ready = oracle.seconds("\n".join(lines[:i]) + "\n", planner)
         ready = max([ready, *(finish[d] for d in q.deps(i))])
         finish[i] = ready + step_latency(profile, step)
-    joiner = oracle.joiner_text(q, [])
-    return max(finish.values(), default=0.0) + oracle.seconds(joiner, joiner_prompt)
+    if joiner_tokens is None:
+        joiner_tokens = tokens_of(len(oracle.joiner_text(q, [])))
+    joiner = oracle.first_token_s(joiner_prompt) + oracle.stream_s(max(1, joiner_tokens))
+    return max(finish.values(), default=0.0) + joiner
 
 
 def shortest_prompt(q: Question) -> int:
@@ -172,6 +197,7 @@ def llm_side(outcome: Outcome, exchanges: Sequence[Exchange]) -> dict[str, Any]:
         "first_answer_s": first_answer,
         "first_prompt_tokens": exchanges[0].prompt_tokens if exchanges else None,
         "prompt_tokens": [e.prompt_tokens for e in exchanges],
+        "reply_tokens": [e.tokens for e in exchanges],
         "call_tokens": streamed - answer_tokens,
         "answer_tokens": answer_tokens,
     }
@@ -184,8 +210,9 @@ def yardsticks(
     rows (compiled's prompts; the fewest tokens a correct contestant streamed)."""
     compiled = next(r for r in rows if r["contestant"] == "compiled")
     prompts = compiled["prompt_tokens"]
+    replies = compiled.get("reply_tokens") or [None]
     limit = critical_path_limit(
-        q, oracle, profile, (prompts[0], prompts[-1]) if prompts else (0, 0)
+        q, oracle, profile, (prompts[0], prompts[-1]) if prompts else (0, 0), replies[-1]
     )
     right = [r for r in rows if r["correct"]]
     bound = bound_first = None
@@ -266,6 +293,12 @@ def main() -> None:
         help="prompt tokens per second, or hosted (4500, default), embedded (60), off (0)",
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/oracle"))
+    parser.add_argument(
+        "--levers",
+        action="store_true",
+        help="also race compiled mode with each prompt lever alone (compiled-full, "
+        "compiled-joiner, compiled-planner)",
+    )
     args = parser.parse_args()
 
     questions = generate(args.n, args.seed)
@@ -281,7 +314,7 @@ def main() -> None:
             p.contestant: stack.enter_context(PeerRunner(p, server.base_url, args.profile))
             for p in peers
         }
-        names = [*CONTESTANTS, *runners]
+        names = [*CONTESTANTS, *(LEVERS if args.levers else ()), *runners]
         for q in questions:
             mine = race(q, names, oracle, args.profile, llm, server.base_url, tools, runners)
             rows += mine
@@ -360,6 +393,7 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         " compiled mode's own critical path (not defined for replans); the lower bound is what no"
         " format can beat (`python -m benchmarks --help`).\n\n"
         + summarize_first_answer(rows)
+        + summarize_levers(rows)
         + summarize_peers(rows)
         + summarize_splits(rows)
     )
@@ -393,6 +427,42 @@ def summarize_first_answer(rows: list[dict[str, Any]]) -> str:
         " first answer token is timed at the oracle server (when the chunk holding it left, or"
         " would have left for a reply that does not stream), from when the contestant was"
         " asked.\n\n"
+    )
+
+
+def summarize_levers(rows: list[dict[str, Any]]) -> str:
+    """Compiled mode with each prompt lever alone and together, per shape: against native
+    calling, ReAct and the lower bound, with its prompt tokens and first answer token."""
+    ran = {r["contestant"] for r in rows}
+    variants = [v for v in ("compiled-full", *LEVERS, "compiled") if v in ran]
+    variants = list(dict.fromkeys(variants))
+    if len(variants) < 2:
+        return ""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["kind"], r["contestant"])].append(r)
+    lines = [
+        "| shape | variant | s | native / it | ReAct / it | it / lower bound | prompt tokens | "
+        "first answer s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in sorted({r["kind"] for r in rows}):
+        native = statistics.median(r["wall_s"] for r in by[(kind, "native")])
+        react = statistics.median(r["wall_s"] for r in by[(kind, "react")])
+        for v in variants:
+            group = by[(kind, v)]
+            wall = statistics.median(r["wall_s"] for r in group)
+            prompt = statistics.median(sum(r["prompt_tokens"]) for r in group)
+            lines.append(
+                f"| {kind} | {v} | {wall:.2f} | {native / wall:.2f}x | {react / wall:.2f}x | "
+                f"{_ratio(group, 'bound_s'):.2f}x | {prompt:.0f} | "
+                f"{_median([r.get('first_answer_s') for r in group]):.2f} |"
+            )
+    return (
+        "\n".join(lines)
+        + "\n\nThe prompt levers alone and together: compiled-full is the full prompts, "
+        "compiled-joiner only the compact joiner, compiled-planner only the compact planner, "
+        "compiled both.  Prompt tokens are all of a question's requests, added up.\n\n"
     )
 
 

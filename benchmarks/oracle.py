@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from planweave.llm.base import Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedServer
-from planweave.prompts import purpose_of
+from planweave.prompts import ANSWER_FIRST, purpose_of
 
 from .native import NATIVE_HEAD
 from .peers.dialects import FINISH_THOUGHT, REPLAN_ACTION, REPLAN_THOUGHT, peer_text
@@ -164,11 +164,16 @@ class Oracle:
         return "\n".join(lines) + "\n<END_OF_PLAN>"
 
     def joiner_text(self, q: Question, messages: Sequence[Message]) -> str:
+        """The gold joiner reply.  A joiner prompt in the compact style asks for the answer
+        first: the Finish then comes without its thought (the same answer text); a Replan
+        keeps its thought in either style."""
         # Every task of a gold plan is needed, so any failed one leaves the question open.
         if messages and FAILED in messages[-1].content:
             return GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
             return f"Thought: {REPLAN_THOUGHT}\nAction: {REPLAN_ACTION}"
+        if messages and ANSWER_FIRST in messages[0].content:
+            return f"Action: Finish({q.answer})"
         return f"Thought: {FINISH_THOUGHT}\nAction: Finish({q.answer})"
 
     def react_text(self, q: Question, messages: Sequence[Message]) -> str:

@@ -166,3 +166,34 @@ def test_plots_are_written(tmp_path: Path) -> None:
     for png in written:
         assert png.read_bytes().startswith(b"\x89PNG")
         assert png.stat().st_size > 1000
+
+
+@pytest.mark.timeout(120)
+def test_the_prompt_levers_alone_and_together() -> None:
+    """Each lever variant answers every shape; the oracle serves the compact joiner its answer
+    without a thought (the same answer text), and the compact planner's prompt is shorter."""
+    from benchmarks.__main__ import LEVERS, summarize_levers
+
+    questions = generate(6, seed=3)
+    oracle = Oracle(questions, ttft=0.0, tps=2000.0, prefill=5000.0)
+    tools = bench_tools("zero")
+    names = ["compiled", "react", "native", *LEVERS]
+    rows = []
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        for q in questions:
+            rows += race(q, names, oracle, "zero", llm, server.base_url, tools)
+    assert all(r["correct"] for r in rows), [r for r in rows if not r["correct"]]
+    by = {(r["question"], r["contestant"]): r for r in rows}
+    for q in questions:
+        full, joiner = by[(q.id, "compiled-full")], by[(q.id, "compiled-joiner")]
+        planner, both = by[(q.id, "compiled-planner")], by[(q.id, "compiled")]
+        assert planner["prompt_tokens"][0] < full["prompt_tokens"][0]
+        assert both["prompt_tokens"][0] == planner["prompt_tokens"][0]
+        assert joiner["prompt_tokens"][-1] < full["prompt_tokens"][-1]
+        # The answer comes first: fewer tokens streamed before it, the same answer after.
+        assert joiner["call_tokens"] < full["call_tokens"]
+        assert joiner["answer_tokens"] == full["answer_tokens"]
+    table = summarize_levers(rows)
+    assert "| comparison | compiled-joiner |" in table
+    assert "| replan | compiled |" in table

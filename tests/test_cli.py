@@ -290,3 +290,16 @@ def test_runs_show_names_a_failed_task_by_its_message(server: ScriptedServer) ->
     line = next(x for x in shown.stdout.splitlines() if x.startswith("task 4 failed:"))
     assert "Atlantis" in line
     assert "{" not in line  # the message, not the error's dict
+
+
+def test_prompt_style_option(server: ScriptedServer) -> None:
+    base = ["run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url]
+    proc = planweave(*base, "--model", "m", "--prompt-style", "full", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Examples:" in server.requests[0][0].content  # asked for, against the default
+    proc = planweave(*base, "--model", "m", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Examples:" not in server.requests[2][0].content  # an endpoint's default: compact
+    bad = planweave(*base, "--prompt-style", "terse")
+    assert bad.returncode == 2
+    assert "--prompt-style must be full or compact" in bad.stderr

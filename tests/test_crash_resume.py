@@ -171,6 +171,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "base_url": server.base_url,
         "grammar": True,
         "grammar_field": None,
+        "prompt_style": "compact",  # an endpoint's default, recorded for the resume
         "tools": ["ledger_tools:TOOLS"],
         "files": None,
         "max_replans": 1,

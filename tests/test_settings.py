@@ -85,24 +85,29 @@ def test_an_older_journals_settings_are_read() -> None:
     assert settings.streaming is False
     assert settings.max_replans == 1
     assert settings.budget == Budget(llm_calls=5)
-    # Keys added since (the endpoint's deadlines, the argument cap) take their defaults.
+    # Keys added since (the endpoint's deadlines, the argument cap) take their defaults; the
+    # prompt style is the one runs had before there was a choice.
     newer = {k: v for k, v in RunSettings().to_dict().items() if k not in OLDER}
     assert set(newer) == {
         "llm_first_token_timeout",
         "llm_chunk_timeout",
         "llm_call_timeout",
         "max_argument_chars",
+        "prompt_style",
     }
-    assert settings.to_dict() == OLDER | newer
+    assert settings.prompt_style == "full"
+    assert settings.to_dict() == OLDER | newer | {"prompt_style": "full"}
 
 
 def test_missing_and_unknown_keys() -> None:
     # A run recorded through the Python API held only the Runtime's own keys, and tags.
     settings = RunSettings.from_dict({"mode": "react", "tag": "t1", "api_key": "sk-secret"})
-    assert settings == RunSettings(mode="react")
+    assert settings == RunSettings(mode="react", prompt_style="full")
     assert "api_key" not in settings.to_dict()
     assert "tag" not in settings.to_dict()
-    assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings()
+    assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings(
+        prompt_style="full"
+    )
     assert RunSettings.from_dict({"budget": {"tokens": 7, "later": 1}}).budget == Budget(tokens=7)
 
 
@@ -154,6 +159,7 @@ def test_the_runtime_records_typed_settings_of_its_own_arguments() -> None:
     assert runtime.settings == RunSettings(
         mode="react",
         model="m",
+        prompt_style="full",  # the in-process backend's own
         tools=(),  # Python objects: settings cannot name them
         max_replans=1,
         tool_timeout=5.0,

@@ -41,6 +41,7 @@ from .errors import (
     UserError,
 )
 from .events import (
+    AnswerDelta,
     AnswerEvent,
     Event,
     LLMCallFinished,
@@ -61,6 +62,7 @@ from .events import (
     TaskStarted,
 )
 from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
+from .llm.base import PromptStyle
 from .parser import parse_json_plan, parse_plan
 from .plan import Ref, Task, Template
 from .records import LLMUsage, TaskRecord, TaskStatus
@@ -89,6 +91,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LLM",
+    "AnswerDelta",
     "AnswerEvent",
     "ArgumentError",
     "Budget",
@@ -129,6 +132,7 @@ __all__ = [
     "PlanSyntaxError",
     "PlanweaveError",
     "ProjectionError",
+    "PromptStyle",
     "Recovery",
     "Ref",
     "ReplanEvent",

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import BudgetExceeded, LLMError, PlanError
-from .events import EventBus, ReplanEvent
+from .events import AnswerDelta, EventBus, ReplanEvent
 from .joiner import Joiner
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
-from .prompts import JoinDecision, parse_decision
+from .prompts import JoinDecision
 from .records import TaskRecord
 from .recovery import SubplanAnswer
 from .scheduler import Scheduler
@@ -46,7 +46,7 @@ class Compiled:
             notes = await self._plan_and_run(llm, messages, parser, scheduler, bus)
             records = list(scheduler.records.values())
             last_round = round_ == self.max_replans
-            decision = await self._join(llm, question, records, last_round, notes)
+            decision = await self._join(llm, question, records, last_round, notes, bus)
             if decision.action == "finish":
                 return decision.text
             if last_round:
@@ -114,6 +114,14 @@ class Compiled:
         records: list[TaskRecord],
         last_round: bool,
         notes: list[str],
+        bus: EventBus | None = None,
     ) -> JoinDecision:
+        """The joiner's decision; with `bus` (the run's own question, not a sub-goal), the
+        answer streams onto it as `AnswerDelta`s while it is decoded."""
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
-        return parse_decision(await llm.complete(self.joiner.request(messages)))
+
+        def answer(text: str) -> None:
+            if bus is not None:
+                bus.emit(AnswerDelta(text=text))
+
+        return await self.joiner.decide(llm, messages, answer)

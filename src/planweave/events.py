@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .llm.base import Purpose
 
 __all__ = [
+    "AnswerDelta",
     "AnswerEvent",
     "Event",
     "EventBus",
@@ -219,6 +220,16 @@ class ReplanEvent(Event):
     kind: ClassVar[str] = "replan"
     reason: str
     plan_round: int
+
+
+@dataclass(slots=True, kw_only=True)
+class AnswerDelta(Event):
+    """A piece of the answer as the joiner decodes it.  The pieces of a run, in order, add up
+    to its answer (`AnswerEvent` and `RunFinished` still carry it whole); they are not
+    journaled.  A run whose answer comes from ReAct mode sends none."""
+
+    kind: ClassVar[str] = "answer_delta"
+    text: str
 
 
 @dataclass(slots=True, kw_only=True)

@@ -12,6 +12,7 @@ import types
 import typing
 from typing import Any
 
+from .llm.base import PromptStyle
 from .tools import Param, Tool, ToolRegistry
 
 __all__ = ["joiner_grammar", "plan_grammar", "react_grammar"]
@@ -104,10 +105,12 @@ def plan_grammar(tools: ToolRegistry) -> str:
     return "\n".join([*head, *rules]) + _COMMON
 
 
-def joiner_grammar() -> str:
-    """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`."""
+def joiner_grammar(style: PromptStyle = "full") -> str:
+    """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
+    style the thought may be left out."""
+    thought = '( "Thought: " text "\\n" )?' if style == "compact" else '"Thought: " text "\\n"'
     return (
-        'root ::= "Thought: " text "\\n" "Action: " action\n'
+        f'root ::= {thought} "Action: " action\n'
         'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
         "answer ::= [^\\n]{1,600}\n"
         # Bounded, so a small model caught in a loop must still come to its Action.

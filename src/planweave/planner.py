@@ -10,7 +10,7 @@ from typing import Literal
 from . import prompts
 from .errors import LLMStreamError, PlanError, PlanSyntaxError
 from .events import EventBus, PlanInvalid
-from .llm.base import LLMRequest, Message
+from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
@@ -21,7 +21,8 @@ __all__ = ["Planner"]
 
 
 class Planner:
-    """Builds planner requests and streams the plan into the scheduler as it is decoded."""
+    """Builds planner requests in the given prompt `style` and streams the plan into the
+    scheduler as it is decoded."""
 
     def __init__(
         self,
@@ -31,8 +32,10 @@ class Planner:
         max_tokens: int | None = 1024,
         max_repairs: int = 2,
         grammar: str | None = None,
+        style: PromptStyle = "full",
     ) -> None:
         self.tools = tools
+        self.style: PromptStyle = style
         self.max_tokens = max_tokens
         self.max_repairs = max_repairs
         self.grammar = grammar
@@ -42,7 +45,7 @@ class Planner:
         self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:
-        return prompts.planner_system_prompt(self.tools, self.examples, first_id)
+        return prompts.planner_system_prompt(self.tools, self.examples, first_id, self.style)
 
     def messages(self, question: str) -> list[Message]:
         return prompts.question_messages(self.system_prompt(), question)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .llm.base import Message, Purpose
+from .llm.base import Message, PromptStyle, Purpose
 from .plan import END_OF_PLAN
 
 if TYPE_CHECKING:
@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from .tools import Tool, ToolRegistry
 
 __all__ = [
+    "ANSWER_FIRST",
     "JOINER_HEAD",
     "PLANNER_HEAD",
     "REACT_HEAD",
     "REPAIR_HEAD",
+    "AnswerStream",
     "JoinDecision",
     "TaskOutcome",
     "format_observations",
@@ -125,7 +127,11 @@ def synthesized_example(tools: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
-def planner_system_prompt(tools: ToolRegistry, examples: str, first_id: int = 1) -> str:
+def planner_system_prompt(
+    tools: ToolRegistry, examples: str, first_id: int = 1, style: PromptStyle = "full"
+) -> str:
+    """The planner's instructions: the tools, the plan language's rules and, in the full style,
+    worked examples (the compact style leaves them out: they teach small models the form)."""
     join_n = len(tools) + 1
     parts = [
         PLANNER_HEAD,
@@ -135,10 +141,9 @@ def planner_system_prompt(tools: ToolRegistry, examples: str, first_id: int = 1)
         f"{join_n}. join(): collects the results of the plan; always the last task.",
         "",
         _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
-        "",
-        "Examples:",
-        examples,
     ]
+    if style == "full":
+        parts += ["", "Examples:", examples]
     return "\n".join(parts)
 
 
@@ -210,6 +215,26 @@ _JOINER_EXAMPLE = (
     ),
 )
 
+# The compact form: the answer first, a thought only where it earns its tokens (a Replan's).
+ANSWER_FIRST = "Reply with the answer first, in this form:"
+
+_JOINER_COMPACT_FORMAT = (
+    ANSWER_FIRST
+    + """
+Action: Finish(<the answer to the question>)
+Write no thought before it, unless the answer needs reasoning the results do not show: then
+one line `Thought: <brief reasoning>` before the Action.
+
+Only if the results cannot answer the question and another plan of tool calls could get what
+is missing, reply instead:
+Thought: <what is missing>
+Action: Replan(<what to find out next>)
+
+The answer is one or two complete sentences that answer every part of the question, using
+the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
+winner and give the difference or ratio."""
+)
+
 _LAST_ROUND = (
     "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "
     "saying plainly what could not be found if the results are incomplete."
@@ -223,8 +248,12 @@ def joiner_messages(
     last_round: bool,
     notes: Sequence[str] = (),
     observation_limit: int = 2000,
+    style: PromptStyle = "full",
 ) -> list[Message]:
-    system = f"{JOINER_HEAD}\n\n{_JOINER_FORMAT}"
+    """The joiner's request.  The full style asks for a thought before every action and shows
+    one worked exchange; the compact style asks for the answer first and shows none."""
+    compact = style == "compact"
+    system = f"{JOINER_HEAD}\n\n{_JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT}"
     if last_round:
         system += f"\n\n{_LAST_ROUND}"
     # Without the planner's thoughts: small models copy them instead of reasoning afresh.
@@ -232,7 +261,8 @@ def joiner_messages(
     extra = "".join(f"\nNote: {n}" for n in notes)
     user = f"Question: {question}\n\nPlan and results:\n{body}{extra}"
     # One worked exchange, as chat history: small models follow a shown answer's form.
-    return [Message("system", system), *_JOINER_EXAMPLE, Message("user", user)]
+    example = () if compact else _JOINER_EXAMPLE
+    return [Message("system", system), *example, Message("user", user)]
 
 
 _THOUGHT_RE = re.compile(
@@ -281,6 +311,55 @@ def parse_decision(output: str) -> JoinDecision:
         "finish" if match.group(1).lower() == "finish" else "replan"
     )
     return JoinDecision(action, _unquote(body), thought)
+
+
+class AnswerStream:
+    """The answer of a joiner reply as it streams: `feed` each piece of the reply and get the
+    answer text that piece adds, once the reply has said `Finish(`.
+
+    What it gives is always a prefix of what `parse_decision` reads from the whole reply, so the
+    pieces, with `close()`'s rest, add up to the answer exactly: it holds back leading and
+    trailing whitespace, everything from the last `)` on (the answer ends at the last one), and
+    all of an answer in quotes (read whole, as a literal, at the end).  A Replan, or a reply
+    without an action, gives nothing until `close()`.
+    """
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._body: int | None = None  # where the answer starts, once `Finish(` has been seen
+        self._given = ""
+        self._decided = False
+
+    def feed(self, piece: str) -> str:
+        self._text += piece
+        if not self._decided:
+            match = _DECISION_RE.search(self._text)
+            if match is None:
+                return ""
+            self._decided = True
+            if match.group(1).lower() == "finish":
+                self._body = match.end()
+        if self._body is None:
+            return ""
+        body = self._text[self._body :].lstrip()
+        if body[:1] in ("'", '"'):
+            return ""
+        close = body.rfind(")")
+        ready = (body[:close] if close >= 0 else body).rstrip()
+        return self._give(ready)
+
+    def close(self) -> tuple[JoinDecision, str]:
+        """The whole reply's decision and, if it finishes, the answer's rest not yet given."""
+        decision = parse_decision(self._text)
+        if decision.action != "finish":
+            return decision, ""
+        return decision, self._give(decision.text)
+
+    def _give(self, ready: str) -> str:
+        if len(ready) <= len(self._given) or not ready.startswith(self._given):
+            return ""
+        piece, self._given = ready[len(self._given) :], ready
+        return piece
 
 
 # ReAct mode.

@@ -31,7 +31,7 @@ from .events import (
 from .executor import DEFAULT_TIMEOUT, Executor
 from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner
-from .llm.base import LLM
+from .llm.base import LLM, PromptStyle
 from .meter import MeteredLLM
 from .plan import MAX_ARGUMENT_CHARS
 from .planner import Planner
@@ -153,6 +153,7 @@ class Runtime:
         react_max_steps: int = 10,
         examples: str | None = None,
         grammar: bool = True,
+        prompt_style: PromptStyle | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         recovery: Recovery | None = None,
@@ -168,9 +169,16 @@ class Runtime:
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
         a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
-        one argument once its references are filled in (a ToolArgumentError past it)."""
+        one argument once its references are filled in (a ToolArgumentError past it).
+
+        `prompt_style` is how much the planner's and joiner's prompts spell out: "full" (worked
+        examples, a thought before every answer: what the embedded model's accuracy was
+        measured with) or "compact" (no examples, the answer first); by default the backend's
+        own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints)."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
+        if prompt_style not in (None, "full", "compact"):
+            raise UserError(f"prompt_style must be 'full' or 'compact', not {prompt_style!r}")
         if max_replans < 0 or max_repairs < 0 or max_concurrency < 1 or max_argument_chars < 1:
             raise UserError(
                 "max_replans and max_repairs must be >= 0, max_concurrency and "
@@ -188,12 +196,14 @@ class Runtime:
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
         self.escalate = escalate
+        self.prompt_style: PromptStyle = prompt_style or llm.prompt_style
         self._modes(examples, max_repairs, react_max_steps, grammar)
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
         self.settings = RunSettings(
             mode=mode,
             model=llm.model,
             grammar=grammar,
+            prompt_style=self.prompt_style,
             tools=(),
             max_replans=max_replans,
             max_repairs=max_repairs,
@@ -214,8 +224,11 @@ class Runtime:
             examples=examples,
             max_repairs=max_repairs,
             grammar=plan_grammar(self.tools) if grammar else None,
+            style=self.prompt_style,
         )
-        self.joiner = Joiner(grammar=joiner_grammar() if grammar else None)
+        self.joiner = Joiner(
+            grammar=joiner_grammar(self.prompt_style) if grammar else None, style=self.prompt_style
+        )
         self.react = ReAct(
             self.tools,
             max_steps=react_max_steps,
@@ -257,13 +270,16 @@ class Runtime:
             max_argument_chars=settings.max_argument_chars,
             streaming=settings.streaming,
             grammar=settings.grammar,
+            prompt_style=settings.prompt_style,
             subscribers=subscribers,
             journal=journal,
             recovery=recovery_policy(settings, escalate=escalate),
             budget=settings.budget,
             escalate=escalate,
         )
-        runtime.settings = dataclasses.replace(settings, model=settings.model or llm.model)
+        runtime.settings = dataclasses.replace(
+            settings, model=settings.model or llm.model, prompt_style=runtime.prompt_style
+        )
         return runtime
 
     # ------------------------------------------------------------------ public entry points

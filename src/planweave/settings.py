@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
-from .llm.base import LLM, Deadlines
+from .llm.base import LLM, Deadlines, PromptStyle
 from .plan import MAX_ARGUMENT_CHARS
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .tools import ToolRegistry, load_tools
@@ -54,7 +54,9 @@ class RunSettings:
     `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
     `ask` add the Decompose and Escalate patterns for failed tool calls; `llm_first_token_timeout`,
     `llm_chunk_timeout` and `llm_call_timeout` are an endpoint's deadlines in seconds (null: no
-    limit; see `Deadlines`).  Invalid values raise UserError naming the field.
+    limit; see `Deadlines`); `prompt_style` is "full" or "compact" (null: the backend's own,
+    compact for an endpoint, full for the embedded model; a runtime records the one it used).
+    Invalid values raise UserError naming the field.
     """
 
     mode: Mode = "compiled"
@@ -62,6 +64,7 @@ class RunSettings:
     base_url: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    prompt_style: PromptStyle | None = None
     tools: tuple[str, ...] = ("builtin",)
     files: str | None = None
     max_replans: int = 2
@@ -80,6 +83,8 @@ class RunSettings:
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
         _choice("recovery", self.recovery, get_args(RecoveryName))
+        if self.prompt_style is not None:
+            _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
         for name in ("model", "base_url", "grammar_field", "files"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
@@ -132,6 +137,8 @@ class RunSettings:
             raise UserError(f"run settings must be a JSON object, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        # Journals from before prompt styles ran with the full prompts, whatever the backend.
+        values.setdefault("prompt_style", "full")
         tools = values.get("tools")
         if isinstance(tools, list):
             values["tools"] = tuple(tools)

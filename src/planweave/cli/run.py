@@ -17,7 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
-from ..llm.base import Deadlines
+from ..llm.base import Deadlines, PromptStyle
 from ..plan import MAX_ARGUMENT_CHARS
 from ..recovery import Budget, Escalation, EscalationAnswer, EscalationHandler
 from ..runtime import RunResult, Runtime
@@ -144,6 +144,14 @@ def run(
     mode: Annotated[
         str, typer.Option(help="compiled (parallel plan) or react (baseline).")
     ] = "compiled",
+    prompt_style: Annotated[
+        str | None,
+        typer.Option(
+            help="`full` (worked examples, a thought before every answer) or `compact` (no "
+            "examples, the answer first).  Default: compact for an endpoint, full for the "
+            "embedded model."
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")
     ] = False,
@@ -208,6 +216,7 @@ def run(
     for option, value, allowed in (
         ("--mode", mode, ("compiled", "react")),
         ("--recovery", recovery, ("default", "none")),
+        ("--prompt-style", prompt_style or "full", ("full", "compact")),
     ):
         if value not in allowed:
             err.print(
@@ -221,6 +230,7 @@ def run(
             base_url=base_url or os.environ.get("PLANWEAVE_BASE_URL"),
             grammar=grammar,
             grammar_field=grammar_field,
+            prompt_style=None if prompt_style is None else _style(prompt_style),
             tools=tuple(tools or ["builtin"]),
             files=None if files is None else str(files.resolve()),
             max_replans=max_replans,
@@ -261,6 +271,10 @@ def run(
     except PlanweaveError as exc:  # the run could not start: its journal cannot be written
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
+
+
+def _style(name: str) -> PromptStyle:
+    return "compact" if name == "compact" else "full"
 
 
 def _journal(db: Path | None, console: Console) -> Journal | None:

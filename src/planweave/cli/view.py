@@ -10,6 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..events import (
+    AnswerDelta,
+    AnswerEvent,
     Event,
     LLMCallFinished,
     LLMCallStarted,
@@ -95,6 +97,8 @@ class DagView:
     llm_state: str = ""
     notes: list[str] = field(default_factory=list)
     now: float = 0.0
+    # The answer as it streams; the whole answer is printed apart once the run has it.
+    answer: str = ""
 
     def __call__(self, event: Event) -> None:
         self.now = event.t
@@ -136,6 +140,10 @@ class DagView:
                 )
             case ReplanEvent():
                 self.notes.append(f"replan {event.plan_round}: {event.reason}")
+            case AnswerDelta():
+                self.answer += event.text
+            case AnswerEvent():
+                self.answer = ""
             case _:
                 pass
 
@@ -181,4 +189,6 @@ class DagView:
         parts.extend(Text(terminal_safe(note), style="yellow") for note in self.notes[-3:])
         if self.llm_state:
             parts.append(Text(self.llm_state, style="cyan"))
+        if self.answer:
+            parts.append(Text(terminal_safe(self.answer), style="bold"))
         return Group(*parts)

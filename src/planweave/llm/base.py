@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import anyio
 
@@ -20,6 +20,7 @@ __all__ = [
     "Delta",
     "LLMRequest",
     "Message",
+    "PromptStyle",
     "Purpose",
     "Usage",
     "estimate_tokens",
@@ -31,6 +32,10 @@ Role = Literal["system", "user", "assistant"]
 
 Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "other"]
 """What a request is for: each call's events and journal entry carry it, and fakes route by it."""
+
+PromptStyle = Literal["full", "compact"]
+"""How much the planner's and joiner's prompts spell out: `full` (worked examples, a thought
+before every answer) is what small models need; `compact` is for capable endpoints."""
 
 PURPOSE_HEADER = "X-Planweave-Purpose"
 """The HTTP header that carries a request's purpose; servers that do not know it ignore it."""
@@ -84,6 +89,9 @@ class LLM(ABC):
     """
 
     model: str
+    # The prompts a runtime uses with this backend unless told otherwise: small models keep the
+    # full ones (their accuracy was measured with them), capable endpoints get the compact ones.
+    prompt_style: ClassVar[PromptStyle] = "full"
 
     @abstractmethod
     def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:

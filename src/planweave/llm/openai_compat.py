@@ -7,7 +7,7 @@ import importlib
 import json
 import os
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, ClassVar
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
@@ -22,7 +22,16 @@ from ..errors import (
     UserError,
 )
 from ..redaction import add_secret
-from .base import LLM, PURPOSE_HEADER, Deadlines, Delta, LLMRequest, Usage, within_deadlines
+from .base import (
+    LLM,
+    PURPOSE_HEADER,
+    Deadlines,
+    Delta,
+    LLMRequest,
+    PromptStyle,
+    Usage,
+    within_deadlines,
+)
 
 __all__ = ["OpenAICompatible"]
 
@@ -106,7 +115,12 @@ class OpenAICompatible(LLM):
     `"guided_grammar"` for vLLM); None sends no grammar.  `deadlines` bound the wait for the
     first token, between chunks and for the whole call (LLMTimeout); `timeout` is the HTTP
     client's own limit on each network operation.  The key is masked in every error text.
+
+    Runtimes use the compact prompts with it by default (`PromptStyle`): an endpoint is taken
+    to serve a capable model.
     """
+
+    prompt_style: ClassVar[PromptStyle] = "compact"
 
     def __init__(
         self,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import anyio
 
 from ..errors import JournalError
-from ..events import Event, TaskStarted
+from ..events import AnswerDelta, Event, TaskStarted
 from ..tools import ToolRegistry
 from .journal import Journal
 
@@ -49,7 +49,8 @@ class RunRecorder:
         self._last_write = time.monotonic()
 
     def __call__(self, event: Event) -> None:
-        if self.broken is not None:
+        # The answer's streamed pieces are not kept: the answer is, whole, a moment later.
+        if self.broken is not None or isinstance(event, AnswerDelta):
             return
         durable = isinstance(event, TaskStarted) and event.tool in self._side_effects
         try:

@@ -1,0 +1,189 @@
+"""Prompt styles: compact prompts (no worked examples, the answer first) for endpoints, the full
+ones for the embedded model, and the answer streamed onto the event stream as it is decoded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from demo_tools import TOOLS
+from planweave import (
+    AnswerDelta,
+    AnswerEvent,
+    Journal,
+    OpenAICompatible,
+    Reply,
+    RunSettings,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    UserError,
+)
+from planweave.cli.view import DagView
+from planweave.events import Event
+from planweave.grammar import joiner_grammar
+from planweave.prompts import ANSWER_FIRST, AnswerStream, parse_decision
+
+PLAN = '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n4. join()\n'
+PLAN += "<END_OF_PLAN>"
+ANSWER = "About 428 people per km² (17,900,000 / 41,850)."
+COMPACT = f"Action: Finish({ANSWER})"
+FULL = f"Thought: Done.\nAction: Finish({ANSWER})"
+
+
+def _run(llm: OpenAICompatible | ScriptedLLM, **options: object) -> tuple[str | None, list[Event]]:
+    runtime = Runtime(TOOLS, llm, **options)  # type: ignore[arg-type]
+    seen: list[Event] = []
+
+    async def go() -> str | None:
+        try:
+            result = await runtime.arun("Density of the Netherlands?", subscribers=[seen.append])
+        finally:
+            await llm.aclose()
+        return result.answer
+
+    return anyio.run(go), seen
+
+
+def test_an_endpoint_gets_compact_prompts_and_streams_the_answer() -> None:
+    # Small chunks: the answer must arrive in several pieces, while the reply is decoded.
+    script = Script.by_purpose(planner=[PLAN], joiner=[Reply(COMPACT, chunk_size=3)])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        answer, events = _run(llm)
+    assert answer == ANSWER
+    planner, joiner = server.requests[0], server.requests[-1]
+    assert "Examples:" not in planner[0].content
+    assert "Rules:" in planner[0].content  # the plan language's rules stay
+    assert ANSWER_FIRST in joiner[0].content
+    assert [m.role for m in joiner] == ["system", "user"]  # no worked exchange
+    pieces = [e.text for e in events if isinstance(e, AnswerDelta)]
+    assert len(pieces) > 3
+    assert "".join(pieces) == ANSWER
+    kinds = [e.kind for e in events]
+    # Every piece comes before the whole answer, which is still sent as before.
+    assert kinds.index("answer") > max(i for i, k in enumerate(kinds) if k == "answer_delta")
+    assert [e.answer for e in events if isinstance(e, AnswerEvent)] == [ANSWER]
+
+
+def test_the_embedded_path_keeps_the_full_prompts() -> None:
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FULL]))
+    answer, events = _run(llm)
+    assert answer == ANSWER
+    planner, joiner = llm.script.requests[0], llm.script.requests[-1]
+    assert "Examples:" in planner[0].content
+    assert ANSWER_FIRST not in joiner[0].content
+    assert [m.role for m in joiner] == ["system", "user", "assistant", "user"]
+    # The full reply streams its answer too, once its Finish( has come.
+    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == ANSWER
+
+
+def test_a_style_can_be_chosen_against_the_backend_default() -> None:
+    script = Script.by_purpose(planner=[PLAN], joiner=[FULL])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        answer, _ = _run(llm, prompt_style="full")
+    assert answer == ANSWER
+    assert "Examples:" in server.requests[0][0].content
+    assert ANSWER_FIRST not in server.requests[-1][0].content
+    compact = Runtime(TOOLS, ScriptedLLM([]), prompt_style="compact")
+    assert "Examples:" not in compact.planner.system_prompt()
+    assert compact.settings.prompt_style == "compact"
+    with pytest.raises(UserError, match="prompt_style"):
+        Runtime(TOOLS, ScriptedLLM([]), prompt_style="terse")  # type: ignore[arg-type]
+
+
+def test_a_replan_streams_no_answer_and_keeps_its_thought() -> None:
+    replan = "Thought: the area is missing.\nAction: Replan(find the area)"
+    script = Script.by_purpose(planner=[PLAN, PLAN.replace("1.", "5.", 1)], joiner=[replan])
+    llm = ScriptedLLM(script)
+    runtime = Runtime(TOOLS, llm, prompt_style="compact", max_replans=0)
+    seen: list[Event] = []
+    result = anyio.run(lambda: runtime.arun("q?", subscribers=[seen.append], check=False))
+    assert result.answer is None
+    assert not [e for e in seen if isinstance(e, AnswerDelta)]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        COMPACT,
+        FULL,
+        "Action: Finish(The Amur (4,444 km) is longer than the Lena (4,400 km).)",
+        "Action: Finish(Paris)\n",
+        "Action: Finish(Paris) and some words after it",
+        'Action: Finish("quoted (with a paren)")',
+        "Action: Finish(  spaced answer   )",
+        "Action: Finish(no closing parenthesis",
+        "Thought: Finish( in a thought is not an action\nAction: Finish(x)",
+        "Just an answer without an action.",
+        "Thought: missing.\nAction: Replan(more)",
+    ],
+)
+def test_the_streamed_pieces_add_up_to_the_parsed_answer(reply: str) -> None:
+    for size in (1, 2, 5, len(reply)):
+        reading = AnswerStream()
+        pieces = [reading.feed(reply[i : i + size]) for i in range(0, len(reply), size)]
+        decision, rest = reading.close()
+        assert decision == parse_decision(reply)
+        streamed = "".join(pieces) + rest
+        assert streamed == (decision.text if decision.action == "finish" else "")
+        # What was given before the end is always a prefix of the answer.
+        assert decision.text.startswith("".join(pieces))
+
+
+def test_the_compact_grammar_lets_the_thought_go() -> None:
+    assert '( "Thought: " text "\\n" )?' in joiner_grammar("compact")
+    assert joiner_grammar().startswith('root ::= "Thought: " text "\\n" "Action: "')
+
+
+def test_settings_keep_the_style_for_resume(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="prompt_style"):
+        RunSettings(prompt_style="terse")  # type: ignore[arg-type]
+    settings = RunSettings(prompt_style="compact")
+    assert RunSettings.from_dict(settings.to_dict()) == settings
+    # A journal from before prompt styles ran with the full prompts.
+    old = {k: v for k, v in settings.to_dict().items() if k != "prompt_style"}
+    assert RunSettings.from_dict(old).prompt_style == "full"
+    # The runtime records the style it resolved, so a resume uses the same prompts.
+    runtime = Runtime.from_settings(
+        RunSettings(tools=("demo_tools:TOOLS",)),
+        llm=OpenAICompatible(base_url="http://127.0.0.1:9/v1", model="m"),
+        journal=tmp_path / "j.db",
+    )
+    assert runtime.settings.prompt_style == "compact"
+    assert isinstance(runtime.journal, Journal)
+
+
+def test_the_live_view_shows_the_answer_while_it_streams() -> None:
+    view = DagView()
+    view(AnswerDelta(text="About 428 "))
+    view(AnswerDelta(text="people"))
+    assert view.answer == "About 428 people"
+    assert "About 428 people" in _text(view)
+    view(AnswerEvent(answer="About 428 people per km²."))
+    assert view.answer == ""  # printed whole, apart, once the run has it
+
+
+def _text(view: DagView) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=100)
+    console.print(view.render())
+    return console.export_text()
+
+
+def test_the_journal_keeps_the_answer_not_its_pieces(tmp_path: Path) -> None:
+    llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[Reply(COMPACT, chunk_size=2)]))
+    runtime = Runtime(TOOLS, llm, prompt_style="compact", journal=tmp_path / "j.db")
+    result = runtime.run("Density of the Netherlands?")
+    assert runtime.journal is not None
+    kinds = [e["kind"] for e in runtime.journal.events(result.run_id)]
+    assert "answer" in kinds
+    assert "answer_delta" not in kinds
+    stored = runtime.journal.show(result.run_id)
+    assert json.dumps(stored["settings"]["prompt_style"]) == '"compact"'
