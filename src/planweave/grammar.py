@@ -90,29 +90,42 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules
 
 
-def plan_grammar(tools: ToolRegistry) -> str:
-    """Thought lines, numbered calls of registered tools with typed arguments, then
-    `N. join()` and `<END_OF_PLAN>`."""
+def _plan_rules(tools: ToolRegistry) -> list[str]:
     calls, rules = _calls(tools)
     head = [
-        "root ::= ( thought | task )* join",
+        "plan ::= ( thought | task )* join",
         'thought ::= "Thought: " text "\\n"',
         'task ::= id ". " call "\\n"',
         'join ::= id ". join()" "\\n"? "<END_OF_PLAN>"',
         f"call ::= {calls}",
     ]
-    return "\n".join([*head, *rules]) + _COMMON
+    return [*head, *rules]
 
 
-def joiner_grammar() -> str:
-    """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`."""
-    return (
-        'root ::= "Thought: " text "\\n" "Action: " action\n'
-        'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
-        "answer ::= [^\\n]{1,600}\n"
-        # Bounded, so a small model caught in a loop must still come to its Action.
-        "text ::= [^\\n]{0,400}\n"
-    )
+def plan_grammar(tools: ToolRegistry) -> str:
+    """Thought lines, numbered calls of registered tools with typed arguments, then
+    `N. join()` and `<END_OF_PLAN>`."""
+    return "\n".join(["root ::= plan", *_plan_rules(tools)]) + _COMMON
+
+
+def joiner_grammar(tools: ToolRegistry | None = None) -> str:
+    """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; with `tools`, a
+    Replan line may be followed by the next plan (the plan grammar's lines)."""
+    if tools is None:
+        return (
+            'root ::= "Thought: " text "\\n" "Action: " action\n'
+            'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
+            "answer ::= [^\\n]{1,600}\n"
+            # Bounded, so a small model caught in a loop must still come to its Action.
+            "text ::= [^\\n]{0,400}\n"
+        )
+    head = [
+        'root ::= "Thought: " reason "\\n" "Action: " action',
+        'action ::= "Finish(" answer ")" | "Replan(" answer ")" ( "\\n" plan )?',
+        "answer ::= [^\\n]{1,600}",
+        "reason ::= [^\\n]{0,400}",
+    ]
+    return "\n".join([*head, *_plan_rules(tools)]) + _COMMON
 
 
 def react_grammar(tools: ToolRegistry) -> str:

@@ -153,6 +153,7 @@ class Runtime:
         react_max_steps: int = 10,
         examples: str | None = None,
         grammar: bool = True,
+        join_replan: bool | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         recovery: Recovery | None = None,
@@ -168,7 +169,9 @@ class Runtime:
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
         a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
-        one argument once its references are filled in (a ToolArgumentError past it)."""
+        one argument once its references are filled in (a ToolArgumentError past it).
+        `join_replan`: a joiner that replans writes the next plan in the same reply (None: on
+        for every backend but the embedded model, whose prompts stay as measured)."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if max_replans < 0 or max_repairs < 0 or max_concurrency < 1 or max_argument_chars < 1:
@@ -184,6 +187,7 @@ class Runtime:
         self.tool_timeout = tool_timeout
         self.max_argument_chars = max_argument_chars
         self.streaming = streaming
+        self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
@@ -200,6 +204,7 @@ class Runtime:
             tool_timeout=tool_timeout,
             max_argument_chars=max_argument_chars,
             streaming=streaming,
+            join_replan=self.join_replan,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
         )
@@ -215,7 +220,11 @@ class Runtime:
             max_repairs=max_repairs,
             grammar=plan_grammar(self.tools) if grammar else None,
         )
-        self.joiner = Joiner(grammar=joiner_grammar() if grammar else None)
+        self.joiner = Joiner(
+            grammar=joiner_grammar() if grammar else None,
+            plan_tools=self.tools if self.join_replan else None,
+            plan_grammar=joiner_grammar(self.tools) if grammar and self.join_replan else None,
+        )
         self.react = ReAct(
             self.tools,
             max_steps=react_max_steps,
@@ -227,6 +236,7 @@ class Runtime:
             self.joiner,
             max_replans=self.max_replans,
             streaming=self.streaming,
+            join_replan=self.join_replan,
             # A plan that breaks off mid-stream is continued when a recovery rule says so.
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
         )
@@ -257,13 +267,16 @@ class Runtime:
             max_argument_chars=settings.max_argument_chars,
             streaming=settings.streaming,
             grammar=settings.grammar,
+            join_replan=settings.join_replan,
             subscribers=subscribers,
             journal=journal,
             recovery=recovery_policy(settings, escalate=escalate),
             budget=settings.budget,
             escalate=escalate,
         )
-        runtime.settings = dataclasses.replace(settings, model=settings.model or llm.model)
+        runtime.settings = dataclasses.replace(
+            settings, model=settings.model or llm.model, join_replan=runtime.join_replan
+        )
         return runtime
 
     # ------------------------------------------------------------------ public entry points

@@ -84,6 +84,8 @@ class LLM(ABC):
     """
 
     model: str
+    # The embedded model: its prompts and defaults are the ones its accuracy was measured with.
+    embedded: bool = False
 
     @abstractmethod
     def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:

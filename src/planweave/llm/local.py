@@ -89,6 +89,8 @@ class LocalLLM(LLM):
     """A GGUF model in-process.  `model` is a registry name (see `planweave.llm.models.MODELS`)
     or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar."""
 
+    embedded = True
+
     def __init__(
         self,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
