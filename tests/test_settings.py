@@ -106,7 +106,7 @@ def test_missing_and_unknown_keys() -> None:
     assert settings == RunSettings(mode="react", join_replan=False)
     assert "api_key" not in settings.to_dict()
     assert "tag" not in settings.to_dict()
-    assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings()
+    assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings(join_replan=False)
     assert RunSettings.from_dict({"budget": {"tokens": 7, "later": 1}}).budget == Budget(tokens=7)
 
 
