@@ -64,6 +64,8 @@ from .world import PARAMETERS
 CONTESTANTS = {
     "compiled": {"mode": "compiled", "streaming": True},
     "compiled-nostream": {"mode": "compiled", "streaming": False},
+    # The lever alone: a joiner that replans leaves the next plan to a separate planner call.
+    "compiled-separate-replan": {"mode": "compiled", "join_replan": False},
     "react": {"mode": "react", "streaming": True},
     "native": {},
 }

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from planweave.llm.base import Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedServer
-from planweave.prompts import ANSWER_FIRST, purpose_of
+from planweave.prompts import ANSWER_FIRST, JOINER_PLAN_HEAD, purpose_of
 
 from .native import NATIVE_HEAD
 from .peers.dialects import FINISH_THOUGHT, REPLAN_ACTION, REPLAN_THOUGHT, peer_text
@@ -171,7 +171,11 @@ class Oracle:
         if messages and FAILED in messages[-1].content:
             return GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
-            return f"Thought: {REPLAN_THOUGHT}\nAction: {REPLAN_ACTION}"
+            replan = f"Thought: {REPLAN_THOUGHT}\nAction: {REPLAN_ACTION}"
+            if messages and JOINER_PLAN_HEAD in messages[0].content:
+                # Asked to, the joiner writes the second plan in the same reply.
+                return f"{replan}\n{self.plan(q, second=True)}"
+            return replan
         if messages and ANSWER_FIRST in messages[0].content:
             return f"Action: Finish({q.answer})"
         return f"Thought: {FINISH_THOUGHT}\nAction: Finish({q.answer})"

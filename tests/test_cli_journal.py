@@ -209,3 +209,25 @@ def test_a_failed_run_without_json_exits_1_with_the_cause(tmp_path: Path) -> Non
     assert "error: " in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("flag", ["--join-replan", "--no-join-replan"])
+def test_join_replan_is_chosen_on_the_command_line_and_recorded(flag: str, tmp_path: Path) -> None:
+    first = '1. population("France")\n2. join()\n<END_OF_PLAN>'
+    second = '3. area("France")\n4. join()\n<END_OF_PLAN>'
+    replan = "Thought: x\nAction: Replan(the area)"
+    joined = f"{replan}\n{second}" if flag == "--join-replan" else replan
+    script = Script.by_purpose(
+        planner=[first, second], joiner=[joined, "Thought: ok\nAction: Finish(done)"]
+    )
+    db = str(tmp_path / "runs.db")
+    with ScriptedServer(script) as srv:
+        ran = planweave("run", "q", *TOOLS, "--base-url", srv.base_url, "--db", db, "--json", flag)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["answer"] == "done"
+    separate = flag == "--no-join-replan"
+    assert script.purposes.count("planner") == (2 if separate else 1)
+    shown = json.loads(
+        planweave("runs", "show", json.loads(ran.stdout)["id"], "--db", db, "--json").stdout
+    )
+    assert shown["settings"]["join_replan"] is not separate

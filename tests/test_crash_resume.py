@@ -179,6 +179,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "tool_timeout": 9.0,
         "max_argument_chars": 5000,
         "streaming": False,
+        "join_replan": True,
         "recovery": "none",
         "decompose": False,
         "ask": False,

@@ -56,6 +56,7 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     registry = REGISTRIES[name]
     check_grammar(vocab_model, plan_grammar(registry))
     check_grammar(vocab_model, react_grammar(registry))
+    check_grammar(vocab_model, joiner_grammar(registry))  # a Replan carrying a plan
 
 
 def test_joiner_grammar_parses(vocab_model: Any) -> None:

@@ -187,3 +187,27 @@ def test_the_journal_keeps_the_answer_not_its_pieces(tmp_path: Path) -> None:
     assert "answer_delta" not in kinds
     stored = runtime.journal.show(result.run_id)
     assert json.dumps(stored["settings"]["prompt_style"]) == '"compact"'
+
+
+def test_compact_prompts_and_join_replan_together_over_http() -> None:
+    """Both endpoint defaults at once: the first join replans with the next plan in its reply,
+    the second answers first with no thought, and the answer streams in pieces."""
+    first = '1. population("Netherlands")\n2. join()\n<END_OF_PLAN>'
+    replan = (
+        "Thought: the area is missing.\nAction: Replan(look up the area)\n"
+        '3. area("Netherlands")\n4. divide($1, $3)\n5. join()\n<END_OF_PLAN>'
+    )
+    script = Script.by_purpose(
+        planner=[first], joiner=[Reply(replan, chunk_size=5), Reply(COMPACT, chunk_size=3)]
+    )
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        answer, events = _run(llm)
+    assert answer == ANSWER
+    assert [m[0].role for m in server.requests] == ["system"] * 3  # plan, join+plan, join
+    assert server.script.purposes == ["planner", "joiner", "joiner"]
+    deltas = [e.text for e in events if e.kind == "answer_delta"]  # type: ignore[attr-defined]
+    assert len(deltas) > 1
+    assert "".join(deltas) == ANSWER
+    finished = {e.task_id for e in events if e.kind == "task_finished"}  # type: ignore[attr-defined]
+    assert finished == {1, 3, 4}

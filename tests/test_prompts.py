@@ -20,6 +20,7 @@ from planweave.prompts import (
     PLANNER_HEAD,
     REACT_HEAD,
     REPAIR_HEAD,
+    JoinReplyStream,
     parse_action,
     parse_decision,
     purpose_of,
@@ -137,3 +138,53 @@ def test_parse_decision_keeps_the_whole_answer() -> None:
     assert (decision.action, decision.text, decision.thought) == ("finish", "a (b) c", "t")
     assert parse_decision("Action: Replan(more)").action == "replan"
     assert parse_decision("just an answer").text == "just an answer"
+
+
+COMBINED = (
+    "Thought: the capital is known now.\n"
+    "Action: Replan(look up its (city) population)\n"
+    '3. population("Paris")\n'
+    "4. join()\n"
+    "<END_OF_PLAN>"
+)
+
+
+def test_a_replan_reply_with_plan_lines_ends_its_reason_at_its_line() -> None:
+    decision = parse_decision(COMBINED)
+    assert decision.action == "replan"
+    assert decision.text == "look up its (city) population"
+    assert decision.plan is not None
+    assert decision.plan.startswith('3. population("Paris")')
+    # Today's replies read as before: no plan, the reason up to the last parenthesis.
+    plain = parse_decision("Thought: x\nAction: Replan(more (of it))\n")
+    assert (plain.text, plain.plan) == ("more (of it)", None)
+    prose = parse_decision("Action: Replan(a)\nthen b)")
+    assert (prose.text, prose.plan) == ("a)\nthen b", None)
+    assert parse_decision(FINISH + "\n1. x()").plan is None
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 50, len(COMBINED)])
+def test_the_reply_stream_hands_over_the_plan_whatever_the_chunking(size: int) -> None:
+    reply = JoinReplyStream()
+    plan = []
+    for i in range(0, len(COMBINED), size):
+        plan.append(reply.feed(COMBINED[i : i + size]))
+    assert reply.planning
+    assert "".join(plan) == COMBINED[COMBINED.index("3. pop") :]
+    decision = reply.decision()
+    assert (decision.action, decision.text) == ("replan", "look up its (city) population")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        FINISH + '\n3. population("Paris")\n',
+        "Action: Replan(more)\n",
+        "Action: Replan(a)\nb\n3. x()\n",
+    ],
+)
+def test_the_reply_stream_gives_no_plan_for_a_finish_or_a_bare_replan(text: str) -> None:
+    reply = JoinReplyStream()
+    assert "".join(reply.feed(c) for c in text) == ""
+    assert not reply.planning
+    assert reply.decision() == parse_decision(text)

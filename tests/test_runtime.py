@@ -150,6 +150,75 @@ def test_replan_carries_observations_and_ids_keep_counting(
     assert GAUGE.calls == 2  # population ran once, area once: nothing re-ran on replan
 
 
+def test_a_replan_reply_carries_the_next_plan_and_its_tasks_start_while_it_streams(
+    server_factory: type[ScriptedServer],
+) -> None:
+    first = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
+    combined = (
+        "Thought: no area yet\nAction: Replan(need the area of Belgium)\n"
+        '3. area("Belgium")\n'
+        f"Thought: {'then the density ' * 8}\n"
+        "4. divide($1, $3)\n5. join()\n<END_OF_PLAN>"
+    )
+    script = Script.by_purpose(
+        planner=[first], joiner=[Reply(combined, chunk_size=8, delay=0.02), FINISH]
+    )
+    server = server_factory(script).start()
+    result = runtime_for(server).run("Density of Belgium?")
+    assert script.purposes == ["planner", "joiner", "joiner"]  # no planner call to replan
+    assert result.replans == 1
+    assert [r.task.id for r in result.tasks] == [1, 3, 4]
+    assert [r.plan_round for r in result.tasks] == [0, 1, 1]
+    assert result.results[4] == pytest.approx(POPULATION["Belgium"] / AREA["Belgium"])
+    joiner_prompt = script.requests[1][0].content
+    assert "write the new plan in the same reply" in joiner_prompt
+    assert "ids counting up from 3" in joiner_prompt
+    assert "area(country: str" in joiner_prompt
+    # The area lookup started while the joiner's reply was still streaming (its thought line
+    # alone takes about 0.3 s to stream), after the replan was announced.
+    started = next(e for e in result.events if isinstance(e, TaskStarted) and e.task_id == 3)
+    joined = [e for e in result.events if isinstance(e, LLMCallFinished)][1]
+    replan = next(e for e in result.events if isinstance(e, ReplanEvent))
+    assert replan.reason == "need the area of Belgium"
+    assert replan.t <= started.t < joined.t - 0.1
+    assert GAUGE.calls == 2
+
+
+def test_an_invalid_plan_in_a_replan_reply_is_repaired_by_the_planner(
+    server_factory: type[ScriptedServer],
+) -> None:
+    first = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
+    combined = 'Thought: x\nAction: Replan(need the area)\n3. gdp("Belgium")\n4. join()\n'
+    fixed = '3. area("Belgium")\n4. divide($1, $3)\n5. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[first], joiner=[combined, FINISH], repair=[fixed])
+    server = server_factory(script).start()
+    result = runtime_for(server).run("Density of Belgium?")
+    assert script.purposes == ["planner", "joiner", "repair", "joiner"]
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.error["type"] for e in invalid] == ["UnknownToolError"]
+    context, fix = (m.content for m in server.requests[2][-2:])
+    assert "Observation: 11800000" in context
+    assert "need the area" in context
+    assert "unknown tool 'gdp'" in fix
+    assert "from id 3" in fix
+    assert [r.task.id for r in result.tasks] == [1, 3, 4]
+    assert result.answer is not None
+
+
+def test_join_replan_off_keeps_the_joiner_prompt_and_a_separate_planner_call() -> None:
+    first = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
+    second = '3. area("Belgium")\n4. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[first, second], joiner=["Thought: x\nAction: Replan(more)", FINISH]
+    )
+    runtime = Runtime(TOOLS, ScriptedLLM(script), join_replan=False)
+    assert runtime.settings.join_replan is False
+    result = runtime.run("q")
+    assert script.purposes == ["planner", "joiner", "planner", "joiner"]
+    assert all("same reply" not in r[0].content for r in script.requests)
+    assert [r.task.id for r in result.tasks] == [1, 3]
+
+
 def test_replanning_stops_at_the_bound() -> None:
     plan = '1. population("France")\n2. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(

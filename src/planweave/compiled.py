@@ -1,11 +1,15 @@
 """The compiled mode: plan → run → join, replanning with what the earlier rounds found.
 
 One round (stream a plan into the scheduler, let every task finish, ask the joiner) serves both
-the run's top level and the sub-goal of a decomposed task.  `react.py` is its sibling.
+the run's top level and the sub-goal of a decomposed task.  With `join_replan`, a joiner that
+replans writes the next plan in the same reply, and its tasks start while that reply streams:
+a replan then costs no planner call.  `react.py` is its sibling.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from .errors import BudgetExceeded, LLMError, PlanError
@@ -15,7 +19,7 @@ from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
-from .prompts import JoinDecision
+from .prompts import AnswerStream, JoinDecision, JoinReplyStream
 from .records import TaskRecord
 from .recovery import SubplanAnswer
 from .scheduler import Scheduler
@@ -34,23 +38,36 @@ class Compiled:
     max_replans: int = 2
     streaming: bool = True
     continue_cut: bool = True
+    join_replan: bool = False
 
     async def answer(
         self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
     ) -> str:
         """Plan, run and join until the joiner finishes, at most `max_replans` times again."""
         parser = PlanParser(self.tools)
-        messages = self.planner.messages(question)
+        messages: list[Message] | None = self.planner.messages(question)
+        notes: list[str] = []
         for round_ in range(self.max_replans + 1):
-            scheduler.plan_round = round_
-            notes = await self._plan_and_run(llm, messages, parser, scheduler, bus)
+            if messages is not None:
+                scheduler.plan_round = round_
+                notes = await self._plan_and_run(llm, messages, parser, scheduler, bus)
+            # else the joiner's reply carried this round's plan, which has run.
             records = list(scheduler.records.values())
             last_round = round_ == self.max_replans
-            decision = await self._join(llm, question, records, last_round, notes, bus)
+            if self.join_replan and not last_round:
+                decision, planned = await self._join_and_plan(
+                    llm, question, records, notes, parser, scheduler, bus, round_ + 1
+                )
+            else:
+                decision = await self._join(llm, question, records, last_round, notes, bus)
+                planned = None
             if decision.action == "finish":
                 return decision.text
             if last_round:
                 break
+            if planned is not None:
+                messages, notes = None, planned
+                continue
             bus.emit(ReplanEvent(reason=decision.text, plan_round=round_ + 1))
             messages = self.planner.replan_messages(
                 question, records, decision.text, parser.last_id + 1
@@ -105,7 +122,7 @@ class Compiled:
                 llm_error = err
         if llm_error is not None:
             raise llm_error
-        return [f"the planner's last plan was invalid: {plan_error}"] if plan_error else []
+        return _notes(plan_error)
 
     async def _join(
         self,
@@ -119,9 +136,84 @@ class Compiled:
         """The joiner's decision; with `bus` (the run's own question, not a sub-goal), the
         answer streams onto it as `AnswerDelta`s while it is decoded."""
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
+        return await self.joiner.decide(llm, messages, _deltas(bus))
 
-        def answer(text: str) -> None:
-            if bus is not None:
-                bus.emit(AnswerDelta(text=text))
+    async def _join_and_plan(
+        self,
+        llm: MeteredLLM,
+        question: str,
+        records: list[TaskRecord],
+        notes: list[str],
+        parser: PlanParser,
+        scheduler: Scheduler,
+        bus: EventBus,
+        next_round: int,
+    ) -> tuple[JoinDecision, list[str] | None]:
+        """Ask the joiner, letting a Replan reply carry the next plan: its tasks start as its
+        lines stream, and an invalid plan is repaired by the planner as any other.  Returns
+        the decision and, when the reply carried a plan (which has then run), the notes for
+        the next joiner; None when the planner must still be asked."""
+        next_id = parser.last_id + 1
+        messages = self.joiner.messages(
+            question, records, last_round=False, notes=notes, next_id=next_id
+        )
+        reply = JoinReplyStream()
+        answer = AnswerStream()  # a Finish reply's answer streams on as it is decoded
+        deltas = _deltas(bus)
+        llm_error: LLMError | None = None
+        plan_error: PlanError | None = None
+        planned = False
+        async with scheduler.running():
+            try:
+                async with aclosing(llm.stream(self.joiner.request(messages, plan=True))) as stream:
+                    start = ""
+                    async for chunk in stream:
+                        start = reply.feed(chunk)
+                        if reply.planning:
+                            break
+                        deltas(answer.feed(chunk))
+                    if reply.planning:
+                        planned = True
+                        reason = reply.decision().text
+                        bus.emit(ReplanEvent(reason=reason, plan_round=next_round))
+                        scheduler.plan_round = next_round
+                        plan_error = await self.planner.stream_plan(
+                            llm,
+                            self.planner.replan_messages(question, records, reason, next_id),
+                            parser,
+                            scheduler.add,
+                            bus,
+                            streaming=self.streaming,
+                            continue_cut=self.continue_cut,
+                            first=_rest(start, stream, reply),
+                        )
+            except LLMError as err:
+                llm_error = err
+        if llm_error is not None:
+            raise llm_error
+        if not planned:
+            deltas(answer.close()[1])
+        return reply.decision(), _notes(plan_error) if planned else None
 
-        return await self.joiner.decide(llm, messages, answer)
+
+async def _rest(
+    start: str, stream: AsyncGenerator[str, None], reply: JoinReplyStream
+) -> AsyncGenerator[str, None]:
+    """The plan part of a joiner's reply: what came with its first line, then the stream."""
+    yield start
+    async for chunk in stream:
+        yield reply.feed(chunk)
+
+
+def _deltas(bus: EventBus | None) -> Callable[[str], None]:
+    """Where pieces of the answer go: the run's bus as `AnswerDelta`s, or nowhere."""
+
+    def emit(text: str) -> None:
+        if text and bus is not None:
+            bus.emit(AnswerDelta(text=text))
+
+    return emit
+
+
+def _notes(plan_error: PlanError | None) -> list[str]:
+    return [f"the planner's last plan was invalid: {plan_error}"] if plan_error else []

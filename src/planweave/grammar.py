@@ -91,31 +91,42 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules
 
 
-def plan_grammar(tools: ToolRegistry) -> str:
-    """Thought lines, numbered calls of registered tools with typed arguments, then
-    `N. join()` and `<END_OF_PLAN>`."""
+def _plan_rules(tools: ToolRegistry) -> list[str]:
     calls, rules = _calls(tools)
     head = [
-        "root ::= ( thought | task )* join",
+        "plan ::= ( thought | task )* join",
         'thought ::= "Thought: " text "\\n"',
         'task ::= id ". " call "\\n"',
         'join ::= id ". join()" "\\n"? "<END_OF_PLAN>"',
         f"call ::= {calls}",
     ]
-    return "\n".join([*head, *rules]) + _COMMON
+    return [*head, *rules]
 
 
-def joiner_grammar(style: PromptStyle = "full") -> str:
+def plan_grammar(tools: ToolRegistry) -> str:
+    """Thought lines, numbered calls of registered tools with typed arguments, then
+    `N. join()` and `<END_OF_PLAN>`."""
+    return "\n".join(["root ::= plan", *_plan_rules(tools)]) + _COMMON
+
+
+def joiner_grammar(style: PromptStyle = "full", tools: ToolRegistry | None = None) -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
-    style the thought may be left out."""
-    thought = '( "Thought: " text "\\n" )?' if style == "compact" else '"Thought: " text "\\n"'
-    return (
-        f'root ::= {thought} "Action: " action\n'
-        'action ::= "Finish(" answer ")" | "Replan(" answer ")"\n'
-        "answer ::= [^\\n]{1,600}\n"
+    style the thought may be left out; with `tools`, a Replan line may be followed by the next
+    plan (the plan grammar's lines)."""
+    # With the plan's rules, whose `text` is a plan thought's, the joiner's is `reason`.
+    text = "text" if tools is None else "reason"
+    thought = f'"Thought: " {text} "\\n"'
+    head = [
+        f'root ::= {f"( {thought} )?" if style == "compact" else thought} "Action: " action',
+        'action ::= "Finish(" answer ")" | "Replan(" answer ")"'
+        + (' ( "\\n" plan )?' if tools is not None else ""),
+        "answer ::= [^\\n]{1,600}",
         # Bounded, so a small model caught in a loop must still come to its Action.
-        "text ::= [^\\n]{0,400}\n"
-    )
+        f"{text} ::= [^\\n]{{0,400}}",
+    ]
+    if tools is None:
+        return "\n".join(head) + "\n"
+    return "\n".join([*head, *_plan_rules(tools)]) + _COMMON
 
 
 def react_grammar(tools: ToolRegistry) -> str:

@@ -9,14 +9,19 @@ from contextlib import aclosing
 from . import prompts
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
+from .plan import END_OF_PLAN
 from .prompts import AnswerStream, JoinDecision, TaskOutcome, parse_decision
+from .tools import ToolRegistry
 
 # parse_decision is re-exported: the runtime reads the joiner's replies through it.
 __all__ = ["Joiner", "parse_decision"]
 
 
 class Joiner:
-    """Builds joiner requests in the given prompt `style` and reads the decision as it streams."""
+    """Builds joiner requests in the given prompt `style` and reads the decision as it streams.
+    With `plan_tools`, a joiner that replans writes the next plan in the same reply
+    (`plan_max_tokens`, `plan_grammar` for those requests); without, it gives only the reason
+    and the planner is asked separately."""
 
     def __init__(
         self,
@@ -25,11 +30,17 @@ class Joiner:
         observation_limit: int = 2000,
         grammar: str | None = None,
         style: PromptStyle = "full",
+        plan_tools: ToolRegistry | None = None,
+        plan_max_tokens: int | None = 1024,
+        plan_grammar: str | None = None,
     ) -> None:
         self.max_tokens = max_tokens
         self.observation_limit = observation_limit
         self.grammar = grammar
         self.style: PromptStyle = style
+        self.plan_tools = plan_tools
+        self.plan_max_tokens = plan_max_tokens
+        self.plan_grammar = plan_grammar
 
     def messages(
         self,
@@ -38,6 +49,7 @@ class Joiner:
         *,
         last_round: bool,
         notes: Sequence[str] = (),
+        next_id: int = 1,
     ) -> list[Message]:
         return prompts.joiner_messages(
             question,
@@ -46,9 +58,21 @@ class Joiner:
             notes=notes,
             observation_limit=self.observation_limit,
             style=self.style,
+            plan_tools=self.plan_tools,
+            next_id=next_id,
         )
 
-    def request(self, messages: list[Message]) -> LLMRequest:
+    def request(self, messages: list[Message], *, plan: bool = False) -> LLMRequest:
+        """The request for `messages`; `plan`: its reply may carry a plan (then it stops at
+        the plan's end)."""
+        if plan:
+            return LLMRequest(
+                messages=messages,
+                stop=[END_OF_PLAN],
+                max_tokens=self.plan_max_tokens,
+                grammar=self.plan_grammar,
+                purpose="joiner",
+            )
         return LLMRequest(
             messages=messages, max_tokens=self.max_tokens, grammar=self.grammar, purpose="joiner"
         )

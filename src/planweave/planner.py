@@ -3,7 +3,7 @@ Its prompts live in `prompts`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import Literal
 
@@ -77,6 +77,7 @@ class Planner:
         *,
         streaming: bool = True,
         continue_cut: bool = False,
+        first: AsyncGenerator[str, None] | None = None,
     ) -> PlanError | None:
         """Stream one plan into `add`, task by task; repair invalid plans a bounded number of times.
 
@@ -85,6 +86,8 @@ class Planner:
         accepted before an error keep running; `add` never sees a task that failed validation.
         With `continue_cut`, a response that breaks off mid-plan is handled like an invalid
         plan: the planner is asked to continue after the last accepted task (same bound).
+        `first` is a plan already streaming (the joiner's, after its Replan line): it is read
+        instead of a planner call, and `messages` are what a repair continues from.
         """
         parser.start_plan()
         accepted: list[Task] = []
@@ -99,8 +102,12 @@ class Planner:
 
         while True:
             try:
-                request = self.request(messages, "repair" if repairs else "planner")
-                async with aclosing(llm.stream(request)) as stream:
+                if first is not None:
+                    stream, first = first, None
+                else:
+                    request = self.request(messages, "repair" if repairs else "planner")
+                    stream = llm.stream(request)
+                async with aclosing(stream):
                     async for chunk in stream:
                         take(parser.feed(chunk))
                         if parser.done:

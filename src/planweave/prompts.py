@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .llm.base import Message, PromptStyle, Purpose
@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWER_FIRST",
     "JOINER_HEAD",
+    "JOINER_PLAN_HEAD",
     "PLANNER_HEAD",
     "REACT_HEAD",
     "REPAIR_HEAD",
     "AnswerStream",
     "JoinDecision",
+    "JoinReplyStream",
     "TaskOutcome",
     "format_observations",
     "joiner_messages",
@@ -241,6 +243,25 @@ _LAST_ROUND = (
 )
 
 
+JOINER_PLAN_HEAD = "When you reply Replan, write the new plan in the same reply"
+
+_JOINER_PLAN = (
+    JOINER_PLAN_HEAD
+    + """, right after the Action line:
+Thought: <what is missing>
+Action: Replan(<what to find out next>)
+{first}. <tool>(<arguments>)
+<id>. join()
+{end}
+One task per line, ids counting up from {first}.  Arguments are literals or $<id>, the result of
+a task above or of an earlier line ("${<id>}" inside a string).  Tasks that do not need each
+other's results run at the same time.
+
+Tools:
+{tools}"""
+)
+
+
 def joiner_messages(
     question: str,
     records: Sequence[TaskOutcome],
@@ -249,13 +270,20 @@ def joiner_messages(
     notes: Sequence[str] = (),
     observation_limit: int = 2000,
     style: PromptStyle = "full",
+    plan_tools: ToolRegistry | None = None,
+    next_id: int = 1,
 ) -> list[Message]:
     """The joiner's request.  The full style asks for a thought before every action and shows
-    one worked exchange; the compact style asks for the answer first and shows none."""
+    one worked exchange; the compact style asks for the answer first and shows none.  With
+    `plan_tools` (and rounds left), a Replan reply is asked to carry the next plan, ids counting
+    from `next_id`, written with those tools."""
     compact = style == "compact"
     system = f"{JOINER_HEAD}\n\n{_JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT}"
     if last_round:
         system += f"\n\n{_LAST_ROUND}"
+    elif plan_tools is not None:
+        plan = _JOINER_PLAN.replace("{first}", str(next_id)).replace("{end}", END_OF_PLAN)
+        system += "\n\n" + plan.replace("{tools}", plan_tools.render())
     # Without the planner's thoughts: small models copy them instead of reasoning afresh.
     body = format_observations(records, observation_limit, thoughts=False) or "(no task ran)"
     extra = "".join(f"\nNote: {n}" for n in notes)
@@ -278,6 +306,7 @@ class JoinDecision:
     action: Literal["finish", "replan"]
     text: str
     thought: str | None = None
+    plan: str | None = None  # a Replan reply's plan lines, when it carries them
 
 
 def _unquote(text: str) -> str:
@@ -292,9 +321,36 @@ def _unquote(text: str) -> str:
     return stripped
 
 
+# A Replan line ends at a closing parenthesis and the end of the line; a plan that follows it
+# starts with a task line, a thought or the JSON form.
+_HEAD_END_RE = re.compile(r"\)[ \t\r]*\n")
+_PLAN_START_RE = re.compile(r"\s*(?:\d+\s*\.|Thought\s*:|\[|```)", re.I)
+
+
+def _replan_head_end(output: str) -> int | None:
+    """Where the plan of a Replan reply may start (after its Action line), or None when the
+    reply is no Replan or its Action line has not ended yet."""
+    match = _DECISION_RE.search(output)
+    if match is None or match.group(1).lower() != "replan":
+        return None
+    end = _HEAD_END_RE.search(output, match.end())
+    return end.end() if end else None
+
+
+def _plan_after(output: str, head_end: int) -> str | None:
+    """The plan lines after a Replan line: None unless its first non-blank line starts a plan."""
+    rest = output[head_end:]
+    return rest if rest.strip() and _PLAN_START_RE.match(rest) else None
+
+
 def parse_decision(output: str) -> JoinDecision:
     """Read the joiner's output.  The answer inside `Finish(...)` comes through whole:
-    parentheses, quotes and newlines included, up to the last closing parenthesis."""
+    parentheses, quotes and newlines included, up to the last closing parenthesis.  A
+    `Replan(...)` line followed by plan lines ends at its line; the lines are `plan`."""
+    head_end = _replan_head_end(output)
+    plan = _plan_after(output, head_end) if head_end is not None else None
+    if plan is not None and head_end is not None:
+        return replace(parse_decision(output[:head_end]), plan=plan)
     matches = list(_DECISION_RE.finditer(output))
     thought_match = _THOUGHT_RE.search(output)
     thought = thought_match.group(1).strip() if thought_match else None
@@ -360,6 +416,46 @@ class AnswerStream:
             return ""
         piece, self._given = ready[len(self._given) :], ready
         return piece
+
+
+class JoinReplyStream:
+    """Reads the joiner's reply as it streams, to start the next plan's tasks before it ends.
+
+    `feed` returns the text that belongs to a plan: nothing until a `Replan(...)` line has
+    ended and the first non-blank line after it starts a plan (a task line, a thought), then
+    everything from there on.  A reply that finishes, or replans without a plan, gives none."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.planning = False
+        self._settled = False  # no plan can follow any more (a Finish, or prose after Replan)
+
+    def feed(self, chunk: str) -> str:
+        self.text += chunk
+        if self.planning:
+            return chunk
+        if self._settled:
+            return ""
+        head_end = _replan_head_end(self.text)
+        if head_end is None:
+            match = _DECISION_RE.search(self.text)
+            self._settled = match is not None and match.group(1).lower() == "finish"
+            return ""
+        rest = self.text[head_end:]
+        if _PLAN_START_RE.match(rest) is None:
+            # Prose after the Replan line: no plan.  A first line still streaming may yet be one.
+            self._settled = "\n" in rest.lstrip()
+            return ""
+        self.planning = True
+        return rest
+
+    def decision(self) -> JoinDecision:
+        """The decision: while planning, the Replan line's (its plan still streaming)."""
+        if self.planning:
+            head_end = _replan_head_end(self.text)
+            assert head_end is not None
+            return replace(parse_decision(self.text[:head_end]), plan=self.text[head_end:])
+        return parse_decision(self.text)
 
 
 # ReAct mode.

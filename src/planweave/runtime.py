@@ -154,6 +154,7 @@ class Runtime:
         examples: str | None = None,
         grammar: bool = True,
         prompt_style: PromptStyle | None = None,
+        join_replan: bool | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         recovery: Recovery | None = None,
@@ -174,7 +175,9 @@ class Runtime:
         `prompt_style` is how much the planner's and joiner's prompts spell out: "full" (worked
         examples, a thought before every answer: what the embedded model's accuracy was
         measured with) or "compact" (no examples, the answer first); by default the backend's
-        own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints)."""
+        own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints).
+        `join_replan`: a joiner that replans writes the next plan in the same reply (None: on
+        for every backend but the embedded model, whose prompts stay as measured)."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if prompt_style not in (None, "full", "compact"):
@@ -192,6 +195,7 @@ class Runtime:
         self.tool_timeout = tool_timeout
         self.max_argument_chars = max_argument_chars
         self.streaming = streaming
+        self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
@@ -210,6 +214,7 @@ class Runtime:
             tool_timeout=tool_timeout,
             max_argument_chars=max_argument_chars,
             streaming=streaming,
+            join_replan=self.join_replan,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
         )
@@ -227,7 +232,14 @@ class Runtime:
             style=self.prompt_style,
         )
         self.joiner = Joiner(
-            grammar=joiner_grammar(self.prompt_style) if grammar else None, style=self.prompt_style
+            grammar=joiner_grammar(self.prompt_style) if grammar else None,
+            style=self.prompt_style,
+            plan_tools=self.tools if self.join_replan else None,
+            plan_grammar=(
+                joiner_grammar(self.prompt_style, self.tools)
+                if grammar and self.join_replan
+                else None
+            ),
         )
         self.react = ReAct(
             self.tools,
@@ -240,6 +252,7 @@ class Runtime:
             self.joiner,
             max_replans=self.max_replans,
             streaming=self.streaming,
+            join_replan=self.join_replan,
             # A plan that breaks off mid-stream is continued when a recovery rule says so.
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
         )
@@ -271,6 +284,7 @@ class Runtime:
             streaming=settings.streaming,
             grammar=settings.grammar,
             prompt_style=settings.prompt_style,
+            join_replan=settings.join_replan,
             subscribers=subscribers,
             journal=journal,
             recovery=recovery_policy(settings, escalate=escalate),
@@ -278,7 +292,10 @@ class Runtime:
             escalate=escalate,
         )
         runtime.settings = dataclasses.replace(
-            settings, model=settings.model or llm.model, prompt_style=runtime.prompt_style
+            settings,
+            model=settings.model or llm.model,
+            prompt_style=runtime.prompt_style,
+            join_replan=runtime.join_replan,
         )
         return runtime
 

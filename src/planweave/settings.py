@@ -55,7 +55,9 @@ class RunSettings:
     `ask` add the Decompose and Escalate patterns for failed tool calls; `llm_first_token_timeout`,
     `llm_chunk_timeout` and `llm_call_timeout` are an endpoint's deadlines in seconds (null: no
     limit; see `Deadlines`); `prompt_style` is "full" or "compact" (null: the backend's own,
-    compact for an endpoint, full for the embedded model; a runtime records the one it used).
+    compact for an endpoint, full for the embedded model; a runtime records the one it used);
+    `join_replan` lets a joiner that replans write the next plan in the same reply (null: on
+    for endpoints, off for the embedded model; a journal from before the option reads false).
     Invalid values raise UserError naming the field.
     """
 
@@ -72,6 +74,7 @@ class RunSettings:
     tool_timeout: float = DEFAULT_TIMEOUT
     max_argument_chars: int = MAX_ARGUMENT_CHARS
     streaming: bool = True
+    join_replan: bool | None = None
     recovery: RecoveryName = "default"
     decompose: bool = False
     ask: bool = False
@@ -89,6 +92,8 @@ class RunSettings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
+        if self.join_replan is not None and not isinstance(self.join_replan, bool):
+            raise _invalid("join_replan", "true, false or null", self.join_replan)
         for name in ("grammar", "streaming", "decompose", "ask"):
             if not isinstance(getattr(self, name), bool):
                 raise _invalid(name, "true or false", getattr(self, name))
@@ -139,6 +144,8 @@ class RunSettings:
         values = {k: v for k, v in data.items() if k in known}
         # Journals from before prompt styles ran with the full prompts, whatever the backend.
         values.setdefault("prompt_style", "full")
+        # Runs recorded before the option existed joined and planned in separate calls.
+        values.setdefault("join_replan", False)
         tools = values.get("tools")
         if isinstance(tools, list):
             values["tools"] = tuple(tools)

@@ -168,6 +168,14 @@ def run(
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
+    join_replan: Annotated[
+        bool | None,
+        typer.Option(
+            "--join-replan/--no-join-replan",
+            help="A joiner that replans writes the next plan in the same reply "
+            "(default: on for endpoints, off for the embedded model).",
+        ),
+    ] = None,
     db: DbOption = None,
     journal: Annotated[
         bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
@@ -237,6 +245,7 @@ def run(
             tool_timeout=timeout,
             max_argument_chars=max_argument_chars,
             streaming=stream_dispatch,
+            join_replan=join_replan,
             recovery="none" if recovery == "none" else "default",
             decompose=decompose,
             ask=ask,

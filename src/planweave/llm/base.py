@@ -92,6 +92,8 @@ class LLM(ABC):
     # The prompts a runtime uses with this backend unless told otherwise: small models keep the
     # full ones (their accuracy was measured with them), capable endpoints get the compact ones.
     prompt_style: ClassVar[PromptStyle] = "full"
+    # The embedded model: its prompts and defaults are the ones its accuracy was measured with.
+    embedded: bool = False
 
     @abstractmethod
     def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:

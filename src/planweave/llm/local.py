@@ -101,6 +101,8 @@ class LocalLLM(LLM):
     (`planweave.llm.prefix_cache`); None reads `PLANWEAVE_PREFIX_CACHE_MB` (default 1024), 0
     turns it off.  `prompt_cache_mb` bounds the in-process RAM cache of whole prompts."""
 
+    embedded = True
+
     def __init__(
         self,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
