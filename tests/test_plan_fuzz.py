@@ -129,6 +129,19 @@ def test_the_chunking_never_changes_the_outcome(text: str, cuts: list[int]) -> N
     assert type(error) is type(whole_error)
 
 
+@pytest.mark.parametrize("cut", [0, 5, 13, 14, 3000])
+@pytest.mark.parametrize("newline", ["", "\n"])
+def test_the_end_of_plan_closes_the_plan_before_a_line_too_long(cut: int, newline: str) -> None:
+    # Found by the fuzz test: whole, the text failed on the long line; cut after
+    # <END_OF_PLAN>, on the missing join.  The plan ends at <END_OF_PLAN> either way.
+    text = "<END_OF_PLAN>" + "x" * 200_000 + newline
+    whole_tasks, whole_error, _ = _parse_stream([text])
+    tasks, error, _ = _parse_stream(_chunks(text, [cut]))
+    assert type(error) is type(whole_error)
+    assert "join" in str(whole_error)
+    assert tasks == whole_tasks == []
+
+
 json_leaves = st.one_of(
     st.none(),
     st.booleans(),

@@ -348,17 +348,18 @@ class PlanParser:
             nl = chunk.find("\n", pos)
             piece = chunk[pos:] if nl < 0 else chunk[pos:nl]
             pos = n if nl < 0 else nl + 1
-            if nl >= 0:
-                self._line(self._take_line(piece))
-                continue
-            # No newline yet: keep the piece, unless <END_OF_PLAN> closes the plan without one.
-            window = self._line_tail + piece
-            end = window.find(END_OF_PLAN)
-            self._add_piece(piece, window)
+            tail = self._line_tail
+            end = (tail + piece).find(END_OF_PLAN)
             if end >= 0:
-                line = self._take_line("")
+                # <END_OF_PLAN> closes the plan wherever it falls: what follows is not read,
+                # however the text was cut into chunks (the line limit applies before it only).
+                line = self._take_line(piece[: max(0, end - len(tail))])
                 self.ended = True
-                self._line(line[: len(line) - len(window) + end])
+                self._line(line[: len(line) - max(0, len(tail) - end)])
+            elif nl >= 0:
+                self._line(self._take_line(piece))
+            else:
+                self._add_piece(piece, tail + piece)
 
     def _add_piece(self, piece: str, window: str) -> None:
         self._line_len += len(piece)
