@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from demo_tools import AREA, POPULATION
 from planweave import Reply, Script, ScriptedServer
 
@@ -35,17 +36,8 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def planweave(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    environ["PLANWEAVE_DB"] = str(JOURNAL)  # never the user's own journal
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "planweave", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-    )
+    # Never the user's own journal.
+    return run_cli(*args, env={"PLANWEAVE_DB": str(JOURNAL), **(env or {})})
 
 
 def test_json_output_has_the_documented_fields(server: ScriptedServer) -> None:

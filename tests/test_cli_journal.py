@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from planweave import Reply, Script, ScriptedServer
 
 TESTS = Path(__file__).parent
@@ -21,17 +21,8 @@ TOOLS = ["--tools", "demo_tools:TOOLS", "--model", "m"]
 def planweave(
     *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    environ["COLUMNS"] = "400"  # no wrapping inside what the tests look for
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "planweave", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=timeout,
-    )
+    # No wrapping inside what the tests look for.
+    return run_cli(*args, env={"COLUMNS": "400", **(env or {})}, timeout=timeout)
 
 
 @pytest.fixture

@@ -5,15 +5,14 @@ side-effecting tool never ran twice."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from ledger_tools import FINISH, PLAN
 from planweave import Reply, Script, ScriptedServer
 from planweave.store import Journal
@@ -34,22 +33,14 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def planweave(tmp: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
-        PLANWEAVE_DB=str(tmp / "runs.db"),
-        PLANWEAVE_TEST_LEDGER=str(tmp / "ledger.txt"),
-        PLANWEAVE_TEST_DELAY="0.3",
-    )
+    env = {
+        "PLANWEAVE_DB": str(tmp / "runs.db"),
+        "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
+        "PLANWEAVE_TEST_DELAY": "0.3",
+    }
     if fault:
         env["PLANWEAVE_FAULT"] = fault
-    return subprocess.run(
-        [sys.executable, "-m", "planweave", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return run_cli(*args, env=env)
 
 
 def ledger(tmp: Path) -> Counter[str]:

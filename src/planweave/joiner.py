@@ -65,16 +65,12 @@ class Joiner:
     def request(self, messages: list[Message], *, plan: bool = False) -> LLMRequest:
         """The request for `messages`; `plan`: its reply may carry a plan (then it stops at
         the plan's end)."""
-        if plan:
-            return LLMRequest(
-                messages=messages,
-                stop=[END_OF_PLAN],
-                max_tokens=self.plan_max_tokens,
-                grammar=self.plan_grammar,
-                purpose="joiner",
-            )
         return LLMRequest(
-            messages=messages, max_tokens=self.max_tokens, grammar=self.grammar, purpose="joiner"
+            messages=messages,
+            stop=[END_OF_PLAN] if plan else [],
+            max_tokens=self.plan_max_tokens if plan else self.max_tokens,
+            grammar=self.plan_grammar if plan else self.grammar,
+            purpose="joiner",
         )
 
     async def decide(

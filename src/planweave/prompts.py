@@ -187,11 +187,8 @@ def repair_messages(
 
 JOINER_HEAD = "You answer a question from the results of a plan of tool calls that has already run."
 
-_JOINER_FORMAT = """\
-Reply in exactly this form:
-Thought: <brief reasoning over the results>
-Action: Finish(<the answer to the question>)
-
+# What both forms of the joiner's reply share: when to replan, and what an answer says.
+_JOINER_RULES = """\
 Only if the results cannot answer the question and another plan of tool calls could get what
 is missing, reply instead:
 Thought: <what is missing>
@@ -200,6 +197,16 @@ Action: Replan(<what to find out next>)
 The answer is one or two complete sentences that answer every part of the question, using
 the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
 winner and give the difference or ratio."""
+
+_JOINER_FORMAT = (
+    """\
+Reply in exactly this form:
+Thought: <brief reasoning over the results>
+Action: Finish(<the answer to the question>)
+
+"""
+    + _JOINER_RULES
+)
 
 _JOINER_EXAMPLE = (
     Message(
@@ -227,14 +234,8 @@ Action: Finish(<the answer to the question>)
 Write no thought before it, unless the answer needs reasoning the results do not show: then
 one line `Thought: <brief reasoning>` before the Action.
 
-Only if the results cannot answer the question and another plan of tool calls could get what
-is missing, reply instead:
-Thought: <what is missing>
-Action: Replan(<what to find out next>)
-
-The answer is one or two complete sentences that answer every part of the question, using
-the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
-winner and give the difference or ratio."""
+"""
+    + _JOINER_RULES
 )
 
 _LAST_ROUND = (

@@ -10,7 +10,7 @@ that the store depends on records, not on the scheduler or an LLM backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -221,11 +221,7 @@ class LLMUsage:
     completion_tokens: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
+        return asdict(self)
 
 
 # ---------------------------------------------------------------------- what the journal gives back
