@@ -171,6 +171,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "max_argument_chars": 5000,
         "streaming": False,
         "join_replan": True,
+        "cache": True,
         "recovery": "none",
         "decompose": False,
         "ask": False,

@@ -95,6 +95,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "max_argument_chars",
         "prompt_style",
         "join_replan",
+        "cache",
     }
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.
@@ -169,6 +170,7 @@ def test_the_runtime_records_typed_settings_of_its_own_arguments() -> None:
         tool_timeout=5.0,
         budget=Budget(tokens=100),
         join_replan=True,  # resolved: on for every backend but the embedded model
+        cache=False,  # no journal, so no plan cache
     )
     custom = Runtime(runtime.tools, llm, recovery=Recovery.none())
     assert custom.settings.recovery == "custom"

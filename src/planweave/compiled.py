@@ -41,16 +41,25 @@ class Compiled:
     join_replan: bool = False
 
     async def answer(
-        self, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
+        self,
+        question: str,
+        llm: MeteredLLM,
+        scheduler: Scheduler,
+        bus: EventBus,
+        *,
+        plan: str | None = None,
     ) -> str:
-        """Plan, run and join until the joiner finishes, at most `max_replans` times again."""
+        """Plan, run and join until the joiner finishes, at most `max_replans` times again.
+        `plan` is a first plan already written (the plan cache's): it runs without a planner
+        call, and is repaired by the planner like any plan should it not be valid."""
         parser = PlanParser(self.tools)
         messages: list[Message] | None = self.planner.messages(question)
         notes: list[str] = []
         for round_ in range(self.max_replans + 1):
             if messages is not None:
                 scheduler.plan_round = round_
-                notes = await self._plan_and_run(llm, messages, parser, scheduler, bus)
+                first = _given(plan) if plan is not None and round_ == 0 else None
+                notes = await self._plan_and_run(llm, messages, parser, scheduler, bus, first)
             # else the joiner's reply carried this round's plan, which has run.
             records = list(scheduler.records.values())
             last_round = round_ == self.max_replans
@@ -101,8 +110,10 @@ class Compiled:
         parser: PlanParser,
         scheduler: Scheduler,
         bus: EventBus,
+        first: AsyncGenerator[str, None] | None = None,
     ) -> list[str]:
-        """Stream one plan into the scheduler and wait until every task of it has ended.
+        """Stream one plan into the scheduler and wait until every task of it has ended
+        (`first`: a plan already written, read instead of asking the planner).
         Returns notes for the joiner (an invalid plan that could not be repaired)."""
         llm_error: LLMError | None = None
         plan_error: PlanError | None = None
@@ -116,6 +127,7 @@ class Compiled:
                     bus,
                     streaming=self.streaming,
                     continue_cut=self.continue_cut,
+                    first=first,
                 )
             except LLMError as err:
                 # Let the tasks already running finish and be recorded, then fail.
@@ -194,6 +206,10 @@ class Compiled:
         if not planned:
             deltas(answer.close()[1])
         return reply.decision(), _notes(plan_error) if planned else None
+
+
+async def _given(plan: str) -> AsyncGenerator[str, None]:
+    yield plan
 
 
 async def _rest(

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerDelta",
     "AnswerEvent",
+    "CacheHit",
+    "CacheMiss",
     "Event",
     "EventBus",
     "LLMCallFinished",
@@ -213,6 +215,47 @@ class PlanInvalid(Event):
     repair: int
     will_repair: bool
     category: str = "plan.syntax"
+
+
+@dataclass(slots=True, kw_only=True)
+class CacheHit(Event):
+    """The first plan comes from the plan cache: `template_id`'s plan with this question's
+    values in its slots (`plan`, already validated); no planner call is made.
+    `tokens_saved` is what planning took in the run the template was made from."""
+
+    kind: ClassVar[str] = "cache_hit"
+    template_id: str
+    plan: str
+    tokens_saved: int = 0
+    adapted: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        """The run's `cache` entry (`--json`)."""
+        return {
+            "hit": True,
+            "template_id": self.template_id,
+            "adapted": self.adapted,
+            "tokens_saved": self.tokens_saved,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class CacheMiss(Event):
+    """The plan cache had no plan for this question; `template_id` names a template the
+    question read as, when its values were refused (`reason` says why)."""
+
+    kind: ClassVar[str] = "cache_miss"
+    reason: str
+    template_id: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "hit": False,
+            "template_id": self.template_id,
+            "adapted": False,
+            "tokens_saved": 0,
+            "reason": self.reason,
+        }
 
 
 @dataclass(slots=True, kw_only=True)

@@ -126,8 +126,10 @@ def run_dict(
     timings: dict[str, float],
     error: dict[str, Any] | None = None,
     partial: str | None = None,
+    cache: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A run as `planweave run --json` shows it (the journal adds its own bookkeeping)."""
+    """A run as `planweave run --json` shows it (the journal adds its own bookkeeping).
+    `cache` is what the plan cache did for it (absent when no cache was asked)."""
     data: dict[str, Any] = {
         "id": id,
         "question": question,
@@ -144,6 +146,8 @@ def run_dict(
         data["error"] = error
     if partial is not None:
         data["partial"] = partial
+    if cache is not None:
+        data["cache"] = cache
     return data
 
 

@@ -15,10 +15,13 @@ from typing import Any, Literal
 
 import anyio
 
+from .cache import PlanCache
 from .compiled import Compiled
 from .errors import BudgetExceeded, RunCancelled, RunError, TaskError, UserError
 from .events import (
     AnswerEvent,
+    CacheHit,
+    CacheMiss,
     Event,
     EventBus,
     LLMCallFinished,
@@ -62,6 +65,7 @@ class RunResult:
     wall_s: float
     replans: int = 0
     error: RunError | None = None
+    cache: dict[str, Any] | None = None
     events: list[Event] = field(default_factory=list, repr=False)
 
     @property
@@ -96,6 +100,7 @@ class RunResult:
             timings=self.timings(),
             error=None if self.error is None else self.error.report(),
             partial=self.partial,
+            cache=self.cache,
         )
 
 
@@ -157,6 +162,7 @@ class Runtime:
         join_replan: bool | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
+        cache: PlanCache | bool | None = None,
         recovery: Recovery | None = None,
         budget: Budget | None = None,
         escalate: EscalationHandler | None = None,
@@ -177,7 +183,12 @@ class Runtime:
         measured with) or "compact" (no examples, the answer first); by default the backend's
         own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints).
         `join_replan`: a joiner that replans writes the next plan in the same reply (None: on
-        for every backend but the embedded model, whose prompts stay as measured)."""
+        for every backend but the embedded model, whose prompts stay as measured).
+
+        `cache` is the plan cache: a compiled run whose question reads as a template made from
+        an earlier run (other names or numbers in the same words) runs that plan without a
+        planner call, and a run that went well makes a template.  None or True: a `PlanCache`
+        in the journal's file (none without a journal); False: off; or a `PlanCache`."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if prompt_style not in (None, "full", "compact"):
@@ -203,6 +214,7 @@ class Runtime:
         self.prompt_style: PromptStyle = prompt_style or llm.prompt_style
         self._modes(examples, max_repairs, react_max_steps, grammar)
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
+        self.cache = _plan_cache(cache, self.journal)
         self.settings = RunSettings(
             mode=mode,
             model=llm.model,
@@ -215,6 +227,7 @@ class Runtime:
             max_argument_chars=max_argument_chars,
             streaming=streaming,
             join_replan=self.join_replan,
+            cache=self.cache is not None,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
         )
@@ -287,6 +300,7 @@ class Runtime:
             join_replan=settings.join_replan,
             subscribers=subscribers,
             journal=journal,
+            cache=None if settings.cache else False,
             recovery=recovery_policy(settings, escalate=escalate),
             budget=settings.budget,
             escalate=escalate,
@@ -428,8 +442,14 @@ class Runtime:
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
         recorder = self._recorder(run_id, question, mode, resume)
         offset = max(0.0, time.time() - resume.created) if resume is not None else 0.0
-        # The journal goes first: no view shows what has not been recorded.
-        bus = EventBus([*([recorder] if recorder else []), *subscribers], offset=offset)
+        # The journal goes first: no view shows what has not been recorded.  The plan cache
+        # learns from new compiled runs (a resumed one was judged, or not, when it started).
+        learner = (
+            [self.cache.learner(self.tools)]
+            if self.cache is not None and mode == "compiled" and resume is None
+            else []
+        )
+        bus = EventBus([*([recorder] if recorder else []), *subscribers, *learner], offset=offset)
         llm = MeteredLLM(
             self.llm,
             bus,
@@ -446,11 +466,12 @@ class Runtime:
             recorded=resume.recorded if resume else None,
         )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
+        result.cache = resume.cache if resume is not None else None
         bus.emit(_opening(run_id, question, mode, resume))
         try:
             async with _cancellable(recorder) as cancelled:
                 result.answer = await self._within_budget(
-                    self._answer(mode, question, llm, scheduler, bus)
+                    self._answer(mode, question, llm, scheduler, bus, resume)
                 )
                 result.status = "finished"
             if cancelled():
@@ -506,11 +527,23 @@ class Runtime:
         raise BudgetExceeded(f"the run's wall-time budget of {wall_s:g} s is spent", limit="wall_s")
 
     async def _answer(
-        self, mode: Mode, question: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
+        self,
+        mode: Mode,
+        question: str,
+        llm: MeteredLLM,
+        scheduler: Scheduler,
+        bus: EventBus,
+        resume: ResumeState | None,
     ) -> str:
         if mode == "react":
             return await self.react.run(question, llm, scheduler, bus)
-        return await self.compiled.answer(question, llm, scheduler, bus)
+        if resume is not None:
+            plan = resume.cached_plan  # the plan the cache gave the run when it began
+        elif self.cache is not None:
+            plan = self.cache.consult(question, self.tools, bus)  # a few ms of SQLite
+        else:
+            plan = None
+        return await self.compiled.answer(question, llm, scheduler, bus, plan=plan)
 
     def _scheduler(
         self,
@@ -565,6 +598,9 @@ class Runtime:
         result.tasks = list(scheduler.records.values())
         result.wall_s = bus.now()
         result.replans = sum(isinstance(e, ReplanEvent) for e in bus.events)
+        for event in bus.events:
+            if isinstance(event, CacheHit | CacheMiss):
+                result.cache = event.summary()
         if result.answer is not None and result.status == "finished":
             bus.emit(AnswerEvent(answer=result.answer))
         bus.emit(
@@ -579,6 +615,16 @@ class Runtime:
             )
         )
         result.events = bus.events
+
+
+def _plan_cache(cache: PlanCache | bool | None, journal: Journal | None) -> PlanCache | None:
+    if isinstance(cache, PlanCache):
+        return cache
+    if cache is False or (cache is None and journal is None):
+        return None
+    if journal is None:
+        raise UserError("the plan cache lives in the journal's file: give Runtime(journal=PATH)")
+    return PlanCache(journal)
 
 
 def _not_in_async(blocking: str, awaitable: str) -> None:

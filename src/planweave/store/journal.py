@@ -22,6 +22,8 @@ from typing import Any
 
 from ..errors import JournalError, PlanDiverged, ResumeError
 from ..events import (
+    CacheHit,
+    CacheMiss,
     Event,
     LLMCallFinished,
     LLMCallStarted,
@@ -271,7 +273,7 @@ class Journal:
         """Bring the run's rows up to date with `event`: the values are the event's own."""
         if isinstance(event, LLMCallStarted | LLMCallFinished):
             self._apply_llm(conn, run_id, session, event)
-        elif isinstance(event, ReplanEvent | RunFinished):
+        elif isinstance(event, ReplanEvent | RunFinished | CacheHit | CacheMiss):
             self._apply_run(conn, run_id, event)
         else:
             self._apply_task(conn, run_id, event)
@@ -375,9 +377,16 @@ class Journal:
                 )
 
     def _apply_run(
-        self, conn: sqlite3.Connection, run_id: str, event: ReplanEvent | RunFinished
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        event: ReplanEvent | RunFinished | CacheHit | CacheMiss,
     ) -> None:
         match event:
+            case CacheHit() | CacheMiss():
+                conn.execute(
+                    "UPDATE runs SET cache = ? WHERE id = ?", (_dumps(event.summary()), run_id)
+                )
             case ReplanEvent():
                 conn.execute("UPDATE runs SET replans = replans + 1 WHERE id = ?", (run_id,))
             case RunFinished():
@@ -434,6 +443,18 @@ class Journal:
             )
             for r in rows
         }
+
+    def cached_plan(self, run_id: str) -> str | None:
+        """The plan the plan cache gave run `run_id` when it began, if it gave one."""
+        rows = self._read(
+            "SELECT data FROM events WHERE run_id = ? AND kind = 'cache_hit' ORDER BY seq LIMIT 1",
+            (run_id,),
+        )
+        try:
+            plan = json.loads(rows[0]["data"])["plan"] if rows else None
+        except (ValueError, KeyError, TypeError):
+            return None
+        return plan if isinstance(plan, str) else None
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, as summaries."""
@@ -546,6 +567,7 @@ def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str
         timings=timings,
         error=_loads(r["error"]),
         partial=r["partial"],
+        cache=_loads(r["cache"]),
     ) | {
         "created": r["created"],
         "updated": r["updated"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +33,8 @@ class ResumeState:
     recorded: dict[int, Recorded] = field(default_factory=dict)
     replay: dict[int, Replay] = field(default_factory=dict)
     rerun: list[int] = field(default_factory=list)
+    cache: dict[str, Any] | None = None  # what the plan cache did when the run began
+    cached_plan: str | None = None  # the plan it gave, which the run goes on with
 
 
 def prepare(
@@ -55,6 +58,8 @@ def prepare(
             session=row["sessions"] + 1,
             created=row["created"],
             replay=journal.recorded_calls(run_id),
+            cache=_cache(row.get("cache")),
+            cached_plan=journal.cached_plan(run_id),
         )
         undecided = []
         for task in tasks.values():
@@ -94,6 +99,14 @@ def prepare(
         journal.pause(run_id)
         raise
     return state
+
+
+def _cache(text: str | None) -> dict[str, Any] | None:
+    try:
+        cache = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return cache if isinstance(cache, dict) else None
 
 
 def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision | None:

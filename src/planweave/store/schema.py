@@ -90,6 +90,28 @@ MIGRATIONS: list[list[str]] = [
     ["ALTER TABLE tasks ADD COLUMN recovery TEXT"],
     # 3: a failed run's partial results as text (as in `--json`'s `partial`).
     ["ALTER TABLE runs ADD COLUMN partial TEXT"],
+    # 4: the plan cache's templates (keyed by the tool registry's signature), and what the
+    # cache did for a run (as in `--json`'s `cache`).
+    [
+        """CREATE TABLE plan_templates (
+            tools TEXT NOT NULL,
+            id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            slots TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            question TEXT NOT NULL,
+            source_run TEXT,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            created REAL NOT NULL,
+            used REAL NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0,
+            good INTEGER NOT NULL DEFAULT 0,
+            bad INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (tools, id)
+        )""",
+        "CREATE INDEX plan_templates_by_use ON plan_templates (used DESC)",
+        "ALTER TABLE runs ADD COLUMN cache TEXT",
+    ],
 ]
 
 

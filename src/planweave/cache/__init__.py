@@ -1,0 +1,234 @@
+"""The plan cache: a new question of a shape already planned runs the earlier plan with its own
+values in the slots, without a planner call.
+
+`PlanCache.consult` looks a question up before planning (emitting `CacheHit` or `CacheMiss`);
+`PlanCache.learner` is a run's subscriber that makes a template from a run that went well and
+judges a template by the runs it served.  Templates live in the journal's SQLite file
+(`store.templates`), keyed by the tool registry's signature; `template` says what a template
+is and when a question may use one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import JournalError, PlanError
+from ..events import (
+    CacheHit,
+    CacheMiss,
+    Event,
+    EventBus,
+    LLMCallFinished,
+    PlanInvalid,
+    ReplanEvent,
+    RunFinished,
+    RunStarted,
+    TaskFailed,
+    TaskPlanned,
+    TaskRecovery,
+)
+from ..parser import parse_call
+from ..plan import Task
+from ..store import Journal
+from ..store.templates import StoredTemplate, TemplateTable
+from ..tools import JOIN, ToolRegistry
+from .template import Fill, NotATemplate, PlanTemplate, Slot, extract, registry_signature
+
+__all__ = ["PlanCache", "PlanTemplate", "registry_signature"]
+
+log = logging.getLogger("planweave.cache")
+
+MAX_QUESTION_CHARS = 2_000  # longer questions are not looked up (nor made into templates)
+
+
+class PlanCache:
+    """Plan templates in a journal's file.
+
+    `max_templates` bounds the table (least recently used go first); a template whose runs
+    failed or needed a replan `evict_after` times in a row is removed.  Runs that called a tool
+    with side effects make no template unless `side_effects` is True."""
+
+    def __init__(
+        self,
+        journal: Journal | str | Path,
+        *,
+        max_templates: int = 1000,
+        evict_after: int = 2,
+        side_effects: bool = False,
+    ) -> None:
+        self.journal = journal if isinstance(journal, Journal) else Journal(journal)
+        self.table = TemplateTable(self.journal)
+        self.max_templates = max_templates
+        self.evict_after = evict_after
+        self.side_effects = side_effects
+
+    # ------------------------------------------------------------------ before planning
+
+    def consult(self, question: str, tools: ToolRegistry, bus: EventBus) -> str | None:
+        """The validated plan for `question` from a template, or None; says which on `bus`."""
+        found = self._lookup(question, tools)
+        bus.emit(found)
+        return found.plan if isinstance(found, CacheHit) else None
+
+    def _lookup(self, question: str, tools: ToolRegistry) -> CacheHit | CacheMiss:
+        if len(question) > MAX_QUESTION_CHARS:
+            return CacheMiss(reason=f"the question is longer than {MAX_QUESTION_CHARS} characters")
+        signature = registry_signature(tools)
+        try:
+            stored = self.table.candidates(signature)
+        except JournalError as exc:
+            return CacheMiss(reason=f"the cache could not be read: {exc.message}")
+        refused: CacheMiss | None = None
+        for row, fill in _fills(stored, question):
+            if fill.refused is not None:
+                refused = refused or CacheMiss(reason=fill.refused, template_id=row.id)
+                continue
+            try:
+                plan = fill.plan(tools)
+            except PlanError as exc:
+                refused = refused or CacheMiss(
+                    reason=f"the filled plan is not valid: {exc}", template_id=row.id
+                )
+                continue
+            try:
+                self.table.used(signature, row.id)
+            except JournalError as exc:
+                log.warning("the plan cache could not count a hit: %s", exc.message)
+            return CacheHit(template_id=row.id, plan=plan, tokens_saved=row.tokens)
+        return refused or CacheMiss(reason="no template of this question's shape")
+
+    # ------------------------------------------------------------------ after the run
+
+    def learner(self, tools: ToolRegistry) -> Callable[[Event], None]:
+        """A subscriber for one run: on its end, makes a template of it or judges the one it
+        was served.  Never fails the run: the cache is an optimisation."""
+        return _Learner(self, tools)
+
+    def learn(
+        self,
+        question: str,
+        tasks: list[Task],
+        tools: ToolRegistry,
+        *,
+        run_id: str = "",
+        tokens: int = 0,
+    ) -> PlanTemplate | None:
+        """Make and store the template of `question` answered by `tasks`; None when the plan
+        cannot be one (see `template.extract`) or the same shape is stored already."""
+        if len(question) > MAX_QUESTION_CHARS:
+            return None
+        if not self.side_effects and any(
+            t.tool in tools and tools[t.tool].side_effects for t in tasks
+        ):
+            return None
+        try:
+            template = extract(question, tasks, tools)
+        except NotATemplate as exc:
+            log.debug("no template from %r: %s", question, exc)
+            return None
+        stored = self.table.put(
+            registry_signature(tools),
+            template.to_dict(),
+            source_run=run_id,
+            tokens=tokens,
+            bound=self.max_templates,
+        )
+        return template if stored else None
+
+    def judge(self, tools: ToolRegistry, template_id: str, *, good: bool) -> bool:
+        """Count a served run's outcome; returns whether the template was evicted."""
+        return self.table.judged(
+            registry_signature(tools), template_id, good=good, evict_after=self.evict_after
+        )
+
+    # ------------------------------------------------------------------ for `planweave cache`
+
+    def templates(self, limit: int | None = None) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in self.table.all(limit)]
+
+    def find(self, prefix: str) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in self.table.find(prefix)]
+
+    def clear(self, template_id: str | None = None) -> int:
+        return self.table.delete(template_id)
+
+
+def _fills(stored: list[StoredTemplate], question: str) -> list[tuple[StoredTemplate, Fill]]:
+    """The templates `question` reads as, the most specific first (the most literal text)."""
+    out = []
+    for row in stored:
+        template = _template(row)
+        if template is None:
+            continue
+        fill = template.match(question)
+        if fill is not None:
+            out.append((row, fill))
+    out.sort(key=lambda pair: (pair[1].refused is not None, -pair[1].template.specificity))
+    return out
+
+
+def _template(row: StoredTemplate) -> PlanTemplate | None:
+    """The row as a template; None for a row that is damaged (the file is not trusted)."""
+    try:
+        slots = tuple(Slot.from_dict(s) for s in row.slots)
+        if not all(s.kind in ("text", "number") and isinstance(s.example, str) for s in slots):
+            return None
+        return PlanTemplate(key=row.key, slots=slots, plan=row.plan, question=row.question)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+@dataclass
+class _Learner:
+    """What one run's events say about its first plan."""
+
+    cache: PlanCache
+    tools: ToolRegistry
+    question: str = ""
+    run_id: str = ""
+    calls: list[TaskPlanned] = field(default_factory=list)
+    served: str | None = None
+    tokens: int = 0
+    troubled: bool = False  # a repair, a replan, a failure or a recovery
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case RunStarted():
+                self.question, self.run_id = event.question, event.run_id
+            case TaskPlanned() if event.plan_round == 0:
+                self.calls.append(event)
+            case CacheHit():
+                self.served = event.template_id
+            case LLMCallFinished() if event.purpose in ("planner", "repair"):
+                self.tokens += event.prompt_tokens + event.completion_tokens
+            case PlanInvalid() | ReplanEvent() | TaskFailed() | TaskRecovery():
+                self.troubled = True
+            case RunFinished():
+                try:
+                    self._finished(event)
+                except (JournalError, PlanError) as exc:
+                    log.warning("the plan cache could not learn from run %s: %s", self.run_id, exc)
+
+    def _finished(self, event: RunFinished) -> None:
+        good = event.status == "finished" and not self.troubled and event.replans == 0
+        if self.served is not None:
+            self.cache.judge(self.tools, self.served, good=good)
+        elif good and self.question and self.calls:
+            tasks = _tasks(self.calls)
+            self.cache.learn(
+                self.question, tasks, self.tools, run_id=self.run_id, tokens=self.tokens
+            )
+
+
+def _tasks(calls: list[TaskPlanned]) -> list[Task]:
+    """The plan again from its announced calls, closed by join()."""
+    tasks: list[Task] = []
+    for event in calls:
+        task = parse_call(event.call, event.task_id, [t.id for t in tasks])
+        tasks.append(task)
+    tasks.append(Task(max(t.id for t in tasks) + 1, JOIN))
+    return tasks

@@ -1,0 +1,596 @@
+"""Plan templates: what a finished plan becomes once the question's own words are taken out of it,
+and how a new question fills it back in.
+
+A template is made from a question and the plan that answered it.  Every literal argument that
+the question spells out (a name, a number, a number inside an expression) becomes a slot, in the
+question and in the plan alike:
+
+    "Which has more people, France or Belgium?"        which has more people, {0} or {1}
+    1. population("France")                            1. population("⟦0⟧")
+    2. population("Belgium")                           2. population("⟦1⟧")
+
+A new question uses the template when it reads exactly as the template's question with other
+values in the slots ("Which has more people, Spain or Portugal?").  Every word outside the slots
+must be the same, so "which has more land" never gets a plan for "which has more people".  The
+values are checked against the ones the template was made with (no more words, no new function
+words such as "the" or "of", no digits where there were none), so "population of {0}" never
+takes "the capital of France" for a country.  Whatever is not a slot stays as the plan wrote it,
+and only what the question licenses may stay: a template is not made when its plan holds a
+literal the question does not explain (a name the model knew, a number it looked up), since
+that literal would be wrong for the next question.
+
+Templates are pure data; `PlanCache` (in `cache/__init__`) stores, finds and scores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import MissingJoinError, PlanError
+from ..parser import PlanParser
+from ..plan import END_OF_PLAN, Ref, Task, format_args
+from ..plan import Template as Interpolated
+from ..tools import ToolRegistry
+
+__all__ = [
+    "Fill",
+    "NotATemplate",
+    "PlanTemplate",
+    "Slot",
+    "extract",
+    "normalize",
+    "registry_signature",
+]
+
+SlotKind = Literal["text", "number"]
+Case = Literal["same", "lower", "upper", "title"]
+
+_CASES: tuple[Case, ...] = ("same", "title", "lower", "upper")
+MAX_SLOT_CHARS = 80
+MAX_EXTRA_WORDS = 2  # a value may have this many more words than the template's own
+_OPEN, _CLOSE = "⟦", "⟧"
+_MARK = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+# A number as a question writes it: 1,234,567.5 or 42 or 0.25 (not part of a word or a date).
+_NUMBER = re.compile(
+    r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,]|\.\d)"
+    r"|(?<![\w.,])\d+(?:\.\d+)?(?![\w]|\.\d)"
+)
+# Words whose presence changes what a value means: "the capital of France" is not a country.
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "without",
+        "and",
+        "or",
+        "not",
+        "nor",
+        "but",
+        "whose",
+        "which",
+        "who",
+        "whom",
+        "that",
+        "this",
+        "these",
+        "those",
+        "its",
+        "their",
+        "his",
+        "her",
+        "than",
+        "per",
+        "each",
+        "every",
+        "all",
+        "any",
+        "some",
+        "no",
+        "none",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A value the question gives and the plan uses.  `example` is the value the template was
+    made with; `case` is how the plan spelled the question's text (e.g. "title" when the
+    question said "france" and the plan "France")."""
+
+    kind: SlotKind
+    example: str
+    case: Case = "same"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "example": self.example, "case": self.case}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Slot:
+        return cls(kind=data["kind"], example=data["example"], case=data.get("case", "same"))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTemplate:
+    """A question's shape (`key`, slots as `{0}`) and its plan with the same slots (`plan`)."""
+
+    key: str
+    slots: tuple[Slot, ...]
+    plan: str
+    question: str  # the question it was made from
+
+    @property
+    def id(self) -> str:
+        """A short, stable name: the key's digest."""
+        return hashlib.sha256(self.key.encode()).hexdigest()[:12]
+
+    @property
+    def specificity(self) -> int:
+        """How much of the question the template fixes: its characters outside the slots."""
+        return len(_MARK.sub("", self.key))
+
+    def match(self, question: str) -> Fill | None:
+        """The slot values `question` gives, or None when it does not read as this template;
+        a `Fill` with `refused` set when it does but a value is not one to trust."""
+        read = _read(self.key, [s.kind for s in self.slots], normalize(question))
+        if read is None:
+            return None
+        values: list[str] = []
+        for i, (slot, value) in enumerate(zip(self.slots, read, strict=True)):
+            value = value.strip()
+            why = _untrusted(value, slot, self.key)
+            if why is not None:
+                return Fill(self, (), refused=f"slot {i} ({value!r}): {why}")
+            values.append(_cased(value, slot.case) if slot.kind == "text" else _number(value))
+        return Fill(self, tuple(values))
+
+    def fill(self, values: Sequence[str]) -> str:
+        """The plan with `values` in its slots (each written as the plan's syntax needs)."""
+
+        def put(m: re.Match[str]) -> str:
+            value = values[int(m.group(1))]
+            # Inside a string literal, a text value is escaped as JSON escapes it.
+            return json.dumps(value, ensure_ascii=False)[1:-1]
+
+        return _MARK.sub(put, self.plan)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "key": self.key,
+            "slots": [s.to_dict() for s in self.slots],
+            "plan": self.plan,
+            "question": self.question,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A question matched to a template: the values for its slots, or why they were refused."""
+
+    template: PlanTemplate
+    values: tuple[str, ...]
+    refused: str | None = None
+
+    def plan(self, tools: ToolRegistry) -> str:
+        """The filled plan, validated like any plan; raises PlanError when it is not valid."""
+        text = self.template.fill(self.values)
+        _validated(text, tools)
+        return text
+
+
+def normalize(question: str) -> str:
+    """A question as templates compare it: one space between words, no closing punctuation."""
+    return re.sub(r"\s+", " ", question).strip().rstrip("?.!").strip()
+
+
+def registry_signature(tools: ToolRegistry) -> str:
+    """A digest of every tool's name, description, parameters, result type and side effects:
+    a changed tool invalidates the templates made with it."""
+    parts = []
+    for name in sorted(tools):
+        t = tools[name]
+        parts.append([t.render(), t.json_schema(), t.side_effects, t.signature_text()])
+    body = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ making a template
+
+
+class NotATemplate(ValueError):
+    """Why a plan cannot be made into a template (said in the cache's log, not to the user)."""
+
+
+def extract(question: str, tasks: Sequence[Task], tools: ToolRegistry) -> PlanTemplate:
+    """The template of `question` answered by `tasks` (the whole first plan, join included).
+
+    Raises NotATemplate when the plan holds a literal the question does not explain, when
+    slots would be ambiguous, or when the template would not give back the same plan."""
+    text = normalize(question)
+    if _OPEN in text or _CLOSE in text or any(_OPEN in t.line or _CLOSE in t.line for t in tasks):
+        raise NotATemplate("the question or plan uses the slot marker characters")
+    literals = list(_literals(tasks))
+    spans = _spans(text, literals)
+    if not spans:
+        raise NotATemplate("the plan uses nothing the question spells out")
+    slots, key = _slotted(text, spans)
+    words = {w.lower() for w in _WORD.findall(_MARK.sub(" ", key))}
+    if len(words) < 2:
+        raise NotATemplate("too little of the question is left outside its slots")
+    licensed = words | _vocabulary(tools, tasks)
+    by_value = {(s.kind, _key_value(s)): i for i, s in enumerate(slots)}
+    plan_lines = []
+    for task in tasks:
+        args = tuple(_slotted_value(a, by_value, licensed) for a in task.args)
+        kwargs = {k: _slotted_value(v, by_value, licensed) for k, v in task.kwargs.items()}
+        plan_lines.append(f"{task.id}. {task.tool}({format_args(args, kwargs)})")
+    if not tasks or not tasks[-1].is_join:
+        raise NotATemplate("the plan does not end in join()")
+    plan = "\n".join(plan_lines) + "\n" + END_OF_PLAN
+    template = PlanTemplate(key=key, slots=tuple(slots), plan=plan, question=question)
+    _check_round_trip(template, text, tasks, tools)
+    return template
+
+
+_Slots = Mapping[tuple[SlotKind, str], int]  # a slot's index by its kind and value
+
+
+@dataclass(frozen=True, slots=True)
+class _Literal:
+    kind: SlotKind
+    value: str  # text as the plan wrote it; a number as its canonical text
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    start: int
+    end: int
+    kind: SlotKind
+    value: str  # the question's text for this span
+    plan_value: str  # the literal as the plan wrote it
+    case: Case
+
+
+def _literals(tasks: Sequence[Task]) -> Iterator[_Literal]:
+    """Every literal the plan writes: whole strings, numbers, numbers inside strings."""
+    for task in tasks:
+        for value in (*task.args, *task.kwargs.values()):
+            yield from _literals_in(value)
+
+
+def _literals_in(value: Any) -> Iterator[_Literal]:
+    if isinstance(value, bool) or value is None or isinstance(value, Ref):
+        return
+    if isinstance(value, int | float):
+        yield _Literal("number", _canonical(value))
+    elif isinstance(value, str):
+        if value.strip():
+            yield _Literal("text", value)
+        for m in _NUMBER.finditer(value):
+            yield _Literal("number", _canonical(m.group()))
+    elif isinstance(value, Interpolated):
+        for part in value.parts:
+            if isinstance(part, str):
+                for m in _NUMBER.finditer(part):
+                    yield _Literal("number", _canonical(m.group()))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _literals_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _literals_in(v)
+
+
+def _spans(question: str, literals: Iterable[_Literal]) -> list[_Span]:
+    """Where the question spells out the plan's literals: non-overlapping, longest first."""
+    found: list[_Span] = []
+    numbers = [(m.start(), m.end(), _canonical(m.group())) for m in _NUMBER.finditer(question)]
+    for lit in dict.fromkeys(literals):
+        if lit.kind == "number":
+            found.extend(
+                _Span(s, e, "number", question[s:e], lit.value, "same")
+                for s, e, v in numbers
+                if v == lit.value
+            )
+            continue
+        pattern = re.compile(rf"(?<!\w){re.escape(lit.value.strip())}(?!\w)", re.IGNORECASE)
+        for m in pattern.finditer(question):
+            case = _case_of(m.group(), lit.value.strip())
+            if case is not None and lit.value == lit.value.strip():
+                found.append(_Span(m.start(), m.end(), "text", m.group(), lit.value, case))
+    found.sort(key=lambda s: (-(s.end - s.start), s.start))
+    chosen: list[_Span] = []
+    for span in found:
+        if all(span.end <= c.start or span.start >= c.end for c in chosen):
+            chosen.append(span)
+    return sorted(chosen, key=lambda s: s.start)
+
+
+def _case_of(spelled: str, written: str) -> Case | None:
+    """How the plan's `written` relates to the question's `spelled`, if by a rule that carries
+    over to other values."""
+    for case in _CASES:
+        if _cased(spelled, case) == written:
+            return case
+    return None
+
+
+def _cased(value: str, case: Case) -> str:
+    if case == "lower":
+        return value.lower()
+    if case == "upper":
+        return value.upper()
+    if case == "title":
+        return " ".join(w[:1].upper() + w[1:] for w in value.split(" "))
+    return value
+
+
+def _slotted(question: str, spans: Sequence[_Span]) -> tuple[list[Slot], str]:
+    """The template's slots and its key: the question, lower-cased, with slots as markers."""
+    slots: list[Slot] = []
+    index: dict[tuple[SlotKind, str], int] = {}
+    out: list[str] = []
+    at = 0
+    for span in spans:
+        gap = question[at : span.start]
+        if out and not gap.strip():
+            raise NotATemplate("two slots with nothing between them")
+        out.append(gap.lower())
+        ident = (span.kind, span.plan_value if span.kind == "number" else span.plan_value.lower())
+        if ident not in index:
+            index[ident] = len(slots)
+            example = span.value if span.kind == "text" else span.plan_value
+            slots.append(Slot(span.kind, example, span.case))
+        elif span.kind == "text" and slots[index[ident]].example != span.value:
+            raise NotATemplate("the question spells one value two ways")
+        out.append(f"{_OPEN}{index[ident]}{_CLOSE}")
+        at = span.end
+    out.append(question[at:].lower())
+    return slots, "".join(out)
+
+
+def _key_value(slot: Slot) -> str:
+    return slot.example if slot.kind == "number" else _cased(slot.example, slot.case).lower()
+
+
+def _vocabulary(tools: ToolRegistry, tasks: Sequence[Task]) -> set[str]:
+    """Words a plan may write without the question saying them: those of the tools it calls
+    (names, descriptions, parameters), e.g. `round` for the calculator."""
+    words: set[str] = set()
+    for name in {t.tool for t in tasks}:
+        if name in tools:
+            words.update(w.lower() for w in _WORD.findall(tools[name].render()))
+    return words
+
+
+def _slotted_value(value: Any, by_value: _Slots, licensed: set[str]) -> Any:
+    """`value` with the question's literals as slot markers; raises NotATemplate for a literal
+    that is neither a slot nor explained by the question's words or the tool's own."""
+    if isinstance(value, bool) or value is None or isinstance(value, Ref):
+        return value
+    if isinstance(value, int | float):
+        slot = by_value.get(("number", _canonical(value)))
+        if slot is not None:
+            return _NumberMark(slot)
+        _check_number(_canonical(value))
+        return value
+    if isinstance(value, str):
+        slot = by_value.get(("text", value.lower()))
+        if slot is not None:
+            return f"{_OPEN}{slot}{_CLOSE}"
+        return _slotted_text(value, by_value, licensed)
+    if isinstance(value, Interpolated):
+        parts = tuple(
+            part if isinstance(part, Ref) else _slotted_text(part, by_value, licensed)
+            for part in value.parts
+        )
+        return Interpolated(parts)
+    if isinstance(value, list):
+        return [_slotted_value(v, by_value, licensed) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_slotted_value(v, by_value, licensed) for v in value)
+    if isinstance(value, dict):
+        return {k: _slotted_value(v, by_value, licensed) for k, v in value.items()}
+    raise NotATemplate(f"a literal of type {type(value).__name__}")
+
+
+def _slotted_text(text: str, by_value: _Slots, licensed: set[str]) -> str:
+    """Text that is not a slot itself: its numbers may be, its words must be licensed."""
+
+    def number(m: re.Match[str]) -> str:
+        canonical = _canonical(m.group())
+        slot = by_value.get(("number", canonical))
+        if slot is not None:
+            return f"{_OPEN}{slot}{_CLOSE}"
+        _check_number(canonical)
+        return m.group()
+
+    for word in _WORD.findall(text):
+        if not _licensed(word.lower(), licensed):
+            raise NotATemplate(f"the plan writes {word!r}, which the question does not say")
+    return _NUMBER.sub(number, text)
+
+
+def _licensed(word: str, licensed: set[str]) -> bool:
+    """A word the question or the tools say, or an abbreviation of one ("km" of "kilometers",
+    "mi" of "miles": same first letter, letters in order)."""
+    if word in licensed:
+        return True
+    return any(w[:1] == word[:1] and len(w) > len(word) and _subsequence(word, w) for w in licensed)
+
+
+def _subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(ch in it for ch in short)
+
+
+def _check_number(canonical: str) -> None:
+    """A number the question does not give may stay when it is a round one (100, 1000000,
+    0.5): a number with four or more significant digits is a fact the model looked up."""
+    digits = canonical.replace("-", "").replace(".", "").strip("0")
+    if len(digits) > 3:
+        raise NotATemplate(f"the plan writes {canonical}, which the question does not give")
+
+
+def _canonical(value: int | float | str) -> str:
+    """A number's one spelling: 1,000 and 1000 and 1000.0 are all "1000"."""
+    if isinstance(value, str):
+        value = float(value.replace(",", ""))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return repr(value)
+
+
+def _number(text: str) -> str:
+    return _canonical(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _NumberMark:
+    """A number slot where the plan has a bare number (not inside a string)."""
+
+    index: int
+
+    def __repr__(self) -> str:  # how `format_args` writes it
+        return f"{_OPEN}{self.index}{_CLOSE}"
+
+
+def _check_round_trip(
+    template: PlanTemplate, question: str, tasks: Sequence[Task], tools: ToolRegistry
+) -> None:
+    """The template filled from its own question must be the plan it was made from."""
+    fill = template.match(question)
+    if fill is None or fill.refused is not None:
+        raise NotATemplate(f"the template does not read its own question ({fill and fill.refused})")
+    try:
+        text = fill.plan(tools)
+    except PlanError as exc:
+        raise NotATemplate(f"the filled plan is not valid: {exc}") from None
+    again = [t.call_text() for t in _validated(text, tools)]
+    if again != [t.call_text() for t in tasks]:
+        raise NotATemplate("the template does not give back the plan it was made from")
+
+
+# ------------------------------------------------------------------ matching
+
+
+def _untrusted(value: str, slot: Slot, key: str) -> str | None:
+    """Why `value` should not fill `slot`, or None when it may."""
+    if not value:
+        return "it is empty"
+    if slot.kind == "number":
+        return None  # the pattern only takes numbers there
+    if len(value) > MAX_SLOT_CHARS:
+        return f"it is longer than {MAX_SLOT_CHARS} characters"
+    if _MARK.search(value):
+        return "it holds the slot marker"
+    words = value.split()
+    example = slot.example.split()
+    if len(words) > len(example) + MAX_EXTRA_WORDS:
+        return f"it has {len(words)} words where the template had {len(example)}"
+    extra = _function_words(words)
+    for w in _function_words(example):
+        if w in extra:
+            extra.remove(w)
+    if extra:
+        return f"it has {', '.join(repr(w) for w in extra)}, which may change what it means"
+    literal = {w.lower() for w in _WORD.findall(_MARK.sub(" ", key))}
+    clash = [w for w in words if w.lower() in literal and w not in slot.example.split()]
+    if clash:
+        return f"it repeats the question's own words ({', '.join(clash)})"
+    if any(ch.isdigit() for ch in value) and not any(ch.isdigit() for ch in slot.example):
+        return "it has digits where the template had none"
+    marks = _marks(value) - _marks(slot.example) - _HARMLESS_MARKS
+    if marks:
+        return f"it has {''.join(sorted(marks))!r}, which may join several values"
+    return None
+
+
+_HARMLESS_MARKS = frozenset("-.'")
+
+
+def _marks(text: str) -> set[str]:
+    return {ch for ch in text if not ch.isalnum() and not ch.isspace()}
+
+
+def _function_words(words: Iterable[str]) -> list[str]:
+    return [w.lower() for w in words if w.lower().strip(",.;:'\"") in _FUNCTION_WORDS]
+
+
+_NUMBER_AT = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|-?\d+(?:\.\d+)?")
+
+
+def _segments(key: str) -> tuple[list[str], list[int]]:
+    """A key's literal texts and, between them, its slot numbers (one fewer than texts)."""
+    texts: list[str] = []
+    slots: list[int] = []
+    at = 0
+    for m in _MARK.finditer(key):
+        texts.append(key[at : m.start()])
+        slots.append(int(m.group(1)))
+        at = m.end()
+    texts.append(key[at:])
+    return texts, slots
+
+
+def _read(key: str, kinds: Sequence[SlotKind], question: str) -> list[str] | None:
+    """The values `question` gives for `key`'s slots, or None when it does not read as `key`.
+
+    No backtracking: a text slot ends where the next literal text first appears, a number slot
+    is the number at that place.  A value that holds the text after it is then cut short, and
+    the checks on values refuse what is left (e.g. "Herzegovina and France"): a miss, never a
+    wrong reading.  Literal text compares without regard to case."""
+    lowered = question.lower()
+    if len(lowered) != len(question):  # lower() changed the length: positions would not agree
+        return None
+    texts, slots = _segments(key)
+    if not lowered.startswith(texts[0]):
+        return None
+    values: dict[int, str] = {}
+    at = len(texts[0])
+    for slot, text in zip(slots, texts[1:], strict=True):
+        if slot >= len(kinds):
+            return None
+        if kinds[slot] == "number":
+            m = _NUMBER_AT.match(question, at)
+            if m is None or not lowered.startswith(text, m.end()):
+                return None
+            value, at = m.group(), m.end() + len(text)
+        elif not text:  # the last slot takes the rest
+            value, at = question[at:], len(question)
+        else:
+            end = lowered.find(text, at + 1)
+            if end < 0:
+                return None
+            value, at = question[at:end], end + len(text)
+        if values.setdefault(slot, value) != value:
+            return None  # one slot used twice with two values
+    if at != len(question) or len(values) != len(kinds):
+        return None
+    return [values[i] for i in range(len(kinds))]
+
+
+def _validated(text: str, tools: ToolRegistry) -> list[Task]:
+    """Parse and validate a whole plan in the text form, as the planner's plans are."""
+    parser = PlanParser(tools)
+    tasks = parser.feed(text)
+    tasks.extend(parser.close())
+    if not tasks or not tasks[-1].is_join:
+        raise MissingJoinError("the cached plan does not end in join()")
+    return tasks
