@@ -90,9 +90,12 @@ class PlanCache:
             try:
                 plan = fill.plan(tools)
             except PlanError as exc:
+                # A template whose plan does not validate (a damaged row) goes the way of one
+                # whose runs fail.
                 refused = refused or CacheMiss(
                     reason=f"the filled plan is not valid: {exc}", template_id=row.id
                 )
+                self._judge_quietly(signature, row.id)
                 continue
             try:
                 self.table.used(signature, row.id)
@@ -100,6 +103,12 @@ class PlanCache:
                 log.warning("the plan cache could not count a hit: %s", exc.message)
             return CacheHit(template_id=row.id, plan=plan, tokens_saved=row.tokens)
         return refused or CacheMiss(reason="no template of this question's shape")
+
+    def _judge_quietly(self, signature: str, template_id: str) -> None:
+        try:
+            self.table.judged(signature, template_id, good=False, evict_after=self.evict_after)
+        except JournalError as exc:
+            log.warning("the plan cache could not count a failure: %s", exc.message)
 
     # ------------------------------------------------------------------ after the run
 

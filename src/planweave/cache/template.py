@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -441,11 +442,13 @@ def _subsequence(short: str, long: str) -> bool:
 
 
 def _check_number(canonical: str) -> None:
-    """A number the question does not give may stay when it is a round one (100, 1000000,
-    0.5): a number with four or more significant digits is a fact the model looked up."""
-    digits = canonical.replace("-", "").replace(".", "").strip("0")
-    if len(digits) > 3:
-        raise NotATemplate(f"the plan writes {canonical}, which the question does not give")
+    """A number the question does not give may stay when it is small (100, 24, 0.5) or a power
+    of ten (1000000 for "in millions"); any other is likely a fact the model looked up, which
+    the next question's values would not share."""
+    value = abs(float(canonical))
+    if value < 1000 or math.log10(value).is_integer():
+        return
+    raise NotATemplate(f"the plan writes {canonical}, which the question does not give")
 
 
 def _canonical(value: int | float | str) -> str:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
+
+from ..errors import PlanweaveError
+from ..store import Journal
+from .view import labelled
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="planweave",
@@ -18,6 +29,12 @@ runs_app = typer.Typer(
     help="Recorded runs: list, show, cancel, resume.", no_args_is_help=True, add_completion=False
 )
 app.add_typer(runs_app, name="runs")
+cache_app = typer.Typer(
+    help="The plan cache's templates: list, show, clear.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(cache_app, name="cache")
 
 DbOption = Annotated[
     Path | None,
@@ -25,6 +42,37 @@ DbOption = Annotated[
         "--db", help="The journal file (env PLANWEAVE_DB; default: runs.db in the user data dir)."
     ),
 ]
+
+
+def open_journal(db: Path | None, console: Console, *, reading: bool = False) -> Journal:
+    try:
+        return Journal.for_reading(db) if reading else Journal(db)
+    except PlanweaveError as exc:
+        console.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+
+
+def read_journal(
+    db: Path | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
+) -> T:
+    """`read(journal)`, or the error on the console and exit status 2.  History is read from
+    a journal that cannot be written too (`reading`)."""
+    with open_journal(db, console, reading=reading) as journal:
+        try:
+            return read(journal)
+        except PlanweaveError as exc:
+            console.print(labelled("error:", "red", exc))
+            raise typer.Exit(2) from None
+
+
+def when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
 @app.callback()

@@ -98,6 +98,8 @@ def _summary(result: RunResult, load_s: float) -> str:
     ]
     if result.replans:
         parts.append(f"{result.replans} replans")
+    if result.cache and result.cache.get("hit"):
+        parts.append(f"plan from the cache (template {result.cache.get('template_id')})")
     return " · ".join(parts)
 
 
@@ -180,6 +182,13 @@ def run(
     journal: Annotated[
         bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
     ] = True,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            help="Reuse the plan of an earlier run for a question of the same shape, and keep "
+            "this run's plan for later ones (the plan cache, in the journal's file)."
+        ),
+    ] = True,
     recovery: Annotated[
         str,
         typer.Option(
@@ -246,6 +255,7 @@ def run(
             max_argument_chars=max_argument_chars,
             streaming=stream_dispatch,
             join_replan=join_replan,
+            cache=cache,
             recovery="none" if recovery == "none" else "default",
             decompose=decompose,
             ask=ask,

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import json
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -21,43 +17,12 @@ from ..events import (
 )
 from ..runtime import RunResult
 from ..settings import RunSettings
-from ..store import Journal, ResumeDecision
-from .app import DbOption, runs_app
+from ..store import ResumeDecision
+from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
 from .run import build_runtime, execute_and_report
 from .view import STYLE, DagView, labelled, plain_console
 
 T = TypeVar("T")
-
-
-def _open(db: Path | None, console: Console, *, reading: bool = False) -> Journal:
-    try:
-        return Journal.for_reading(db) if reading else Journal(db)
-    except PlanweaveError as exc:
-        console.print(labelled("error:", "red", exc))
-        raise typer.Exit(2) from None
-
-
-def _read(
-    db: Path | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
-) -> T:
-    """`read(journal)`, or the error on the console and exit status 2.  History is read from
-    a journal that cannot be written too (`reading`)."""
-    with _open(db, console, reading=reading) as journal:
-        try:
-            return read(journal)
-        except PlanweaveError as exc:
-            console.print(labelled("error:", "red", exc))
-            raise typer.Exit(2) from None
-
-
-def _when(epoch: float | None) -> str:
-    if epoch is None:
-        return ""
-    return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
 @runs_app.command("list")
@@ -68,9 +33,9 @@ def runs_list(
 ) -> None:
     """The recorded runs, newest first."""
     err = plain_console(stderr=True)
-    runs = _read(db, err, lambda journal: journal.runs(limit))
+    runs = read_journal(db, err, lambda journal: journal.runs(limit))
     if as_json:
-        _print_json(runs)
+        print_json(runs)
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("id", "started", "status", "mode", "tasks", "wall", "question"):
@@ -79,7 +44,7 @@ def runs_list(
         done = r["tasks"].get("done", 0)
         table.add_row(
             r["id"],
-            _when(r["created"]),
+            when(r["created"]),
             Text(r["status"], style=STYLE.get(r["status"], "")),
             r["mode"],
             f"{done}/{sum(r['tasks'].values())}",
@@ -97,14 +62,14 @@ def runs_show(
 ) -> None:
     """One run: its DAG with timings, errors and the answer."""
     err = plain_console(stderr=True)
-    run = _read(db, err, lambda journal: journal.show(run_id))
+    run = read_journal(db, err, lambda journal: journal.show(run_id))
     if as_json:
-        _print_json(run)
+        print_json(run)
         return
     out = plain_console()
     out.print(
         Text.assemble(
-            (run["id"], "bold"), f"  {run['status']}  {_when(run['created'])}  {run['mode']}"
+            (run["id"], "bold"), f"  {run['status']}  {when(run['created'])}  {run['mode']}"
         )
     )
     out.print(f"question: {run['question']}")
@@ -139,7 +104,7 @@ def runs_cancel(
 ) -> None:
     """Stop a run: a live one within a second, a stopped one is marked cancelled."""
     err = plain_console(stderr=True)
-    state = _read(db, err, lambda journal: journal.request_cancel(run_id), reading=False)
+    state = read_journal(db, err, lambda journal: journal.request_cancel(run_id), reading=False)
     plain_console().print(f"{run_id}: {state}")
 
 
@@ -167,7 +132,7 @@ def runs_resume(
     """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
     run again, and a side-effecting task that was in flight is re-run only if you say so."""
     err = plain_console(stderr=True)
-    journal = _open(db, err)
+    journal = open_journal(db, err)
     decisions: dict[int, ResumeDecision] = {i: "rerun" for i in rerun or ()}
     decisions.update({i: "fail" for i in fail or ()})
 
@@ -208,7 +173,7 @@ def runs_resume(
         execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
     except DecisionNeeded as exc:
         if as_json:
-            _print_json({"id": run_id, "status": "paused", "error": exc.report()})
+            print_json({"id": run_id, "status": "paused", "error": exc.report()})
         else:
             err.print(labelled("paused:", "yellow", exc))
             err.print("resume with --rerun ID or --fail ID for each of these tasks")

@@ -12,6 +12,7 @@ from rich.text import Text
 from ..events import (
     AnswerDelta,
     AnswerEvent,
+    CacheHit,
     Event,
     LLMCallFinished,
     LLMCallStarted,
@@ -140,6 +141,8 @@ class DagView:
                 )
             case ReplanEvent():
                 self.notes.append(f"replan {event.plan_round}: {event.reason}")
+            case CacheHit():
+                self.notes.append(f"plan from the cache (template {event.template_id})")
             case AnswerDelta():
                 self.answer += event.text
             case AnswerEvent():

@@ -156,13 +156,17 @@ class TemplateTable:
 
 
 def _stored(r: Any) -> StoredTemplate:
+    try:  # the file is not trusted: a damaged row reads as a template without slots
+        slots = json.loads(r["slots"])
+    except (TypeError, ValueError):
+        slots = []
     return StoredTemplate(
         tools=r["tools"],
         id=r["id"],
-        key=r["key"],
-        slots=json.loads(r["slots"]),
-        plan=r["plan"],
-        question=r["question"],
+        key=str(r["key"]),
+        slots=slots if isinstance(slots, list) else [],
+        plan=str(r["plan"]),
+        question=str(r["question"]),
         source_run=r["source_run"],
         tokens=r["tokens"],
         created=r["created"],

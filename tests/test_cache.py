@@ -1,0 +1,429 @@
+"""The plan cache: templates from finished runs, filled for new questions of the same shape, never
+for a question that only looks alike; stored in the journal's file; visible in events, --json
+and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from cli_process import run_cli
+from planweave import (
+    Recovery,
+    Reply,
+    RunFailed,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    ToolFailed,
+    tool,
+)
+from planweave.cache import PlanCache, registry_signature
+from planweave.cache.template import NotATemplate, extract
+from planweave.events import CacheHit, CacheMiss, LLMCallFinished
+from planweave.parser import parse_plan
+from planweave.tools import ToolRegistry
+
+POPULATION = {"France": 68_000_000, "Belgium": 11_800_000, "Spain": 48_000_000, "Peru": 34_000_000}
+AREA = {"France": 551_695, "Belgium": 30_689, "Spain": 505_990, "Peru": 1_285_216}
+CAPITAL = {"France": "Paris", "Spain": "Madrid"}
+CALLS: list[str] = []
+
+
+@tool
+def population(country: str) -> int:
+    """How many people live in a country."""
+    CALLS.append(f"population({country})")
+    if country not in POPULATION:
+        raise ToolFailed(f"no country named {country!r}")
+    return POPULATION[country]
+
+
+@tool
+def area(country: str) -> int:
+    """A country's area in km²."""
+    CALLS.append(f"area({country})")
+    return AREA[country]
+
+
+@tool
+def capital(country: str) -> str:
+    """A country's capital city."""
+    return CAPITAL[country]
+
+
+@tool
+def calculator(expression: str) -> float:
+    """Evaluate arithmetic such as "12 * 7" or "round(10 / 4, 2)"."""
+    allowed = set("0123456789.+-*/() ,")
+    text = expression.replace("round", "")
+    if not set(text) <= allowed:
+        raise ToolFailed(f"cannot evaluate {expression!r}")
+    return float(eval(expression, {"__builtins__": {}, "round": round}))  # only digits and ops
+
+
+@tool(side_effects=True)
+def send_note(text: str) -> str:
+    """Send a note to the team."""
+    return "sent"
+
+
+TOOLS = ToolRegistry([population, area, capital, calculator, send_note])
+COMPARE = "Which has more people, France or Belgium?"
+COMPARE_PLAN = '1. population("France")\n2. population("Belgium")\n3. join()\n<END_OF_PLAN>'
+
+
+def template(question: str, plan: str, tools: ToolRegistry = TOOLS):  # type: ignore[no-untyped-def]
+    return extract(question, parse_plan(plan, tools), tools)
+
+
+def calls(plan: str) -> list[str]:
+    return [t.call_text() for t in parse_plan(plan, TOOLS) if not t.is_join]
+
+
+# ------------------------------------------------------------------ templates
+
+
+def test_a_template_fills_the_same_shape_with_other_values() -> None:
+    t = template(COMPARE, COMPARE_PLAN)
+    assert t.key == "which has more people, ⟦0⟧ or ⟦1⟧"
+    fill = t.match("which has more people,   Spain or Peru?")
+    assert fill is not None
+    assert fill.refused is None
+    assert calls(fill.plan(TOOLS)) == ['population("Spain")', 'population("Peru")']
+
+
+def test_numbers_in_the_question_are_slots_inside_expressions_too() -> None:
+    t = template(
+        "What is 12 times 7, rounded to 2 places?",
+        '1. calculator("round(12 * 7, 2)")\n2. join()',
+    )
+    fill = t.match("What is 1,250.5 times 3, rounded to 2 places?")
+    assert fill is not None
+    assert fill.refused is None
+    assert calls(fill.plan(TOOLS)) == ['calculator("round(1250.5 * 3, 2)")']
+
+
+def test_references_and_derived_expressions_are_kept() -> None:
+    plan = '1. population("France")\n2. area("France")\n3. calculator("${1} / ${2}")\n4. join()'
+    t = template("What is the population density of France?", plan)
+    fill = t.match("What is the population density of Peru?")
+    assert fill is not None
+    assert calls(fill.plan(TOOLS)) == [
+        'population("Peru")',
+        'area("Peru")',
+        'calculator("${1} / ${2}")',
+    ]
+
+
+def test_the_plan_spelling_of_a_value_carries_over() -> None:
+    t = template("which has more people, france or belgium", COMPARE_PLAN)
+    fill = t.match("which has more people, spain or peru")
+    assert fill is not None
+    assert calls(fill.plan(TOOLS)) == ['population("Spain")', 'population("Peru")']
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which has more land, Spain or Peru?",  # another word outside the slots
+        "Which has more people, Spain or the capital of Peru?",  # a phrase, not a value
+        "Which has more people, Spain, Peru or Chile?",  # a list in one slot
+        "Which has more people, Spain or Peru or Chile?",
+        "Which has fewer people, Spain or Peru?",
+        "Which has more people in 2010, Spain or Peru?",
+    ],
+)
+def test_a_question_that_only_looks_alike_gets_no_plan(question: str) -> None:
+    t = template(COMPARE, COMPARE_PLAN)
+    fill = t.match(question)
+    assert fill is None or fill.refused is not None
+
+
+def test_the_population_of_a_capital_is_not_the_population_of_a_country() -> None:
+    t = template("What is the population of France?", '1. population("France")\n2. join()')
+    fill = t.match("What is the population of the capital of Spain?")
+    assert fill is not None
+    assert fill.refused is not None
+    assert "the" in fill.refused
+
+
+@pytest.mark.parametrize(
+    ("question", "plan", "why"),
+    [
+        # The model knew the capital: a template would send every country to Paris.
+        (
+            "How many people live in the capital of France?",
+            '1. capital("France")\n2. population("Paris")\n3. join()',
+            "Paris",
+        ),
+        # A number the model looked up is no number of the next question.
+        (
+            "How many people per km² in France?",
+            '1. area("France")\n2. calculator("68000000 / ${1}")\n3. join()',
+            "68000000",
+        ),
+        ("Anything at all?", '1. population("France")\n2. join()', "nothing the question"),
+    ],
+)
+def test_a_plan_with_literals_the_question_does_not_explain_is_no_template(
+    question: str, plan: str, why: str
+) -> None:
+    with pytest.raises(NotATemplate, match=why):
+        template(question, plan)
+
+
+def test_abbreviations_of_the_question_words_may_stay() -> None:
+    @tool
+    def convert(value: float, unit: str, to: str) -> float:
+        """Convert between units."""
+        return value
+
+    tools = ToolRegistry([convert])
+    t = template("How many miles is 5 kilometers?", '1. convert(5, "km", "mi")\n2. join()', tools)
+    fill = t.match("How many miles is 42 kilometers?")
+    assert fill is not None
+    assert next(x.call_text() for x in parse_plan(fill.plan(tools), tools)) == (
+        'convert(42, "km", "mi")'
+    )
+    assert t.match("How many miles is 42 feet?") is None
+
+
+def test_matching_does_not_backtrack_on_a_hostile_question() -> None:
+    plan = "\n".join(f'{i + 1}. population("C{i}")' for i in range(12)) + "\n13. join()"
+    question = "Sum " + " or ".join(f"C{i}" for i in range(12))
+    t = template(question, plan)
+    hostile = "Sum " + " or ".join(["x"] * 1500)
+    fill = t.match(hostile)
+    assert fill is None or fill.refused is not None
+
+
+# ------------------------------------------------------------------ runs
+
+
+def runtime(tmp_path: Path, script: Script, **kwargs: object) -> Runtime:
+    return Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_second_question_of_the_same_shape_skips_the_planner(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN],
+        joiner=["Action: Finish(France)", "Action: Finish(Spain)"],
+    )
+    rt = runtime(tmp_path, script)
+    first = rt.run(COMPARE)
+    assert first.cache == {
+        "hit": False,
+        "template_id": None,
+        "adapted": False,
+        "tokens_saved": 0,
+        "reason": "no template of this question's shape",
+    }
+    CALLS.clear()
+    second = rt.run("Which has more people, Spain or Peru?")
+    assert second.answer == "Spain"
+    assert script.purposes == ["planner", "joiner", "joiner"]  # no planner call the second time
+    assert sorted(CALLS) == ["population(Peru)", "population(Spain)"]
+    assert second.llm.calls == 1
+    hit = [e for e in second.events if isinstance(e, CacheHit)]
+    assert len(hit) == 1
+    assert second.cache is not None
+    assert second.cache["hit"] is True
+    assert second.cache["template_id"] == hit[0].template_id
+    planned = [e for e in first.events if isinstance(e, LLMCallFinished) and e.purpose == "planner"]
+    assert second.cache["tokens_saved"] == planned[0].prompt_tokens + planned[0].completion_tokens
+    # The journal shows what the run reported.
+    shown = rt.journal.show(second.run_id)  # type: ignore[union-attr]
+    assert shown["cache"] == second.cache
+    assert {k: shown[k] for k in second.to_dict()} == second.to_dict()
+
+
+def test_a_near_miss_is_planned_normally(tmp_path: Path) -> None:
+    land = '1. area("Spain")\n2. area("Peru")\n3. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN, land], joiner=["Action: Finish(France)", "Action: Finish(Peru)"]
+    )
+    rt = runtime(tmp_path, script)
+    rt.run(COMPARE)
+    CALLS.clear()
+    result = rt.run("Which has more land, Spain or Peru?")
+    assert script.purposes == ["planner", "joiner", "planner", "joiner"]
+    assert sorted(CALLS) == ["area(Peru)", "area(Spain)"]
+    assert [e for e in result.events if isinstance(e, CacheMiss)]
+
+
+def test_a_template_that_keeps_failing_is_evicted(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN, COMPARE_PLAN.replace("France", "Spain").replace("Belgium", "Peru")],
+        joiner=["Action: Finish(France)"] * 2 + ["Action: Finish(unknown)"] * 3,
+    )
+    rt = runtime(tmp_path, script, max_replans=0)
+    rt.run(COMPARE)
+    cache = rt.cache
+    assert cache is not None
+    assert len(cache.templates()) == 1
+    # Atlantis fails: the template served two bad runs in a row and is gone.
+    for _ in range(2):
+        served = rt.run("Which has more people, Atlantis or Peru?")
+        assert served.cache is not None
+        assert served.cache["hit"] is True
+    assert cache.templates() == []
+    # The next question of the shape is planned again, and makes a template again.
+    rt.run("Which has more people, Spain or Peru?")
+    assert script.purposes.count("planner") == 2
+    assert len(cache.templates()) == 1
+
+
+def test_a_good_run_clears_a_templates_failures(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN], joiner=["Action: Finish(x)"] * 4)
+    rt = runtime(tmp_path, script, max_replans=0)
+    rt.run(COMPARE)
+    rt.run("Which has more people, Atlantis or Peru?")
+    rt.run("Which has more people, Spain or Peru?")
+    rt.run("Which has more people, Atlantis or Peru?")
+    (stored,) = rt.cache.templates()  # type: ignore[union-attr]
+    assert (stored["hits"], stored["good"], stored["bad"]) == (3, 1, 1)
+
+
+def test_runs_with_side_effects_make_no_template_unless_asked(tmp_path: Path) -> None:
+    plan = '1. send_note("hello France")\n2. join()'
+    question = "Send the team a note: hello France"
+    script = Script.by_purpose(planner=[plan, plan], joiner=["Action: Finish(sent)"] * 2)
+    rt = runtime(tmp_path, script)
+    rt.run(question)
+    assert rt.cache is not None
+    assert rt.cache.templates() == []
+    opted = runtime(tmp_path, script, cache=PlanCache(tmp_path / "runs.db", side_effects=True))
+    opted.run(question)
+    assert len(opted.cache.templates()) == 1  # type: ignore[union-attr]
+
+
+def test_a_changed_tool_invalidates_its_templates(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN] * 2, joiner=["Action: Finish(x)"] * 2)
+    runtime(tmp_path, script).run(COMPARE)
+
+    @tool
+    def population(country: str) -> int:  # same name, another description
+        """How many people live in a country, in thousands."""
+        return POPULATION[country] // 1000
+
+    changed = ToolRegistry([population, area, capital, calculator, send_note])
+    assert registry_signature(changed) != registry_signature(TOOLS)
+    rt = Runtime(changed, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    result = rt.run("Which has more people, Spain or Peru?")
+    assert result.cache is not None
+    assert result.cache["hit"] is False
+    assert script.purposes.count("planner") == 2
+
+
+def test_no_cache_means_no_lookup_and_no_template(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN] * 2, joiner=["Action: Finish(x)"] * 2)
+    rt = runtime(tmp_path, script, cache=False)
+    rt.run(COMPARE)
+    result = rt.run("Which has more people, Spain or Peru?")
+    assert result.cache is None
+    assert "cache" not in result.to_dict()
+    assert script.purposes.count("planner") == 2
+    assert PlanCache(tmp_path / "runs.db").templates() == []
+
+
+def test_a_run_served_from_the_cache_resumes_with_the_same_plan(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN],
+        joiner=["Action: Finish(France)", Reply(status=500), "Action: Finish(Spain)"],
+    )
+    rt = runtime(tmp_path, script, recovery=Recovery.none())
+    rt.run(COMPARE)
+    with pytest.raises(RunFailed) as failed:
+        rt.run("Which has more people, Spain or Peru?")
+    assert failed.value.result.cache is not None
+    assert failed.value.result.cache["hit"] is True
+    CALLS.clear()
+    resumed = rt.resume(failed.value.result.run_id)
+    assert resumed.answer == "Spain"
+    assert script.purposes == ["planner", "joiner", "joiner", "joiner"]  # no new plan
+    assert CALLS == []  # both lookups were recorded and are reused
+    assert resumed.cache == failed.value.result.cache
+    shown = rt.journal.show(resumed.run_id)  # type: ignore[union-attr]
+    assert shown["cache"] == resumed.cache
+
+
+def test_a_damaged_template_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN] * 4, joiner=["Action: Finish(x)"] * 4)
+    rt = runtime(tmp_path, script)
+    rt.run(COMPARE)
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE plan_templates SET plan = 'x = __import__(\"os\")', slots = '{'")
+    result = rt.run("Which has more people, Spain or Peru?")
+    assert result.answer == "x"
+    assert result.cache is not None
+    assert result.cache["hit"] is False
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(
+            "UPDATE plan_templates SET slots = ?, plan = ?",
+            (
+                json.dumps([{"kind": "text", "example": "France"}] * 2),
+                '1. no_such_tool("⟦0⟧")\n2. join()',
+            ),
+        )
+    again = rt.run("Which has more people, Spain or Peru?")
+    assert again.cache is not None
+    assert again.cache["hit"] is False
+    assert "not valid" in again.cache["reason"]
+    # Counted as a failure of the template: the second one evicts it, and a good run may
+    # make a template of the shape again.
+    rt.run(COMPARE)
+    (fresh,) = rt.cache.templates()  # type: ignore[union-attr]
+    assert fresh["plan"].startswith('1. population("⟦0⟧")')
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_the_cli_reuses_plans_and_lists_shows_and_clears_templates(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN], joiner=["Action: Finish(France)", "Action: Finish(Spain)"]
+    )
+    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    base = ["--tools", "test_cache:TOOLS", "--model", "m"]
+    with ScriptedServer(script) as server:
+        first = run_cli("run", COMPARE, *base, "--base-url", server.base_url, "--json", env=env)
+        assert first.returncode == 0, first.stderr
+        second = run_cli(
+            "run", "Which has more people, Spain or Peru?", *base, "--base-url",
+            server.base_url, env=env,
+        )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip() == "Spain"
+    assert "plan from the cache (template" in second.stderr
+    assert script.purposes == ["planner", "joiner", "joiner"]
+
+    listed = json.loads(run_cli("cache", "list", "--json", env=env).stdout)
+    assert [t["key"] for t in listed] == ["which has more people, ⟦0⟧ or ⟦1⟧"]
+    assert listed[0]["hits"] == 1
+    shown = run_cli("cache", "show", listed[0]["id"][:6], env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "which has more people, {0} or {1}" in shown.stdout
+    assert 'population("⟦0⟧")' in shown.stdout
+    assert run_cli("cache", "show", "zzz", env=env).returncode == 2
+    cleared = run_cli("cache", "clear", "--json", env=env)
+    assert json.loads(cleared.stdout) == {"removed": 1}
+    assert json.loads(run_cli("cache", "list", "--json", env=env).stdout) == []
+
+
+def test_the_cli_can_turn_the_cache_off(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN] * 2, joiner=["Action: Finish(x)"] * 2)
+    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    with ScriptedServer(script) as server:
+        for question in (COMPARE, "Which has more people, Spain or Peru?"):
+            proc = run_cli(
+                "run", question, "--tools", "test_cache:TOOLS", "--model", "m", "--base-url",
+                server.base_url, "--no-cache", "--json", env=env,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+            assert "cache" not in json.loads(proc.stdout)
+    assert script.purposes.count("planner") == 2
