@@ -24,7 +24,7 @@ from planweave import (
 )
 from planweave.cache import PlanCache, registry_signature
 from planweave.cache.template import NotATemplate, extract
-from planweave.events import CacheHit, CacheMiss, LLMCallFinished
+from planweave.events import CacheAdapted, CacheHit, CacheMiss, LLMCallFinished
 from planweave.parser import parse_plan
 from planweave.tools import ToolRegistry
 
@@ -427,3 +427,75 @@ def test_the_cli_can_turn_the_cache_off(tmp_path: Path) -> None:
             assert proc.returncode == 0, proc.stderr
             assert "cache" not in json.loads(proc.stdout)
     assert script.purposes.count("planner") == 2
+
+
+# ------------------------------------------------------------------ adaptation
+
+LAND_PLAN = '1. area("Spain")\n2. area("Peru")\n3. join()\n<END_OF_PLAN>'
+
+
+def test_a_question_worded_like_a_template_is_planned_with_it_as_the_example(
+    tmp_path: Path,
+) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN, LAND_PLAN], joiner=["Action: Finish(France)", "Action: Finish(Peru)"]
+    )
+    cache = PlanCache(tmp_path / "runs.db", adapt=True)
+    rt = Runtime(TOOLS, ScriptedLLM(script), journal=cache.journal, cache=cache)
+    rt.run(COMPARE)
+    CALLS.clear()
+    result = rt.run("Which has more land, Spain or Peru?")
+    assert result.answer == "Peru"
+    assert sorted(CALLS) == ["area(Peru)", "area(Spain)"]  # the planner's plan, not the template's
+    adapted = [e for e in result.events if isinstance(e, CacheAdapted)]
+    assert len(adapted) == 1
+    assert result.cache == adapted[0].summary()
+    assert result.cache["adapted"] is True
+    assert result.cache["hit"] is False
+    # The planner saw the cached question and its plan as the one worked example.
+    messages = script.requests[2]
+    assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1].content == f"Question: {COMPARE}"
+    assert 'population("France")' in messages[2].content
+    assert "Examples:" not in messages[0].content
+    # The adapted run went well: its own shape is a template now.
+    assert {t["key"] for t in cache.templates()} == {
+        "which has more people, ⟦0⟧ or ⟦1⟧",
+        "which has more land, ⟦0⟧ or ⟦1⟧",
+    }
+
+
+def test_adaptation_is_off_unless_asked_and_needs_a_similar_wording(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN, LAND_PLAN, COMPARE_PLAN, LAND_PLAN], joiner=["Action: Finish(x)"] * 4
+    )
+    rt = runtime(tmp_path, script)
+    rt.run(COMPARE)
+    off = rt.run("Which has more land, Spain or Peru?")
+    assert off.cache is not None
+    assert off.cache["adapted"] is False
+    cache = PlanCache(tmp_path / "other.db", adapt=True)
+    rt = Runtime(TOOLS, ScriptedLLM(script), journal=cache.journal, cache=cache)
+    rt.run(COMPARE)
+    unlike = rt.run("Tell me the areas of two countries: Spain and Peru")
+    assert unlike.cache is not None
+    assert unlike.cache["adapted"] is False
+
+
+def test_an_adapted_run_resumes_with_the_same_example(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=[COMPARE_PLAN, LAND_PLAN],
+        joiner=["Action: Finish(France)", Reply(status=500), "Action: Finish(Peru)"],
+    )
+    cache = PlanCache(tmp_path / "runs.db", adapt=True)
+    rt = Runtime(
+        TOOLS, ScriptedLLM(script), journal=cache.journal, cache=cache, recovery=Recovery.none()
+    )
+    rt.run(COMPARE)
+    with pytest.raises(RunFailed) as failed:
+        rt.run("Which has more land, Spain or Peru?")
+    resumed = rt.resume(failed.value.result.run_id)
+    assert resumed.answer == "Peru"
+    # The adapted planner call was recorded and replays: the same request, rebuilt.
+    assert script.purposes == ["planner", "joiner", "planner", "joiner", "joiner"]
+    assert resumed.cache == failed.value.result.cache

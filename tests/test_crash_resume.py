@@ -172,6 +172,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "streaming": False,
         "join_replan": True,
         "cache": True,
+        "cache_adapt": False,
         "recovery": "none",
         "decompose": False,
         "ask": False,

@@ -96,6 +96,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "prompt_style",
         "join_replan",
         "cache",
+        "cache_adapt",
     }
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.

@@ -48,12 +48,14 @@ class Compiled:
         bus: EventBus,
         *,
         plan: str | None = None,
+        example: tuple[str, str] | None = None,
     ) -> str:
         """Plan, run and join until the joiner finishes, at most `max_replans` times again.
         `plan` is a first plan already written (the plan cache's): it runs without a planner
-        call, and is repaired by the planner like any plan should it not be valid."""
+        call, and is repaired by the planner like any plan should it not be valid.  `example`
+        (a question and its plan) is the planner's one worked example for the first plan."""
         parser = PlanParser(self.tools)
-        messages: list[Message] | None = self.planner.messages(question)
+        messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
         for round_ in range(self.max_replans + 1):
             if messages is not None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerDelta",
     "AnswerEvent",
+    "CacheAdapted",
     "CacheHit",
     "CacheMiss",
     "Event",
@@ -235,6 +236,28 @@ class CacheHit(Event):
             "hit": True,
             "template_id": self.template_id,
             "adapted": self.adapted,
+            "tokens_saved": self.tokens_saved,
+        }
+
+
+@dataclass(slots=True, kw_only=True)
+class CacheAdapted(Event):
+    """No template fits the question, but `template_id`'s question is worded much like it: the
+    planner is asked with that question and its plan as the one worked example (`question`,
+    `plan`) in place of the generic ones.  `tokens_saved` estimates the prompt tokens this saves
+    over planning with the generic examples (negative when it costs more)."""
+
+    kind: ClassVar[str] = "cache_adapted"
+    template_id: str
+    question: str
+    plan: str
+    tokens_saved: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "hit": False,
+            "template_id": self.template_id,
+            "adapted": True,
             "tokens_saved": self.tokens_saved,
         }
 

@@ -10,7 +10,7 @@ from typing import Literal
 from . import prompts
 from .errors import LLMStreamError, PlanError, PlanSyntaxError
 from .events import EventBus, PlanInvalid
-from .llm.base import LLMRequest, Message, PromptStyle
+from .llm.base import LLMRequest, Message, PromptStyle, estimate_tokens
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
@@ -47,8 +47,17 @@ class Planner:
     def system_prompt(self, first_id: int = 1) -> str:
         return prompts.planner_system_prompt(self.tools, self.examples, first_id, self.style)
 
-    def messages(self, question: str) -> list[Message]:
-        return prompts.question_messages(self.system_prompt(), question)
+    def messages(self, question: str, example: tuple[str, str] | None = None) -> list[Message]:
+        """The planner's request for `question`; with `example` (a question and its plan, from
+        the plan cache), that is the one worked example, after instructions without any."""
+        if example is None:
+            return prompts.question_messages(self.system_prompt(), question)
+        system = prompts.planner_system_prompt(self.tools, "", 1, "compact")
+        return prompts.one_shot_messages(system, example, question)
+
+    def prompt_tokens(self, question: str, example: tuple[str, str] | None = None) -> int:
+        """About how many tokens the planner's request for `question` takes."""
+        return sum(4 + estimate_tokens(m.content) for m in self.messages(question, example))
 
     def replan_messages(
         self, question: str, records: Sequence[prompts.TaskOutcome], reason: str, next_id: int

@@ -35,6 +35,7 @@ __all__ = [
     "TaskOutcome",
     "format_observations",
     "joiner_messages",
+    "one_shot_messages",
     "parse_action",
     "parse_decision",
     "planner_system_prompt",
@@ -79,6 +80,17 @@ def format_observations(
 def question_messages(system: str, question: str) -> list[Message]:
     """The opening of a planner or ReAct conversation."""
     return [Message("system", system), Message("user", f"Question: {question}")]
+
+
+def one_shot_messages(system: str, example: tuple[str, str], question: str) -> list[Message]:
+    """A planner conversation whose one worked example is an earlier question and its plan."""
+    asked, plan = example
+    return [
+        Message("system", system),
+        Message("user", f"Question: {asked}"),
+        Message("assistant", plan),
+        Message("user", f"Question: {question}"),
+    ]
 
 
 # The planner.

@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 import anyio
 
-from .cache import PlanCache
+from .cache import PlanCache, resumed_start
 from .compiled import Compiled
 from .errors import BudgetExceeded, RunCancelled, RunError, TaskError, UserError
 from .events import (
     AnswerEvent,
+    CacheAdapted,
     CacheHit,
     CacheMiss,
     Event,
@@ -228,6 +229,7 @@ class Runtime:
             streaming=streaming,
             join_replan=self.join_replan,
             cache=self.cache is not None,
+            cache_adapt=self.cache is not None and self.cache.adapt,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
         )
@@ -286,6 +288,11 @@ class Runtime:
         nobody is asked.  Its runs record `settings` (with the model's name filled in)."""
         tools = load_tool_sets(settings.tools, settings.files)
         llm = llm if llm is not None else make_llm(settings)
+        if isinstance(journal, str | Path):
+            journal = Journal(journal)
+        cache: PlanCache | bool | None = None if settings.cache else False
+        if settings.cache and settings.cache_adapt and journal is not None:
+            cache = PlanCache(journal, adapt=True)
         runtime = cls(
             tools,
             llm,
@@ -300,7 +307,7 @@ class Runtime:
             join_replan=settings.join_replan,
             subscribers=subscribers,
             journal=journal,
-            cache=None if settings.cache else False,
+            cache=cache,
             recovery=recovery_policy(settings, escalate=escalate),
             budget=settings.budget,
             escalate=escalate,
@@ -537,13 +544,29 @@ class Runtime:
     ) -> str:
         if mode == "react":
             return await self.react.run(question, llm, scheduler, bus)
+        plan, example = self._cached_start(question, bus, resume)
+        return await self.compiled.answer(question, llm, scheduler, bus, plan=plan, example=example)
+
+    def _cached_start(
+        self, question: str, bus: EventBus, resume: ResumeState | None
+    ) -> tuple[str | None, tuple[str, str] | None]:
+        """The first plan from the plan cache, or an example to plan it with; a resumed run
+        goes on from what the cache gave it when it began."""
         if resume is not None:
-            plan = resume.cached_plan  # the plan the cache gave the run when it began
-        elif self.cache is not None:
-            plan = self.cache.consult(question, self.tools, bus)  # a few ms of SQLite
-        else:
-            plan = None
-        return await self.compiled.answer(question, llm, scheduler, bus, plan=plan)
+            return resumed_start(resume.cached)
+        if self.cache is None:
+            return None, None
+        found = self.cache.lookup(question, self.tools)  # a few ms of SQLite
+        if isinstance(found, CacheAdapted):
+            found.tokens_saved = self.planner.prompt_tokens(question) - self.planner.prompt_tokens(
+                question, (found.question, found.plan)
+            )
+        bus.emit(found)
+        if isinstance(found, CacheHit):
+            return found.plan, None
+        if isinstance(found, CacheAdapted):
+            return None, (found.question, found.plan)
+        return None, None
 
     def _scheduler(
         self,
@@ -599,7 +622,7 @@ class Runtime:
         result.wall_s = bus.now()
         result.replans = sum(isinstance(e, ReplanEvent) for e in bus.events)
         for event in bus.events:
-            if isinstance(event, CacheHit | CacheMiss):
+            if isinstance(event, CacheHit | CacheAdapted | CacheMiss):
                 result.cache = event.summary()
         if result.answer is not None and result.status == "finished":
             bus.emit(AnswerEvent(answer=result.answer))

@@ -58,7 +58,8 @@ class RunSettings:
     compact for an endpoint, full for the embedded model; a runtime records the one it used);
     `join_replan` lets a joiner that replans write the next plan in the same reply (null: on
     for endpoints, off for the embedded model; a journal from before the option reads false);
-    `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal).
+    `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
+    `cache_adapt` plans a question that only resembles a cached one with that one as example.
     Invalid values raise UserError naming the field.
     """
 
@@ -77,6 +78,7 @@ class RunSettings:
     streaming: bool = True
     join_replan: bool | None = None
     cache: bool = True
+    cache_adapt: bool = False
     recovery: RecoveryName = "default"
     decompose: bool = False
     ask: bool = False
@@ -96,7 +98,7 @@ class RunSettings:
                 raise _invalid(name, "a string or null", value)
         if self.join_replan is not None and not isinstance(self.join_replan, bool):
             raise _invalid("join_replan", "true, false or null", self.join_replan)
-        for name in ("grammar", "streaming", "cache", "decompose", "ask"):
+        for name in ("grammar", "streaming", "cache", "cache_adapt", "decompose", "ask"):
             if not isinstance(getattr(self, name), bool):
                 raise _invalid(name, "true or false", getattr(self, name))
         if not isinstance(self.tools, tuple) or not all(isinstance(s, str) for s in self.tools):

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import JournalError, PlanError
 from ..events import (
+    CacheAdapted,
     CacheHit,
     CacheMiss,
     Event,
@@ -38,11 +39,12 @@ from ..store.templates import StoredTemplate, TemplateTable
 from ..tools import JOIN, ToolRegistry
 from .template import Fill, NotATemplate, PlanTemplate, Slot, extract, registry_signature
 
-__all__ = ["PlanCache", "PlanTemplate", "registry_signature"]
+__all__ = ["PlanCache", "PlanTemplate", "registry_signature", "resumed_start"]
 
 log = logging.getLogger("planweave.cache")
 
 MAX_QUESTION_CHARS = 2_000  # longer questions are not looked up (nor made into templates)
+ADAPT_SIMILARITY = 0.5  # the least share of words a question must have with a template to adapt it
 
 
 class PlanCache:
@@ -50,7 +52,9 @@ class PlanCache:
 
     `max_templates` bounds the table (least recently used go first); a template whose runs
     failed or needed a replan `evict_after` times in a row is removed.  Runs that called a tool
-    with side effects make no template unless `side_effects` is True."""
+    with side effects make no template unless `side_effects` is True.  With `adapt`, a question
+    no template fits but one is worded much like (half its words or more) is planned with that
+    template's question and plan as the one worked example (`CacheAdapted`)."""
 
     def __init__(
         self,
@@ -59,20 +63,51 @@ class PlanCache:
         max_templates: int = 1000,
         evict_after: int = 2,
         side_effects: bool = False,
+        adapt: bool = False,
     ) -> None:
         self.journal = journal if isinstance(journal, Journal) else Journal(journal)
         self.table = TemplateTable(self.journal)
         self.max_templates = max_templates
         self.evict_after = evict_after
         self.side_effects = side_effects
+        self.adapt = adapt
 
     # ------------------------------------------------------------------ before planning
 
     def consult(self, question: str, tools: ToolRegistry, bus: EventBus) -> str | None:
         """The validated plan for `question` from a template, or None; says which on `bus`."""
-        found = self._lookup(question, tools)
+        found = self.lookup(question, tools)
         bus.emit(found)
         return found.plan if isinstance(found, CacheHit) else None
+
+    def lookup(self, question: str, tools: ToolRegistry) -> CacheHit | CacheAdapted | CacheMiss:
+        """What the cache has for `question` (not yet emitted): a plan, an example to plan
+        with (when `adapt` is on), or why neither."""
+        found = self._lookup(question, tools)
+        if isinstance(found, CacheMiss) and self.adapt:
+            return self._adaptation(question, tools) or found
+        return found
+
+    def _adaptation(self, question: str, tools: ToolRegistry) -> CacheAdapted | None:
+        try:
+            stored = self.table.candidates(registry_signature(tools))
+        except JournalError:
+            return None
+        scored = []
+        for row in stored:
+            template = _template(row)
+            if template is not None and row.bad == 0:
+                scored.append((template.similarity(question), row.used, row, template))
+        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        for score, _, row, template in scored:
+            if score < ADAPT_SIMILARITY:
+                break
+            try:
+                plan = template.example_plan(tools)
+            except PlanError:
+                continue
+            return CacheAdapted(template_id=row.id, question=template.question, plan=plan)
+        return None
 
     def _lookup(self, question: str, tools: ToolRegistry) -> CacheHit | CacheMiss:
         if len(question) > MAX_QUESTION_CHARS:
@@ -164,6 +199,23 @@ class PlanCache:
 
     def clear(self, template_id: str | None = None) -> int:
         return self.table.delete(template_id)
+
+
+def resumed_start(decision: dict[str, Any] | None) -> tuple[str | None, tuple[str, str] | None]:
+    """What a resumed run starts its first plan from: the plan the cache gave it, or the example
+    it planned with (`Journal.cache_decision`), so the recorded planner call replays."""
+    if decision is None:
+        return None, None
+    plan, question = decision.get("plan"), decision.get("question")
+    if decision.get("kind") == "cache_hit" and isinstance(plan, str):
+        return plan, None
+    if (
+        decision.get("kind") == "cache_adapted"
+        and isinstance(plan, str)
+        and isinstance(question, str)
+    ):
+        return None, (question, plan)
+    return None, None
 
 
 def _fills(stored: list[StoredTemplate], question: str) -> list[tuple[StoredTemplate, Fill]]:

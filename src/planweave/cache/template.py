@@ -145,6 +145,21 @@ class PlanTemplate:
         """How much of the question the template fixes: its characters outside the slots."""
         return len(_MARK.sub("", self.key))
 
+    def example_plan(self, tools: ToolRegistry) -> str:
+        """The plan filled with the values it was made with (the original plan), validated."""
+        text = self.fill(
+            [_cased(s.example, s.case) if s.kind == "text" else s.example for s in self.slots]
+        )
+        _validated(text, tools)
+        return text
+
+    def similarity(self, question: str) -> float:
+        """How much of the wording `question` shares with the template's own words (those
+        outside the slots): the Jaccard index of the two sets of words."""
+        mine = set(_WORD.findall(_MARK.sub(" ", self.key)))
+        theirs = {w.lower() for w in _WORD.findall(question)}
+        return len(mine & theirs) / len(mine | theirs) if mine | theirs else 0.0
+
     def match(self, question: str) -> Fill | None:
         """The slot values `question` gives, or None when it does not read as this template;
         a `Fill` with `refused` set when it does but a value is not one to trust."""

@@ -189,6 +189,13 @@ def run(
             "this run's plan for later ones (the plan cache, in the journal's file)."
         ),
     ] = True,
+    cache_adapt: Annotated[
+        bool,
+        typer.Option(
+            help="Plan a question that only resembles a cached one with that one's plan as the "
+            "worked example (one planner call with a shorter prompt)."
+        ),
+    ] = False,
     recovery: Annotated[
         str,
         typer.Option(
@@ -256,6 +263,7 @@ def run(
             streaming=stream_dispatch,
             join_replan=join_replan,
             cache=cache,
+            cache_adapt=cache_adapt,
             recovery="none" if recovery == "none" else "default",
             decompose=decompose,
             ask=ask,

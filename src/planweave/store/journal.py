@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import JournalError, PlanDiverged, ResumeError
 from ..events import (
+    CacheAdapted,
     CacheHit,
     CacheMiss,
     Event,
@@ -273,7 +274,7 @@ class Journal:
         """Bring the run's rows up to date with `event`: the values are the event's own."""
         if isinstance(event, LLMCallStarted | LLMCallFinished):
             self._apply_llm(conn, run_id, session, event)
-        elif isinstance(event, ReplanEvent | RunFinished | CacheHit | CacheMiss):
+        elif isinstance(event, ReplanEvent | RunFinished | CacheHit | CacheAdapted | CacheMiss):
             self._apply_run(conn, run_id, event)
         else:
             self._apply_task(conn, run_id, event)
@@ -380,10 +381,10 @@ class Journal:
         self,
         conn: sqlite3.Connection,
         run_id: str,
-        event: ReplanEvent | RunFinished | CacheHit | CacheMiss,
+        event: ReplanEvent | RunFinished | CacheHit | CacheAdapted | CacheMiss,
     ) -> None:
         match event:
-            case CacheHit() | CacheMiss():
+            case CacheHit() | CacheAdapted() | CacheMiss():
                 conn.execute(
                     "UPDATE runs SET cache = ? WHERE id = ?", (_dumps(event.summary()), run_id)
                 )
@@ -444,17 +445,19 @@ class Journal:
             for r in rows
         }
 
-    def cached_plan(self, run_id: str) -> str | None:
-        """The plan the plan cache gave run `run_id` when it began, if it gave one."""
+    def cache_decision(self, run_id: str) -> dict[str, Any] | None:
+        """What the plan cache gave run `run_id` when it began: the `cache_hit` or
+        `cache_adapted` event's data, or None."""
         rows = self._read(
-            "SELECT data FROM events WHERE run_id = ? AND kind = 'cache_hit' ORDER BY seq LIMIT 1",
+            "SELECT kind, data FROM events WHERE run_id = ? AND kind IN ('cache_hit', "
+            "'cache_adapted') ORDER BY seq LIMIT 1",
             (run_id,),
         )
         try:
-            plan = json.loads(rows[0]["data"])["plan"] if rows else None
-        except (ValueError, KeyError, TypeError):
+            data = json.loads(rows[0]["data"]) if rows else None
+        except ValueError:
             return None
-        return plan if isinstance(plan, str) else None
+        return {"kind": rows[0]["kind"], **data} if isinstance(data, dict) else None
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         """The newest runs first, as summaries."""

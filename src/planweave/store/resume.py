@@ -34,7 +34,9 @@ class ResumeState:
     replay: dict[int, Replay] = field(default_factory=dict)
     rerun: list[int] = field(default_factory=list)
     cache: dict[str, Any] | None = None  # what the plan cache did when the run began
-    cached_plan: str | None = None  # the plan it gave, which the run goes on with
+    # The plan it gave (a hit), or the example it gave the planner (adapted): the run goes on
+    # with the same, so that the recorded planner call replays.
+    cached: dict[str, Any] | None = None
 
 
 def prepare(
@@ -59,7 +61,7 @@ def prepare(
             created=row["created"],
             replay=journal.recorded_calls(run_id),
             cache=_cache(row.get("cache")),
-            cached_plan=journal.cached_plan(run_id),
+            cached=journal.cache_decision(run_id),
         )
         undecided = []
         for task in tasks.values():
