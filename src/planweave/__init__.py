@@ -1,6 +1,7 @@
 """planweave: compile a request into a parallel plan of tool calls, run it while it streams,
 recover, answer."""
 
+from .cache import PlanCache
 from .errors import (
     ArgumentError,
     BudgetExceeded,
@@ -43,6 +44,9 @@ from .errors import (
 from .events import (
     AnswerDelta,
     AnswerEvent,
+    CacheAdapted,
+    CacheHit,
+    CacheMiss,
     Event,
     LLMCallFinished,
     LLMCallStarted,
@@ -96,6 +100,9 @@ __all__ = [
     "ArgumentError",
     "Budget",
     "BudgetExceeded",
+    "CacheAdapted",
+    "CacheHit",
+    "CacheMiss",
     "CallAgain",
     "DecisionNeeded",
     "Decisions",
@@ -127,6 +134,7 @@ __all__ = [
     "Mode",
     "OpenAICompatible",
     "Pattern",
+    "PlanCache",
     "PlanError",
     "PlanInvalid",
     "PlanSyntaxError",
