@@ -499,3 +499,13 @@ def test_an_adapted_run_resumes_with_the_same_example(tmp_path: Path) -> None:
     # The adapted planner call was recorded and replays: the same request, rebuilt.
     assert script.purposes == ["planner", "joiner", "planner", "joiner", "joiner"]
     assert resumed.cache == failed.value.result.cache
+
+
+def test_a_huge_number_in_a_plan_is_no_template_and_no_crash() -> None:
+    huge = "9" * 400
+    with pytest.raises(NotATemplate):
+        template(f"What is {huge} times 7 in France?", f'1. calculator("{huge} * 7")\n2. join()')
+    with pytest.raises(NotATemplate):
+        template(
+            "What is the area of France?", f'1. area("France")\n2. calculator("{huge}")\n3. join()'
+        )

@@ -271,7 +271,7 @@ class _Learner:
             case RunFinished():
                 try:
                     self._finished(event)
-                except (JournalError, PlanError) as exc:
+                except Exception as exc:  # the cache is an optimisation: never fail the run
                     log.warning("the plan cache could not learn from run %s: %s", self.run_id, exc)
 
     def _finished(self, event: RunFinished) -> None:

@@ -460,18 +460,24 @@ def _check_number(canonical: str) -> None:
     """A number the question does not give may stay when it is small (100, 24, 0.5) or a power
     of ten (1000000 for "in millions"); any other is likely a fact the model looked up, which
     the next question's values would not share."""
-    value = abs(float(canonical))
-    if value < 1000 or math.log10(value).is_integer():
+    try:
+        value = abs(float(canonical))
+    except (ValueError, OverflowError):
+        value = math.inf
+    if value < 1000 or (math.isfinite(value) and math.log10(value).is_integer()):
         return
-    raise NotATemplate(f"the plan writes {canonical}, which the question does not give")
+    raise NotATemplate(f"the plan writes {canonical[:20]}, which the question does not give")
 
 
 def _canonical(value: int | float | str) -> str:
     """A number's one spelling: 1,000 and 1000 and 1000.0 are all "1000"."""
     if isinstance(value, str):
-        value = float(value.replace(",", ""))
+        text = value.replace(",", "")
+        value = int(text) if text.lstrip("-").isdigit() else float(text)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return "big"  # no question spells such a number the same way; never a slot
     return repr(value)
 
 
