@@ -63,6 +63,7 @@ from .events import (
 )
 from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
 from .llm.base import PromptStyle
+from .mcp_tools import MCPServerGone, MCPServerSpec, MCPTools, mcp_sessions
 from .parser import parse_json_plan, parse_plan
 from .plan import Ref, Task, Template
 from .records import LLMUsage, TaskRecord, TaskStatus
@@ -123,6 +124,9 @@ __all__ = [
     "LLMStreamError",
     "LLMTimeout",
     "LLMUsage",
+    "MCPServerGone",
+    "MCPServerSpec",
+    "MCPTools",
     "MissingJoinError",
     "Mode",
     "OpenAICompatible",
@@ -185,6 +189,7 @@ __all__ = [
     "__version__",
     "classify",
     "load_tools",
+    "mcp_sessions",
     "parse_json_plan",
     "parse_plan",
     "tool",
