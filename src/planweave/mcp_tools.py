@@ -418,7 +418,8 @@ def _returns(schema: Mapping[str, Any] | None) -> tuple[Any, bool, str]:
         return inspect.Parameter.empty, False, ""
     if set(properties) == {"result"}:
         # The SDK's MCPServer wraps a plain return value so: the planner sees the value.
-        return inspect.Parameter.empty, True, ""
+        inner = _annotation(properties["result"], schema.get("$defs") or {})
+        return (inspect.Parameter.empty if inner is Any else inner), True, ""
     return dict[str, Any], False, f"Returns {{{', '.join(map(str, properties))}}}."
 
 
@@ -504,8 +505,10 @@ class MCPTools(ToolRegistry):
         async def list_one(sessions: MCPSessions, spec: MCPServerSpec) -> None:
             try:
                 found[spec] = await _list_tools(sessions, spec)
-            except (MCPServerGone, MCPError) as exc:
-                failed[spec] = _error_text(exc)
+            except MCPServerGone as exc:
+                failed[spec] = str(exc)
+            except MCPError as exc:
+                failed[spec] = f"MCP server {spec}: {_error_text(exc)}"
 
         async with mcp_sessions() as sessions:
             with anyio.move_on_after(open_timeout):
@@ -517,7 +520,17 @@ class MCPTools(ToolRegistry):
         if len(found) < len(specs):
             late = ", ".join(str(s) for s in specs if s not in found)
             raise UserError(f"MCP server {late} did not list its tools within {open_timeout:g} s")
-        return cls(_named(specs, found, reserved), specs)
+        named: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
+        used: set[str] = set()
+        for spec in specs:  # two servers that call themselves the same get _2, _3, ...
+            name, described = found[spec]
+            unique, n = name, 1
+            while unique in used:
+                n += 1
+                unique = f"{name}_{n}"
+            used.add(unique)
+            named[spec] = (unique, described)
+        return cls(_named(specs, named, reserved), specs)
 
 
 async def _list_tools(sessions: MCPSessions, spec: MCPServerSpec) -> tuple[str, list[MCPTool]]:
