@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from cli_process import run_cli
 from mcp_demo_server import serve_http
 from planweave import (
     MCPServerSpec,
@@ -26,6 +28,7 @@ from planweave import (
     Runtime,
     Script,
     ScriptedLLM,
+    ScriptedServer,
     UserError,
     classify,
     mcp_sessions,
@@ -312,3 +315,54 @@ async def test_a_runtime_from_settings_can_be_built_in_async_code(
     )
     result = await runtime.arun("q")
     assert result.results[1] == 5
+
+
+# ---------------------------------------------------------------------- the CLI
+
+
+def test_the_cli_plans_over_mcp_tools_and_records_the_servers(tmp_path: Path) -> None:
+    plan = '1. get_current_time("Europe/Amsterdam")\n2. population("Netherlands")\n3. join()'
+    script = Script.by_purpose(
+        planner=[plan], joiner=["Thought: ok\nAction: Finish(It is evening there.)"]
+    )
+    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    with ScriptedServer(script) as server:
+        proc = run_cli(
+            "run",
+            "What time is it in Amsterdam?",
+            "--tools",
+            "demo_tools:TOOLS",
+            "--mcp",
+            TIME_SERVER,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "m",
+            "--json",
+            env=env,
+        )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["answer"] == "It is evening there."
+    first = data["tasks"][0]
+    assert first["tool"] == "get_current_time"
+    assert first["status"] == "done"
+    assert first["result"]["timezone"] == "Europe/Amsterdam"
+    shown = run_cli("runs", "show", data["id"], "--json", env=env)
+    assert json.loads(shown.stdout)["settings"]["mcp"] == [TIME_SERVER]
+
+
+def test_the_cli_names_a_server_it_cannot_start() -> None:
+    proc = run_cli(
+        "run",
+        "q",
+        "--mcp",
+        "no-such-mcp-server",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+    )
+    assert proc.returncode == 2
+    error = " ".join(proc.stderr.split())  # as the terminal wrapped it
+    assert "error: MCP server no-such-mcp-server could not be reached: FileNotFoundError" in error

@@ -516,7 +516,7 @@ class MCPTools(ToolRegistry):
                     for spec in specs:
                         group.start_soon(list_one, sessions, spec)
         if failed:
-            raise UserError("cannot list the tools of " + "; ".join(failed.values()))
+            raise UserError("; ".join(failed.values()))
         if len(found) < len(specs):
             late = ", ".join(str(s) for s in specs if s not in found)
             raise UserError(f"MCP server {late} did not list its tools within {open_timeout:g} s")
