@@ -24,6 +24,7 @@ from planweave import (
     Recovery,
     Reply,
     RunFailed,
+    RunResult,
     RunSettings,
     Runtime,
     Script,
@@ -366,3 +367,30 @@ def test_the_cli_names_a_server_it_cannot_start() -> None:
     assert proc.returncode == 2
     error = " ".join(proc.stderr.split())  # as the terminal wrapped it
     assert "error: MCP server no-such-mcp-server could not be reached: FileNotFoundError" in error
+
+
+def test_an_http_server_that_goes_away_is_a_crash_in_flight_and_after() -> None:
+    plans = ["1. slow(2)\n2. join()\n<END_OF_PLAN>", "1. add(1, 2)\n2. join()\n<END_OF_PLAN>"]
+    serving = serve_http()  # a server of its own, stopped while a call is in flight
+    tools = MCPTools.load(serving.__enter__())
+    script = Script.by_purpose(planner=plans, joiner=[FINISH] * 2)
+    runtime = Runtime(tools, ScriptedLLM(script), tool_timeout=20)
+
+    async def run_and_stop() -> RunResult:
+        async with anyio.create_task_group() as group:
+            group.start_soon(stop_soon)
+            return await runtime.arun("q")
+
+    async def stop_soon() -> None:
+        await anyio.sleep(0.8)
+        await anyio.to_thread.run_sync(serving.__exit__, None, None, None)
+
+    in_flight = anyio.run(run_and_stop)
+    started = time.monotonic()
+    after = runtime.run("q")
+    assert time.monotonic() - started < 5
+    first, second = records(in_flight)[1].error, records(after)[1].error  # type: ignore[attr-defined]
+    assert classify(first) == "tool.crash"
+    assert "closed the connection" in first.message
+    assert classify(second) == "tool.crash"
+    assert "could not be reached: ConnectError" in second.message
