@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import anyio
 import pytest
@@ -30,6 +32,7 @@ from planweave import (
     Script,
     ScriptedLLM,
     ScriptedServer,
+    ToolRegistry,
     UserError,
     classify,
     mcp_sessions,
@@ -394,3 +397,35 @@ def test_an_http_server_that_goes_away_is_a_crash_in_flight_and_after() -> None:
     assert "closed the connection" in first.message
     assert classify(second) == "tool.crash"
     assert "could not be reached: ConnectError" in second.message
+
+
+# ---------------------------------------------------------------------- the embedded model
+
+TIME_EXAMPLES = [
+    "Question: What is the date in Sydney right now?\n"
+    "Thought: One lookup of the current time there.\n"
+    '1. get_current_time("Australia/Sydney")\n2. join()\n<END_OF_PLAN>',
+    "Question: When it is 08:15 in Chicago, what time is it in Berlin?\n"
+    '1. convert_time("America/Chicago", "08:15", "Europe/Berlin")\n2. join()\n<END_OF_PLAN>',
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_embedded_model_answers_with_the_time_server() -> None:
+    from planweave.llm.local import LocalLLM
+
+    def weekday() -> str:
+        return datetime.now(ZoneInfo("Asia/Tokyo")).strftime("%A")
+
+    tools = ToolRegistry(MCPTools.load(TIME_SERVER), examples=TIME_EXAMPLES)
+    before = weekday()
+    result = Runtime(tools, LocalLLM("qwen2.5-coder-1.5b")).run(
+        "What day of the week is it now in Tokyo?"
+    )
+    days = {before, weekday()}
+    lookups = [r for r in result.tasks if r.task.tool == "get_current_time"]
+    assert lookups, result.tasks
+    assert lookups[0].result["timezone"] == "Asia/Tokyo"
+    assert lookups[0].result["day_of_week"] in days
+    assert any(day in (result.answer or "") for day in days), result.answer
