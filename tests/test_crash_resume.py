@@ -164,6 +164,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "grammar_field": None,
         "prompt_style": "compact",  # an endpoint's default, recorded for the resume
         "tools": ["ledger_tools:TOOLS"],
+        "mcp": [],
         "files": None,
         "max_replans": 1,
         "max_repairs": 2,

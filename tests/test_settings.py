@@ -97,7 +97,9 @@ def test_an_older_journals_settings_are_read() -> None:
         "join_replan",
         "cache",
         "cache_adapt",
+        "mcp",
     }
+    assert settings.mcp == ()  # no MCP servers then
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.
     assert settings.prompt_style == "full"

@@ -67,6 +67,7 @@ from .events import (
 )
 from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
 from .llm.base import PromptStyle
+from .mcp_tools import MCPServerGone, MCPServerSpec, MCPTools, mcp_sessions
 from .parser import parse_json_plan, parse_plan
 from .plan import Ref, Task, Template
 from .records import LLMUsage, TaskRecord, TaskStatus
@@ -130,6 +131,9 @@ __all__ = [
     "LLMStreamError",
     "LLMTimeout",
     "LLMUsage",
+    "MCPServerGone",
+    "MCPServerSpec",
+    "MCPTools",
     "MissingJoinError",
     "Mode",
     "OpenAICompatible",
@@ -193,6 +197,7 @@ __all__ = [
     "__version__",
     "classify",
     "load_tools",
+    "mcp_sessions",
     "parse_json_plan",
     "parse_plan",
     "tool",

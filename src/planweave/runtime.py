@@ -36,6 +36,7 @@ from .executor import DEFAULT_TIMEOUT, Executor
 from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
+from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
 from .plan import MAX_ARGUMENT_CHARS
 from .planner import Planner
@@ -286,7 +287,7 @@ class Runtime:
         is given; `make_llm` builds the embedded model unloaded), its recovery policy and
         budget.  `escalate` is how a person is asked when `settings.ask` is set; without it
         nobody is asked.  Its runs record `settings` (with the model's name filled in)."""
-        tools = load_tool_sets(settings.tools, settings.files)
+        tools = load_tool_sets(settings.tools, settings.files, mcp=settings.mcp)
         llm = llm if llm is not None else make_llm(settings)
         if isinstance(journal, str | Path):
             journal = Journal(journal)
@@ -476,7 +477,7 @@ class Runtime:
         result.cache = resume.cache if resume is not None else None
         bus.emit(_opening(run_id, question, mode, resume))
         try:
-            async with _cancellable(recorder) as cancelled:
+            async with _cancellable(recorder) as cancelled, self._mcp_sessions():
                 result.answer = await self._within_budget(
                     self._answer(mode, question, llm, scheduler, bus, resume)
                 )
@@ -498,6 +499,11 @@ class Runtime:
             raise
         self._finish(result, scheduler, bus)
         return result
+
+    def _mcp_sessions(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """The run's MCP sessions (one per server, opened at its first call, closed when the
+        run ends) when its tools include MCP tools."""
+        return mcp_sessions() if mcp_servers(self.tools.values()) else contextlib.nullcontext()
 
     def _run_error(
         self,

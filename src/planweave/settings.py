@@ -49,8 +49,10 @@ class RunSettings:
     which tool sets it loaded, and how it recovers.
 
     `tools` are tool set specs: `builtin` or MODULE:ATTR (empty: tools given in Python, which
-    settings cannot name); `files` is the folder the built-in `search_files` reads; `base_url`
-    is an OpenAI-compatible endpoint (none: the embedded model, or env PLANWEAVE_BASE_URL);
+    settings cannot name); `mcp` are MCP servers whose tools join them, each a command line
+    (stdio) or an http(s) URL (streamable HTTP); `files` is the folder the built-in
+    `search_files` reads; `base_url` is an OpenAI-compatible endpoint (none: the embedded
+    model, or env PLANWEAVE_BASE_URL);
     `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
     `ask` add the Decompose and Escalate patterns for failed tool calls; `llm_first_token_timeout`,
     `llm_chunk_timeout` and `llm_call_timeout` are an endpoint's deadlines in seconds (null: no
@@ -70,6 +72,7 @@ class RunSettings:
     grammar_field: str | None = None
     prompt_style: PromptStyle | None = None
     tools: tuple[str, ...] = ("builtin",)
+    mcp: tuple[str, ...] = ()
     files: str | None = None
     max_replans: int = 2
     max_repairs: int = 2
@@ -103,6 +106,8 @@ class RunSettings:
                 raise _invalid(name, "true or false", getattr(self, name))
         if not isinstance(self.tools, tuple) or not all(isinstance(s, str) for s in self.tools):
             raise _invalid("tools", "a tuple of tool set specs (strings)", self.tools)
+        if not isinstance(self.mcp, tuple) or not all(isinstance(s, str) for s in self.mcp):
+            raise _invalid("mcp", "a tuple of MCP server specs (strings)", self.mcp)
         for name in ("max_replans", "max_repairs"):
             _count(name, getattr(self, name), at_least=0)
         _count("max_argument_chars", self.max_argument_chars, at_least=1)
@@ -134,6 +139,7 @@ class RunSettings:
         """The JSON object the journal stores with the run."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["tools"] = list(self.tools)
+        data["mcp"] = list(self.mcp)
         data["budget"] = {f.name: getattr(self.budget, f.name) for f in fields(self.budget)}
         return data
 
@@ -150,11 +156,12 @@ class RunSettings:
         values.setdefault("prompt_style", "full")
         # Runs recorded before the option existed joined and planned in separate calls.
         values.setdefault("join_replan", False)
-        tools = values.get("tools")
-        if isinstance(tools, list):
-            values["tools"] = tuple(tools)
-        elif tools is None:
-            values.pop("tools", None)
+        for name in ("tools", "mcp"):
+            specs = values.get(name)
+            if isinstance(specs, list):
+                values[name] = tuple(specs)
+            elif specs is None:
+                values.pop(name, None)
         if "budget" in values:
             budget = values["budget"]
             if budget is None:
@@ -188,10 +195,17 @@ def _invalid(name: str, wanted: str, value: object) -> UserError:
 # ---------------------------------------------------------------------- building from settings
 
 
-def load_tool_sets(specs: tuple[str, ...] | list[str], files: str | Path | None) -> ToolRegistry:
+def load_tool_sets(
+    specs: tuple[str, ...] | list[str],
+    files: str | Path | None,
+    *,
+    mcp: tuple[str, ...] | list[str] = (),
+) -> ToolRegistry:
     """One registry of the named tool sets: `builtin` is planweave's own tools (`search_files`
-    reads `files`), anything else is MODULE:ATTR naming a tool, a list or a registry."""
-    if not specs:
+    reads `files`), anything else is MODULE:ATTR naming a tool, a list or a registry; then the
+    tools of the `mcp` servers (connected to list them; a name the others have already is
+    prefixed with the server's name)."""
+    if not specs and not mcp:
         raise UserError(
             "the run's tools were given in Python, so its settings cannot name them: "
             "give the tool sets (--tools)"
@@ -204,6 +218,10 @@ def load_tool_sets(specs: tuple[str, ...] | list[str], files: str | Path | None)
             registry.add(builtin_tools(None if files is None else Path(files)))
         else:
             registry.add(load_tools(spec))
+    if mcp:
+        from .mcp_tools import MCPTools
+
+        registry.add(MCPTools.load(*mcp, reserved=registry.keys()))
     return registry
 
 

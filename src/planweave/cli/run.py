@@ -115,6 +115,14 @@ def run(
             "repeatable.",
         ),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            help="An MCP server whose tools join the others: a command line (stdio, e.g. "
+            '"mcp-server-time") or an http(s) URL (streamable HTTP); repeatable.',
+        ),
+    ] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -256,6 +264,7 @@ def run(
             grammar_field=grammar_field,
             prompt_style=None if prompt_style is None else _style(prompt_style),
             tools=tuple(tools or ["builtin"]),
+            mcp=tuple(mcp or ()),
             files=None if files is None else str(files.resolve()),
             max_replans=max_replans,
             tool_timeout=timeout,

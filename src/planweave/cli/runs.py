@@ -123,6 +123,9 @@ def runs_resume(
     tools: Annotated[
         list[str] | None, typer.Option("--tools", "-t", help="Override the recorded tool sets.")
     ] = None,
+    mcp: Annotated[
+        list[str] | None, typer.Option("--mcp", help="Override the recorded MCP servers.")
+    ] = None,
     base_url: Annotated[str | None, typer.Option(help="Override the recorded endpoint.")] = None,
     model: Annotated[str | None, typer.Option(help="Override the recorded model.")] = None,
     as_json: Annotated[
@@ -153,6 +156,7 @@ def runs_resume(
         settings = dataclasses.replace(
             recorded,
             tools=tuple(tools) if tools else recorded.tools,
+            mcp=tuple(mcp) if mcp else recorded.mcp,
             base_url=base_url or recorded.base_url,
             model=model or recorded.model,
         )
