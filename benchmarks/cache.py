@@ -8,8 +8,9 @@ Two passes over the six question shapes, in arrival order: the first from a cold
 question is asked twice side by side, once by a runtime without the cache and once by one with
 it (its own journal file), against the same oracle (`benchmarks.oracle`: the gold plan and answer
 at a fixed first-token time, prefill rate and token rate).  A run is right when its answer
-states the gold answer and the calls it made are the gold plan's: the oracle's joiner answers
-from the question, so a wrong plan served from the cache shows in the calls, not the answer.
+states the gold answer and the calls it made are the gold plan's, arguments resolved: the
+oracle's joiner answers from the question, so a wrong plan served from the cache shows in the
+calls, not the answer.
 
 Near misses: questions worded like a cached one whose plan differs ("more land" for "more
 people", the capital's population for the country's, thousands for millions).  Each is asked
@@ -22,19 +23,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from planweave import RunFailed, Runtime
+from planweave.events import TaskStarted
 from planweave.llm.openai_compat import OpenAICompatible
+from planweave.plan import render_text
 from planweave.tools import ToolRegistry
 
 from .__main__ import correct, machine_info, prefill_rate
 from .oracle import PREFILL, Oracle
 from .workloads import Question, Step, bench_tools, generate
-from .world import COUNTRIES, city_population_of, facts
+from .world import COUNTRIES, PARAMETERS, city_population_of, facts, tool_functions
 
 
 def near_misses(seed: int) -> list[tuple[Question, Question]]:
@@ -110,6 +114,28 @@ def near_misses(seed: int) -> list[tuple[Question, Question]]:
     return pairs
 
 
+_WORLD = tool_functions("zero")
+
+
+def gold_calls(q: Question) -> list[str]:
+    """The gold plan's calls with their arguments resolved (references filled in from the
+    world's own results), as `TaskStarted` events report the calls a run made: a plan that
+    writes `city_population($1)` where the gold writes the capital's name makes the same call."""
+    results: dict[int, Any] = {}
+    calls = []
+    for i, step in enumerate(q.steps, 1):
+        arg = step.args[0]
+        if re.fullmatch(r"\$\d+", arg):
+            value = results[int(arg[1:])]
+        else:
+            text = json.loads(arg)
+            value = re.sub(r"\$\{(\d+)\}", lambda m: render_text(results[int(m.group(1))]), text)
+        results[i] = _WORLD[step.tool](value) if step.tool != "calculator" else None
+        arguments = {PARAMETERS[step.tool]: value}
+        calls.append(f"{step.tool}{json.dumps(arguments, sort_keys=True, default=str)}")
+    return sorted(calls)
+
+
 def ask(
     q: Question, llm: OpenAICompatible, tools: ToolRegistry, journal: Path, cache: bool
 ) -> dict[str, Any]:
@@ -118,8 +144,12 @@ def ask(
         result = runtime.run(q.text)
     except RunFailed as failed:
         result = failed.result
-    made = sorted(r.task.call_text() for r in result.tasks)
-    gold = sorted(s.call() for s in q.steps)
+    made = sorted(
+        f"{e.tool}{json.dumps(e.arguments, sort_keys=True, default=str)}"
+        for e in result.events
+        if isinstance(e, TaskStarted) and e.attempt == 1
+    )
+    gold = gold_calls(q)
     return {
         "id": q.id,
         "kind": q.kind,
@@ -191,7 +221,9 @@ def main() -> None:
     args = parser.parse_args()
 
     passes = {"cold": generate(args.n, args.seed), "warm": generate(args.n, args.seed + 1)}
-    pairs = near_misses(args.seed + 2)
+    # A near miss worded exactly as a pass's question would change what the oracle answers it.
+    taken = {q.text for qs in passes.values() for q in qs}
+    pairs = [p for p in near_misses(args.seed + 2) if not {p[0].text, p[1].text} & taken]
     known = [q for qs in passes.values() for q in qs] + [q for pair in pairs for q in pair]
     oracle = Oracle(known, ttft=args.ttft, tps=args.tps, prefill=args.prefill)
     tools = bench_tools(args.profile)
