@@ -518,6 +518,11 @@ class Journal:
         )
         return _run_dict(run, tasks, spent) | {"llm_calls": calls}
 
+    def last_seq(self, run_id: str) -> int:
+        """The sequence number of the run's latest recorded event (0: none yet)."""
+        rows = self._read("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))
+        return int(rows[0][0])
+
     def events(
         self, run_id: str, *, after: int = 0, limit: int | None = None
     ) -> list[dict[str, Any]]:
