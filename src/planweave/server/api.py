@@ -1,6 +1,7 @@
 """The REST API: start, list, show, cancel and resume runs, and follow a run's events (SSE)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: FastAPI reads the handlers' annotations, some of
+# which are local to `runs_router`.
 
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
