@@ -458,3 +458,45 @@ def test_the_serve_command_serves_the_run_options(tmp_path: Path) -> None:
             proc.terminate()
             _, err = proc.communicate(timeout=15)
         assert TOKEN not in err
+
+
+def test_reconnecting_mid_run_misses_nothing(http: httpx.Client, db: Path) -> None:
+    NAP_S[0] = 1.0
+    run_id = start(http, "a slow question")
+    seen: list[dict[str, Any]] = []
+    with http.stream("GET", f"/runs/{run_id}/events") as response:
+        event: dict[str, str] = {}
+        for line in response.iter_lines():  # leave once the tool has started
+            if line.startswith(("data: ", "id: ")):
+                name, _, value = line.partition(": ")
+                event[name] = value
+            elif not line and event:
+                seen.append({"id": event.get("id"), "data": json.loads(event["data"])})
+                event = {}
+                if seen[-1]["data"]["kind"] == "task_started":
+                    break
+    assert http.get(f"/runs/{run_id}").json()["status"] == "running"
+    rest = events(http, run_id, **{"Last-Event-ID": seen[-1]["id"]})
+    assert rest[-1]["data"]["kind"] == "run_finished"
+    with Journal(db) as journal:
+        recorded = json.loads(json.dumps(journal.events(run_id)))
+    assert [e["data"] for e in seen + rest if e["id"] is not None] == recorded
+    by_query = http.get(f"/runs/{run_id}/events", params={"after": len(recorded) - 1})
+    assert [
+        json.loads(line[6:])["kind"]
+        for line in by_query.text.splitlines()
+        if line.startswith("data: ")
+    ] == ["run_finished"]
+
+
+def test_many_runs_at_once_are_kept_apart(http: httpx.Client) -> None:
+    NAP_S[0] = 0.3
+    questions = [f"a slow question, number {i}" for i in range(6)]
+    questions += [f"density of the Netherlands, number {i}?" for i in range(6)]
+    started = time.monotonic()
+    ids = [start(http, q) for q in questions]
+    finals = [events(http, run_id)[-1]["data"] for run_id in ids]
+    assert time.monotonic() - started < 0.3 * 6  # the naps overlapped
+    assert [f["answer"] for f in finals] == ["napped"] * 6 + [ANSWER] * 6
+    listed = http.get("/runs", params={"limit": 100}).json()["runs"]
+    assert {r["id"]: r["question"] for r in listed} == dict(zip(ids, questions, strict=True))
