@@ -51,10 +51,12 @@ def serve(
     except ImportError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
-    config = ServerConfig(
-        token=token or None, max_body_bytes=max_body_bytes, max_question_chars=max_question_chars
-    )
     try:
+        config = ServerConfig(
+            token=token or None,
+            max_body_bytes=max_body_bytes,
+            max_question_chars=max_question_chars,
+        )
         check_bind(host, config.token)
         journal = open_journal(db, err)
         runtime, _ = build_runtime(settings, journal=journal, console=err, quiet=False)

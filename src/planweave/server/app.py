@@ -36,6 +36,12 @@ class ServerConfig:
     max_body_bytes: int = 1_000_000
     max_question_chars: int = 20_000
 
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_question_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"ServerConfig.{name} must be an integer >= 1, not {value!r}")
+
 
 def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     """The server for `runtime` (which must have a journal).  Its runs live while the app
