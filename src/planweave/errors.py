@@ -3,6 +3,7 @@
     PlanweaveError
     ├── UserError ................ a mistake by the developer using planweave (bad tool, config)
     │   └── ResumeError .......... a run cannot be resumed (unknown, still running, tools changed)
+    │       ├── RunNotFound ...... no run by that id (or prefix) in the journal
     │       └── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
@@ -330,6 +331,10 @@ class RunCancelled(RunError):
 
 class ResumeError(UserError):
     """This run cannot be resumed as asked; the message says why."""
+
+
+class RunNotFound(ResumeError):
+    """No run in the journal has that id (or starts with that prefix)."""
 
 
 class DecisionNeeded(ResumeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -17,19 +18,16 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
-from ..llm.base import Deadlines, PromptStyle
-from ..plan import MAX_ARGUMENT_CHARS
-from ..recovery import Budget, Escalation, EscalationAnswer, EscalationHandler
+from ..recovery import Escalation, EscalationAnswer, EscalationHandler
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
 from ..store import Journal
 from .app import DbOption, app
+from .options import choose, settings_options
 from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
     from ..llm.local import LocalLLM
-
-_DEADLINES = Deadlines()
 
 
 def build_runtime(
@@ -104,187 +102,34 @@ def _summary(result: RunResult, load_s: float) -> str:
 
 
 @app.command()
+@settings_options
 def run(
     question: Annotated[str, typer.Argument(help="The question to answer.")],
-    tools: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tools",
-            "-t",
-            help="`builtin` (the default) or MODULE:ATTR naming a tool, a list or a registry; "
-            "repeatable.",
-        ),
-    ] = None,
-    mcp: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--mcp",
-            help="An MCP server whose tools join the others: a command line (stdio, e.g. "
-            '"mcp-server-time") or an http(s) URL (streamable HTTP); repeatable.',
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            help="OpenAI-compatible endpoint (env PLANWEAVE_BASE_URL); without one, the "
-            "embedded local model answers."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="Endpoint model name, or for the embedded backend a registry name "
-            "(qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) or a GGUF path (env PLANWEAVE_MODEL)."
-        ),
-    ] = None,
-    files: Annotated[
-        Path | None,
-        typer.Option(help="A folder of .txt/.md files the built-in search_files tool may read."),
-    ] = None,
-    grammar: Annotated[
-        bool, typer.Option(help="Constrain decoding with grammars where the backend can.")
-    ] = True,
-    grammar_field: Annotated[
-        str | None,
-        typer.Option(
-            help="Send grammars to the endpoint in this request field: `grammar` for llama.cpp "
-            "server, `guided_grammar` for vLLM."
-        ),
-    ] = None,
     mode: Annotated[
         str, typer.Option(help="compiled (parallel plan) or react (baseline).")
     ] = "compiled",
-    prompt_style: Annotated[
-        str | None,
-        typer.Option(
-            help="`full` (worked examples, a thought before every answer) or `compact` (no "
-            "examples, the answer first).  Default: compact for an endpoint, full for the "
-            "embedded model."
-        ),
-    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")
     ] = False,
-    max_replans: Annotated[
-        int, typer.Option(help="How many times the joiner may ask for a new plan.")
-    ] = 2,
-    timeout: Annotated[
-        float, typer.Option(help="Default timeout of one tool call, seconds.")
-    ] = 60.0,
-    max_argument_chars: Annotated[
-        int,
-        typer.Option(help="Largest argument of one tool call once references are filled in."),
-    ] = MAX_ARGUMENT_CHARS,
-    stream_dispatch: Annotated[
-        bool, typer.Option(help="Start tasks while the plan is still streaming.")
-    ] = True,
-    join_replan: Annotated[
-        bool | None,
-        typer.Option(
-            "--join-replan/--no-join-replan",
-            help="A joiner that replans writes the next plan in the same reply "
-            "(default: on for endpoints, off for the embedded model).",
-        ),
-    ] = None,
     db: DbOption = None,
     journal: Annotated[
         bool, typer.Option(help="Record the run in the journal, so it can be resumed.")
     ] = True,
-    cache: Annotated[
-        bool,
-        typer.Option(
-            help="Reuse the plan of an earlier run for a question of the same shape, and keep "
-            "this run's plan for later ones (the plan cache, in the journal's file)."
-        ),
-    ] = True,
-    cache_adapt: Annotated[
-        bool,
-        typer.Option(
-            help="Plan a question that only resembles a cached one with that one's plan as the "
-            "worked example (one planner call with a shorter prompt)."
-        ),
-    ] = False,
-    recovery: Annotated[
-        str,
-        typer.Option(
-            help="`default` (retry transient failures, timeouts and LLM connection trouble) "
-            "or `none` (every failure goes straight to the joiner)."
-        ),
-    ] = "default",
-    decompose: Annotated[
-        bool,
-        typer.Option(
-            help="Give a call that fails for good to the planner as a sub-goal (costs LLM calls)."
-        ),
-    ] = False,
     ask: Annotated[
         bool,
         typer.Option(
             help="When a task fails for good, ask here for a result, a retry, or to let it fail."
         ),
     ] = False,
-    max_llm_calls: Annotated[
-        int | None, typer.Option(help="Budget: end the run after this many LLM calls.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(help="Budget: end the run after this many tokens.")
-    ] = None,
-    max_wall: Annotated[
-        float | None, typer.Option(help="Budget: end the run after this many seconds.")
-    ] = None,
-    max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
-    llm_first_token_timeout: Annotated[
-        float, typer.Option(help="Seconds an endpoint may take to send its first token.")
-    ] = _DEADLINES.first_token or 0.0,
-    llm_chunk_timeout: Annotated[
-        float, typer.Option(help="Seconds an endpoint may go without sending more text.")
-    ] = _DEADLINES.between_chunks or 0.0,
-    llm_call_timeout: Annotated[
-        float, typer.Option(help="Seconds one LLM call to an endpoint may take in all.")
-    ] = _DEADLINES.call or 0.0,
+    *,
+    settings: RunSettings,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = plain_console(stderr=True)
-    for option, value, allowed in (
-        ("--mode", mode, ("compiled", "react")),
-        ("--recovery", recovery, ("default", "none")),
-        ("--prompt-style", prompt_style or "full", ("full", "compact")),
-    ):
-        if value not in allowed:
-            err.print(
-                labelled("error:", "red", f"{option} must be {' or '.join(allowed)}, not {value!r}")
-            )
-            raise typer.Exit(2)
+    choose("--mode", mode, ("compiled", "react"))
     try:
-        settings = RunSettings(
-            mode="react" if mode == "react" else "compiled",
-            model=model,
-            base_url=base_url or os.environ.get("PLANWEAVE_BASE_URL"),
-            grammar=grammar,
-            grammar_field=grammar_field,
-            prompt_style=None if prompt_style is None else _style(prompt_style),
-            tools=tuple(tools or ["builtin"]),
-            mcp=tuple(mcp or ()),
-            files=None if files is None else str(files.resolve()),
-            max_replans=max_replans,
-            tool_timeout=timeout,
-            max_argument_chars=max_argument_chars,
-            streaming=stream_dispatch,
-            join_replan=join_replan,
-            cache=cache,
-            cache_adapt=cache_adapt,
-            recovery="none" if recovery == "none" else "default",
-            decompose=decompose,
-            ask=ask,
-            budget=Budget(
-                llm_calls=max_llm_calls,
-                tokens=max_tokens,
-                wall_s=max_wall,
-                decomposition_depth=max_depth,
-            ),
-            llm_first_token_timeout=llm_first_token_timeout,
-            llm_chunk_timeout=llm_chunk_timeout,
-            llm_call_timeout=llm_call_timeout,
+        settings = dataclasses.replace(
+            settings, mode="react" if mode == "react" else "compiled", ask=ask
         )
         runtime, load_s = build_runtime(
             settings,
@@ -307,10 +152,6 @@ def run(
     except PlanweaveError as exc:  # the run could not start: its journal cannot be written
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
-
-
-def _style(name: str) -> PromptStyle:
-    return "compact" if name == "compact" else "full"
 
 
 def _journal(db: Path | None, console: Console) -> Journal | None:

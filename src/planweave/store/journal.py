@@ -20,7 +20,7 @@ from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, PlanDiverged, ResumeError
+from ..errors import JournalError, PlanDiverged, ResumeError, RunNotFound
 from ..events import (
     CacheAdapted,
     CacheHit,
@@ -192,7 +192,7 @@ class Journal:
             "SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2", (run_id, run_id + "\uffff")
         )
         if not rows:
-            raise ResumeError(f"no run {run_id!r} in the journal {self.path}")
+            raise RunNotFound(f"no run {run_id!r} in the journal {self.path}")
         if len(rows) > 1:
             raise ResumeError(f"{run_id!r} names more than one run; give more of the id")
         return str(rows[0]["id"])
@@ -459,15 +459,24 @@ class Journal:
             return None
         return {"kind": rows[0]["kind"], **data} if isinstance(data, dict) else None
 
-    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest runs first, as summaries."""
-        rows = self._read("SELECT * FROM runs ORDER BY created DESC LIMIT ?", (limit,))
+    def runs(self, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
+        """The newest runs first, as summaries; `before` (a run's id) pages on: the runs that
+        began before that one."""
+        if before is None:
+            rows = self._read("SELECT * FROM runs ORDER BY created DESC, id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._read(
+                "SELECT * FROM runs WHERE (created, id) < (SELECT created, id FROM runs WHERE "
+                "id = ?) ORDER BY created DESC, id DESC LIMIT ?",
+                (self.find(before), limit),
+            )
+        ids = [r["id"] for r in rows]
         counts = {
             (r["run_id"], r["status"]): r["n"]
             for r in self._read(
-                "SELECT run_id, status, count(*) AS n FROM tasks WHERE run_id IN (SELECT id FROM "
-                "runs ORDER BY created DESC LIMIT ?) GROUP BY run_id, status",
-                (limit,),
+                "SELECT run_id, status, count(*) AS n FROM tasks WHERE run_id IN "
+                f"({', '.join('?' * len(ids))}) GROUP BY run_id, status",
+                tuple(ids),
             )
         }
         out = []
@@ -509,7 +518,16 @@ class Journal:
         )
         return _run_dict(run, tasks, spent) | {"llm_calls": calls}
 
-    def events(self, run_id: str) -> list[dict[str, Any]]:
+    def last_seq(self, run_id: str) -> int:
+        """The sequence number of the run's latest recorded event (0: none yet)."""
+        rows = self._read("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))
+        return int(rows[0][0])
+
+    def events(
+        self, run_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The run's recorded events in order, each with its `seq`; `after` a sequence number,
+        only the events that came after it (at most `limit`)."""
         run_id = self.find(run_id)
         return [
             {
@@ -519,7 +537,10 @@ class Journal:
                 "kind": r["kind"],
                 **json.loads(r["data"]),
             }
-            for r in self._read("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+            for r in self._read(
+                "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (run_id, after, -1 if limit is None else limit),
+            )
         ]
 
 

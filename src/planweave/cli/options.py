@@ -1,0 +1,226 @@
+"""The options every command that answers questions shares (`run`, `serve`), read into the one
+typed record of a run's setup, `RunSettings`.
+
+`@settings_options` adds them to a command: typer sees the command's own parameters followed
+by these, and the command receives `settings` instead of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import PlanweaveError
+from ..llm.base import Deadlines, PromptStyle
+from ..plan import MAX_ARGUMENT_CHARS
+from ..recovery import Budget
+from ..settings import RunSettings
+from .view import labelled, plain_console
+
+__all__ = ["settings_options"]
+
+_DEADLINES = Deadlines()
+
+
+def _settings(
+    tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tools",
+            "-t",
+            help="`builtin` (the default) or MODULE:ATTR naming a tool, a list or a registry; "
+            "repeatable.",
+        ),
+    ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            help="An MCP server whose tools join the others: a command line (stdio, e.g. "
+            '"mcp-server-time") or an http(s) URL (streamable HTTP); repeatable.',
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint (env PLANWEAVE_BASE_URL); without one, the "
+            "embedded local model answers."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Endpoint model name, or for the embedded backend a registry name "
+            "(qwen2.5-coder-0.5b, qwen2.5-coder-1.5b) or a GGUF path (env PLANWEAVE_MODEL)."
+        ),
+    ] = None,
+    files: Annotated[
+        Path | None,
+        typer.Option(help="A folder of .txt/.md files the built-in search_files tool may read."),
+    ] = None,
+    grammar: Annotated[
+        bool, typer.Option(help="Constrain decoding with grammars where the backend can.")
+    ] = True,
+    grammar_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Send grammars to the endpoint in this request field: `grammar` for llama.cpp "
+            "server, `guided_grammar` for vLLM."
+        ),
+    ] = None,
+    prompt_style: Annotated[
+        str | None,
+        typer.Option(
+            help="`full` (worked examples, a thought before every answer) or `compact` (no "
+            "examples, the answer first).  Default: compact for an endpoint, full for the "
+            "embedded model."
+        ),
+    ] = None,
+    max_replans: Annotated[
+        int, typer.Option(help="How many times the joiner may ask for a new plan.")
+    ] = 2,
+    timeout: Annotated[
+        float, typer.Option(help="Default timeout of one tool call, seconds.")
+    ] = 60.0,
+    max_argument_chars: Annotated[
+        int,
+        typer.Option(help="Largest argument of one tool call once references are filled in."),
+    ] = MAX_ARGUMENT_CHARS,
+    stream_dispatch: Annotated[
+        bool, typer.Option(help="Start tasks while the plan is still streaming.")
+    ] = True,
+    join_replan: Annotated[
+        bool | None,
+        typer.Option(
+            "--join-replan/--no-join-replan",
+            help="A joiner that replans writes the next plan in the same reply "
+            "(default: on for endpoints, off for the embedded model).",
+        ),
+    ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            help="Reuse the plan of an earlier run for a question of the same shape, and keep "
+            "this run's plan for later ones (the plan cache, in the journal's file)."
+        ),
+    ] = True,
+    cache_adapt: Annotated[
+        bool,
+        typer.Option(
+            help="Plan a question that only resembles a cached one with that one's plan as the "
+            "worked example (one planner call with a shorter prompt)."
+        ),
+    ] = False,
+    recovery: Annotated[
+        str,
+        typer.Option(
+            help="`default` (retry transient failures, timeouts and LLM connection trouble) "
+            "or `none` (every failure goes straight to the joiner)."
+        ),
+    ] = "default",
+    decompose: Annotated[
+        bool,
+        typer.Option(
+            help="Give a call that fails for good to the planner as a sub-goal (costs LLM calls)."
+        ),
+    ] = False,
+    max_llm_calls: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many LLM calls.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Budget: end the run after this many tokens.")
+    ] = None,
+    max_wall: Annotated[
+        float | None, typer.Option(help="Budget: end the run after this many seconds.")
+    ] = None,
+    max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
+    llm_first_token_timeout: Annotated[
+        float, typer.Option(help="Seconds an endpoint may take to send its first token.")
+    ] = _DEADLINES.first_token or 0.0,
+    llm_chunk_timeout: Annotated[
+        float, typer.Option(help="Seconds an endpoint may go without sending more text.")
+    ] = _DEADLINES.between_chunks or 0.0,
+    llm_call_timeout: Annotated[
+        float, typer.Option(help="Seconds one LLM call to an endpoint may take in all.")
+    ] = _DEADLINES.call or 0.0,
+) -> RunSettings:
+    """The settings the options give; a bad value is the error on stderr and exit status 2."""
+    choose("--recovery", recovery, ("default", "none"))
+    choose("--prompt-style", prompt_style or "full", ("full", "compact"))
+    style: PromptStyle | None = None
+    if prompt_style is not None:
+        style = "compact" if prompt_style == "compact" else "full"
+    return RunSettings(
+        model=model,
+        base_url=base_url or os.environ.get("PLANWEAVE_BASE_URL"),
+        grammar=grammar,
+        grammar_field=grammar_field,
+        prompt_style=style,
+        tools=tuple(tools or ["builtin"]),
+        mcp=tuple(mcp or ()),
+        files=None if files is None else str(files.resolve()),
+        max_replans=max_replans,
+        tool_timeout=timeout,
+        max_argument_chars=max_argument_chars,
+        streaming=stream_dispatch,
+        join_replan=join_replan,
+        cache=cache,
+        cache_adapt=cache_adapt,
+        recovery="none" if recovery == "none" else "default",
+        decompose=decompose,
+        budget=Budget(
+            llm_calls=max_llm_calls,
+            tokens=max_tokens,
+            wall_s=max_wall,
+            decomposition_depth=max_depth,
+        ),
+        llm_first_token_timeout=llm_first_token_timeout,
+        llm_chunk_timeout=llm_chunk_timeout,
+        llm_call_timeout=llm_call_timeout,
+    )
+
+
+def choose(option: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Exit with status 2 and a clear error unless `value` is one of `allowed`."""
+    if value not in allowed:
+        plain_console(stderr=True).print(
+            labelled("error:", "red", f"{option} must be {' or '.join(allowed)}, not {value!r}")
+        )
+        raise typer.Exit(2)
+
+
+_SHARED = inspect.signature(_settings, eval_str=True).parameters
+
+
+def settings_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command` the shared options; it takes `settings: RunSettings` in their place.
+    Values RunSettings refuses are the error on stderr and exit status 2."""
+    own = [
+        p
+        for p in inspect.signature(command, eval_str=True).parameters.values()
+        if p.name != "settings"
+    ]
+    clash = {p.name for p in own} & _SHARED.keys()
+    if clash:
+        raise TypeError(f"{command.__name__} repeats shared options: {sorted(clash)}")
+
+    @functools.wraps(command)
+    def wrapper(**values: Any) -> None:
+        shared = {name: values.pop(name) for name in _SHARED}
+        try:
+            settings = _settings(**shared)
+        except PlanweaveError as exc:
+            plain_console(stderr=True).print(labelled("error:", "red", exc))
+            raise typer.Exit(2) from None
+        command(**values, settings=settings)
+
+    # typer reads the signature: the command's own parameters, then the shared ones.
+    wrapper.__signature__ = inspect.Signature([*own, *_SHARED.values()])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {}
+    return wrapper

@@ -1,0 +1,68 @@
+"""`planweave serve`: the HTTP API and the OpenAI-compatible endpoint for the runtime the run
+options describe."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import PlanweaveError
+from ..settings import RunSettings
+from .app import DbOption, app, open_journal
+from .options import settings_options
+from .run import build_runtime
+from .view import labelled, plain_console
+
+
+@app.command()
+@settings_options
+def serve(
+    host: Annotated[
+        str, typer.Option(help="The address to listen on; anything but loopback needs a token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port to listen on (0: any free one).")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="PLANWEAVE_TOKEN",
+            show_default=False,
+            help="Every request must carry `Authorization: Bearer TOKEN` (env PLANWEAVE_TOKEN; "
+            "at least 16 characters).",
+        ),
+    ] = None,
+    db: DbOption = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(help="The largest request body, bytes (413 past it).")
+    ] = 1_000_000,
+    max_question_chars: Annotated[
+        int, typer.Option(help="The longest question, characters (422 past it).")
+    ] = 20_000,
+    log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
+    *,
+    settings: RunSettings,
+) -> None:
+    """Serve runs over HTTP: a REST API with live events (SSE) and an OpenAI-compatible
+    /v1/chat/completions, with the tools and LLM the options name.  Every run is journaled."""
+    err = plain_console(stderr=True)
+    try:
+        from ..server import ServerConfig, check_bind
+        from ..server import serve as run_server
+    except ImportError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+    try:
+        config = ServerConfig(
+            token=token or None,
+            max_body_bytes=max_body_bytes,
+            max_question_chars=max_question_chars,
+        )
+        check_bind(host, config.token)
+        journal = open_journal(db, err)
+        runtime, _ = build_runtime(settings, journal=journal, console=err, quiet=False)
+    except PlanweaveError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+    auth = "a token required" if config.token else "no token: loopback only"
+    err.print(f"planweave: journal {journal.path}; model {runtime.llm.model}; {auth}", style="dim")
+    run_server(runtime, host=host, port=port, config=config, log_level=log_level)

@@ -1,0 +1,103 @@
+"""The REST API: start, list, show, cancel and resume runs, and follow a run's events (SSE)."""
+
+# No `from __future__ import annotations`: FastAPI reads the handlers' annotations, some of
+# which are local to `runs_router`.
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import UserError
+from .service import RunService
+
+__all__ = ["QuestionTooLong", "RunRequest", "runs_router"]
+
+# Runs one page of `GET /runs` may hold.
+MAX_PAGE = 100
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1)
+    mode: Literal["compiled", "react"] | None = None
+
+
+class ResumeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decisions: dict[int, Literal["rerun", "fail"]] = Field(default_factory=dict)
+
+
+class QuestionTooLong(UserError):
+    """A question longer than the server takes."""
+
+
+def check_question(question: str, limit: int) -> str:
+    if len(question) > limit:
+        raise QuestionTooLong(
+            f"the question has {len(question)} characters; this server takes at most {limit}"
+        )
+    return question
+
+
+def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
+    journal = service.journal
+    router = APIRouter()
+
+    def known_run(run_id: str) -> str:
+        """The full id of the run `run_id` names; RunNotFound (404) before any response."""
+        return journal.find(run_id)
+
+    KnownRun = Annotated[str, Depends(known_run)]
+
+    @router.get("/healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "model": service.runtime.llm.model}
+
+    @router.post("/runs", status_code=202)
+    async def start_run(request: RunRequest) -> dict[str, str]:
+        """Start a run in the background; its id comes back once the journal has it."""
+        question = check_question(request.question, max_question_chars)
+        run_id = await service.start(question, request.mode)
+        return {"id": run_id, "status": "running"}
+
+    @router.get("/runs")
+    async def list_runs(
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20, before: str | None = None
+    ) -> dict[str, Any]:
+        """Runs, newest first; `before` (the `next` of the previous page) pages on."""
+        runs = journal.runs(limit, before=before)
+        return {"runs": runs, "next": runs[-1]["id"] if len(runs) == limit else None}
+
+    @router.get("/runs/{run_id}")
+    async def show_run(run_id: KnownRun) -> dict[str, Any]:
+        """The run as `planweave runs show --json` has it."""
+        return journal.show(run_id)
+
+    @router.post("/runs/{run_id}/cancel")
+    async def cancel_run(run_id: KnownRun) -> dict[str, str]:
+        return {"id": run_id, "status": service.cancel(run_id)}
+
+    @router.post("/runs/{run_id}/resume", status_code=202)
+    async def resume_run(run_id: KnownRun, request: ResumeRequest | None = None) -> dict[str, str]:
+        decisions = dict(request.decisions) if request is not None else {}
+        return {"id": await service.resume(run_id, decisions), "status": "running"}
+
+    @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
+    async def run_events(
+        run_id: KnownRun,
+        last_event_id: Annotated[int | None, Header(ge=0)] = None,
+        after: Annotated[int, Query(ge=0)] = 0,
+    ) -> AsyncIterator[ServerSentEvent]:
+        """The run's events as Server-Sent Events, `id:` their sequence numbers; from the
+        start, or after `Last-Event-ID` (or `?after=`).  Ends after `run_finished`."""
+        start = after if last_event_id is None else last_event_id
+        async for event in service.live.follow(run_id, after=start):
+            seq = event.get("seq")
+            yield ServerSentEvent(data=event, id=None if seq is None else str(seq))
+
+    return router

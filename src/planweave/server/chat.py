@@ -1,0 +1,192 @@
+"""The OpenAI-compatible endpoint: `/v1/chat/completions` answers the last user message by
+running a plan with the server's tools; `/v1/models` names the two ways it can.
+
+Standard clients (the `openai` SDKs, curl) work unchanged; planweave's own detail (the run's
+id, its tasks) rides in a `planweave` field they ignore.  A run that ends without an answer is
+an error (422 `run_failed`; in a stream, an `error` event), never an empty answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import UserError
+from ..settings import Mode
+from .api import check_question
+from .security import error_body
+from .service import RunService
+
+__all__ = ["MODELS", "openai_router"]
+
+MODELS: dict[str, Mode] = {"planweave": "compiled", "planweave-react": "react"}
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    # Sampling options (temperature, max_tokens, ...) are the server's LLM's business.
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+
+
+class UnknownModel(UserError):
+    """A model this endpoint does not serve."""
+
+
+def _question(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role != "user":
+            continue
+        if isinstance(message.content, str):
+            return message.content
+        parts = message.content or []
+        if any(part.get("type") != "text" for part in parts):
+            raise UserError("only text parts can be answered")
+        return "".join(str(part.get("text", "")) for part in parts)
+    raise UserError("there is no user message to answer")
+
+
+def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
+    journal = service.journal
+    router = APIRouter(prefix="/v1")
+
+    @router.get("/models")
+    async def models() -> dict[str, Any]:
+        created = int(time.time())
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": created, "owned_by": "planweave"}
+                for name in MODELS
+            ],
+        }
+
+    @router.post("/chat/completions", response_model=None)
+    async def chat(request: ChatRequest) -> JSONResponse | StreamingResponse:
+        if request.model not in MODELS:
+            raise UnknownModel(f"no model {request.model!r}; this server has {', '.join(MODELS)}")
+        question = check_question(_question(request.messages), max_question_chars)
+        run_id = await service.start(question, MODELS[request.model])
+        shape = _Shape(run_id, request.model)
+        if request.stream:
+            usage = bool((request.stream_options or {}).get("include_usage"))
+            return StreamingResponse(_stream(shape, usage), media_type="text/event-stream")
+        final: dict[str, Any] = {}
+        async for event in service.live.follow(run_id):
+            final = event
+        run = journal.show(run_id)
+        if final.get("kind") != "run_finished" or run["status"] != "finished":
+            return JSONResponse(_failed(run), status_code=422)
+        return JSONResponse(shape.completion(run))
+
+    async def _stream(shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
+        yield _sse(shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id}))
+        sent = ""
+        async for event in service.live.follow(shape.id):
+            if event["kind"] == "answer_delta":
+                sent += event["text"]
+                yield _sse(shape.chunk({"content": event["text"]}))
+        run = journal.show(shape.id)
+        if run["status"] != "finished":
+            yield _sse(_failed(run))
+            return
+        answer = run["answer"] or ""
+        # The pieces add up to the answer; a ReAct run sends none, so it comes whole here.
+        if answer.startswith(sent) and answer != sent:
+            yield _sse(shape.chunk({"content": answer[len(sent) :]}))
+        yield _sse(shape.chunk({}, "stop", extra=_detail(run)))
+        if include_usage:
+            yield _sse(shape.chunk(None) | {"usage": _usage(run)})
+        yield b"data: [DONE]\n\n"
+
+    return router
+
+
+class _Shape:
+    """What every response about one run shares."""
+
+    def __init__(self, run_id: str, model: str) -> None:
+        self.id = run_id
+        self.model = model
+        self.created = int(time.time())
+
+    def completion(self, run: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{self.id}",
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": run["answer"]},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": _usage(run),
+            "planweave": _detail(run),
+        }
+
+    def chunk(
+        self,
+        delta: dict[str, Any] | None,
+        finish: str | None = None,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+        data = {
+            "id": f"chatcmpl-{self.id}",
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
+        return data if extra is None else data | {"planweave": extra}
+
+
+def _usage(run: dict[str, Any]) -> dict[str, int]:
+    llm = run.get("llm") or {}
+    prompt, completion = int(llm.get("prompt_tokens", 0)), int(llm.get("completion_tokens", 0))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _detail(run: dict[str, Any]) -> dict[str, Any]:
+    """planweave's extension field: the run, without what standard clients already have."""
+    keys = ("status", "mode", "tasks", "timings", "wall_s", "replans", "cache")
+    return {"run_id": run["id"], **{k: run.get(k) for k in keys}}
+
+
+def _failed(run: dict[str, Any]) -> dict[str, Any]:
+    error = run.get("error") or {}
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    return error_body(
+        422,
+        f"the run ended without an answer ({run['status']}): {message or 'no reason recorded'}",
+        "run_failed",
+        planweave=_detail(run) | {"error": error, "partial": run.get("partial")},
+    )
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()

@@ -1,0 +1,158 @@
+"""Secure by default: who may bind where, who may ask, and how much they may send.
+
+- Only loopback without a token.  Any other address needs one, and then every request must
+  carry `Authorization: Bearer TOKEN` (compared in constant time).
+- Without a token, only requests addressed to a loopback name are taken (`Host`), so a web page
+  cannot reach the server through a DNS name rebound to 127.0.0.1.
+- A request from a browser page of another origin (`Origin`) is refused: there is no CORS.
+- Request bodies are bounded (413) before any of them reaches a handler.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import UserError
+from ..redaction import add_secret
+
+__all__ = ["MIN_TOKEN_CHARS", "Guard", "check_bind", "error_body", "is_loopback"]
+
+MIN_TOKEN_CHARS = 16
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 in brackets or not) is this machine only."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to serve on `host` without a token unless it is loopback; refuse a short token."""
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise UserError(
+            f"the token must have at least {MIN_TOKEN_CHARS} characters; make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+    if token is None and not is_loopback(host):
+        raise UserError(
+            f"serving on {host} lets other machines in: give a token (--token or env "
+            "PLANWEAVE_TOKEN) that every request must carry, or bind to 127.0.0.1"
+        )
+    add_secret(token)
+
+
+def error_body(status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
+    """Every error the server answers, in the shape OpenAI's clients read."""
+    return {"error": {"message": message, "type": kind, "code": status, **extra}}
+
+
+class Guard:
+    """ASGI middleware in front of everything the server answers (the events stream too)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self.token = None if token is None else token.encode()
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            await _answer(send, *refusal)
+            return
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        body = await self._body(headers, receive)
+        if body is None:
+            await _answer(
+                send,
+                413,
+                f"the request body is larger than {self.max_body_bytes} bytes",
+                "request_too_large",
+            )
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _refusal(self, headers: dict[str, bytes]) -> tuple[int, str, str, dict[str, str]] | None:
+        host = headers.get("host", b"").decode("latin-1")
+        if self.token is not None:
+            scheme, _, given = headers.get("authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+                return (
+                    401,
+                    "a valid `Authorization: Bearer TOKEN` header is required",
+                    "unauthorized",
+                    {"www-authenticate": "Bearer"},
+                )
+        elif not is_loopback(urlsplit(f"//{host}").hostname or ""):
+            return 403, "this server answers requests to a loopback name only", "forbidden", {}
+        origin = headers.get("origin")
+        if origin is not None and urlsplit(origin.decode("latin-1")).netloc.lower() != host.lower():
+            return 403, "requests from another origin are not allowed (no CORS)", "forbidden", {}
+        return None
+
+    async def _body(self, headers: dict[str, bytes], receive: Receive) -> bytes | None:
+        """The whole body, or None once it is larger than the bound."""
+        try:
+            declared = int(headers.get("content-length", b"0"))
+        except ValueError:
+            declared = 0
+        if declared > self.max_body_bytes:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(chunks)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` that gives `body` first, then what the connection says (a disconnect)."""
+    given = False
+
+    async def again() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+async def _answer(
+    send: Send, status: int, message: str, kind: str, headers: dict[str, str] | None = None
+) -> None:
+    payload = json.dumps(error_body(status, message, kind)).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,102 @@
+"""The server's runs: each one a task in the server's task group, recorded in the journal."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from ..errors import UserError
+from ..events import Event, RunResumed, RunStarted
+from ..redaction import redact
+from ..runtime import RunResult, Runtime
+from ..settings import Mode
+from ..store import Journal, ResumeDecision
+from .live import Live
+
+__all__ = ["RunService"]
+
+log = logging.getLogger("planweave.server")
+
+Begin = Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]]
+
+
+class RunService:
+    """Starts and resumes runs of one runtime in the background and cancels them; `live`
+    follows them.  The runtime must have a journal: it is the one record the server reads."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        if runtime.journal is None:
+            raise UserError("the server records every run: give the runtime a journal")
+        self.runtime = runtime
+        self.journal: Journal = runtime.journal
+        self.live = Live(self.journal)
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The scope the runs live in.  Leaving it cancels the runs still going (the journal
+        says so; they can be resumed)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    async def start(self, question: str, mode: Mode | None = None) -> str:
+        """Start answering `question`; returns the run's id once it is in the journal."""
+        return await self._start(
+            lambda subs: self.runtime.arun(question, mode=mode, subscribers=subs, check=False)
+        )
+
+    async def resume(self, run_id: str, decisions: dict[int, ResumeDecision]) -> str:
+        """Resume run `run_id` (see `Runtime.aresume`); returns its full id once it goes on.
+        Raises what keeps it from going on (ResumeError, DecisionNeeded)."""
+        return await self._start(
+            lambda subs: self.runtime.aresume(
+                run_id, decisions=decisions, subscribers=subs, check=False
+            )
+        )
+
+    def cancel(self, run_id: str) -> str:
+        """Ask run `run_id` to stop (the journal's cancel flag: a live run stops within a
+        second, wherever it runs); returns its state."""
+        return self.journal.request_cancel(run_id)
+
+    async def _start(self, begin: Begin) -> str:
+        if self._group is None:
+            raise RuntimeError("the run service is not running (use `async with running()`)")
+        run_id: str = await self._group.start(self._drive, begin)
+        return run_id
+
+    async def _drive(self, begin: Begin, *, task_status: TaskStatus[str]) -> None:
+        """One session of a run.  What goes wrong before it opens is raised to the one who
+        started it; a crash after that (a bug in a tool or in planweave: the run's record is
+        closed by then) is logged, and the server goes on."""
+        session = self.live.session()
+        opened = False
+
+        def announce(event: Event) -> None:
+            nonlocal opened
+            if not opened and isinstance(event, RunStarted | RunResumed):
+                opened = True
+                task_status.started(event.run_id)
+
+        try:
+            await begin([session, announce])
+        except Exception as exc:
+            if not opened:
+                raise
+            log.error("run %s crashed:\n%s", session.run_id, _trace(exc))
+        finally:
+            session.close()
+
+
+def _trace(exc: BaseException) -> str:
+    return redact("".join(traceback.format_exception(exc)))
