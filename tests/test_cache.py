@@ -136,6 +136,11 @@ def test_the_plan_spelling_of_a_value_carries_over() -> None:
         "Which has more people, Spain or Peru or Chile?",
         "Which has fewer people, Spain or Peru?",
         "Which has more people in 2010, Spain or Peru?",
+        "Which has more people, Spain or Peru except Lima?",  # words after the last slot
+        "Which has more people, Spain or Peru historically?",
+        "Which has more people, Spain or Peru's capital?",
+        "Which has more people, Spain or capital-of-Peru?",
+        "Which has more people, Spain or -?",
     ],
 )
 def test_a_question_that_only_looks_alike_gets_no_plan(question: str) -> None:
@@ -168,6 +173,24 @@ def test_the_population_of_a_capital_is_not_the_population_of_a_country() -> Non
             "68000000",
         ),
         ("Anything at all?", '1. population("France")\n2. join()', "nothing the question"),
+        # A constant that equals the question's number is no slot: 90 minutes is not 90 / 90.
+        ("How many hours is 60 minutes?", '1. calculator("60 / 60")\n2. join()', "2 times"),
+        # Small facts the model knew, or numbers written so the reader does not see them.
+        (
+            "What is the population of France per region?",
+            '1. population("France")\n2. calculator("${1} / 18")\n3. join()',
+            "18",
+        ),
+        (
+            "How dense is France?",
+            '1. area("France")\n2. calculator("6.8e7 / ${1}")\n3. join()',
+            "'e'",
+        ),
+        (
+            "How dense is France?",
+            '1. area("France")\n2. calculator("24 * 1000000 / ${1}")\n3. join()',
+            "combines",
+        ),
     ],
 )
 def test_a_plan_with_literals_the_question_does_not_explain_is_no_template(
@@ -509,3 +532,45 @@ def test_a_huge_number_in_a_plan_is_no_template_and_no_crash() -> None:
         template(
             "What is the area of France?", f'1. area("France")\n2. calculator("{huge}")\n3. join()'
         )
+
+
+def test_an_odd_value_does_not_count_against_a_sound_template(tmp_path: Path) -> None:
+    @tool
+    def stock(symbol: str, year: int) -> float:
+        """A stock's closing price in a year."""
+        return 1.0
+
+    tools = ToolRegistry([stock])
+    plan = '1. stock("MSFT", 2021)\n2. join()'
+    script = Script.by_purpose(planner=[plan] * 3, joiner=["Action: Finish(1.0)"] * 4)
+    rt = Runtime(tools, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    rt.run("What was the closing price of MSFT in 2021?")
+    for _ in range(2):
+        odd = rt.run("What was the closing price of MSFT in 2020.5?")
+        assert odd.cache is not None
+        assert "not valid" in odd.cache["reason"]
+    assert len(rt.cache.templates()) == 1  # type: ignore[union-attr]
+    assert rt.run("What was the closing price of MSFT in 2019?").cache["hit"] is True  # type: ignore[index]
+
+
+def test_a_question_holding_a_secret_makes_no_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_API_KEY", "sk-very-secret-value-123")
+    plan = '1. population("France")\n2. join()'
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(x)"])
+    rt = runtime(tmp_path, script)
+    rt.run("How many people live in France? my key is sk-very-secret-value-123")
+    assert rt.cache.templates() == []  # type: ignore[union-attr]
+
+
+def test_a_forged_row_calling_a_tool_with_side_effects_is_refused(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[COMPARE_PLAN] * 2, joiner=["Action: Finish(x)"] * 2)
+    rt = runtime(tmp_path, script)
+    rt.run(COMPARE)
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE plan_templates SET plan = ?", ('1. send_note("⟦0⟧")\n2. join()',))
+    result = rt.run("Which has more people, Spain or Peru?")
+    assert result.cache is not None
+    assert result.cache["reason"] == "the cached plan calls a tool with side effects"
+    assert "send_note" not in [t.task.tool for t in result.tasks]

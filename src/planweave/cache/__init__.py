@@ -32,8 +32,9 @@ from ..events import (
     TaskPlanned,
     TaskRecovery,
 )
-from ..parser import parse_call
+from ..parser import parse_call, parse_plan
 from ..plan import Task
+from ..redaction import redact
 from ..store import Journal
 from ..store.templates import StoredTemplate, TemplateTable
 from ..tools import JOIN, ToolRegistry
@@ -125,12 +126,19 @@ class PlanCache:
             try:
                 plan = fill.plan(tools)
             except PlanError as exc:
-                # A template whose plan does not validate (a damaged row) goes the way of one
-                # whose runs fail.
                 refused = refused or CacheMiss(
                     reason=f"the filled plan is not valid: {exc}", template_id=row.id
                 )
-                self._judge_quietly(signature, row.id)
+                # A template whose own plan does not validate (a damaged row) goes the way of
+                # one whose runs fail; an odd value in a sound template is this question's.
+                if not _validates(fill.template, tools):
+                    self._judge_quietly(signature, row.id)
+                continue
+            if not self.side_effects and _side_effects(plan, tools):
+                # Only a damaged or forged row can say so: no template is made of such a run.
+                refused = refused or CacheMiss(
+                    reason="the cached plan calls a tool with side effects", template_id=row.id
+                )
                 continue
             try:
                 self.table.used(signature, row.id)
@@ -163,8 +171,8 @@ class PlanCache:
     ) -> PlanTemplate | None:
         """Make and store the template of `question` answered by `tasks`; None when the plan
         cannot be one (see `template.extract`) or the same shape is stored already."""
-        if len(question) > MAX_QUESTION_CHARS:
-            return None
+        if len(question) > MAX_QUESTION_CHARS or redact(question) != question:
+            return None  # a question holding a secret is never kept (nor shown as an example)
         if not self.side_effects and any(
             t.tool in tools and tools[t.tool].side_effects for t in tasks
         ):
@@ -238,9 +246,22 @@ def _template(row: StoredTemplate) -> PlanTemplate | None:
         slots = tuple(Slot.from_dict(s) for s in row.slots)
         if not all(s.kind in ("text", "number") and isinstance(s.example, str) for s in slots):
             return None
-        return PlanTemplate(key=row.key, slots=slots, plan=row.plan, question=row.question)
+        template = PlanTemplate(key=row.key, slots=slots, plan=row.plan, question=row.question)
     except (KeyError, TypeError, AttributeError):
         return None
+    return template if template.sound() else None
+
+
+def _side_effects(plan: str, tools: ToolRegistry) -> bool:
+    return any(t.tool in tools and tools[t.tool].side_effects for t in parse_plan(plan, tools))
+
+
+def _validates(template: PlanTemplate, tools: ToolRegistry) -> bool:
+    try:
+        template.example_plan(tools)
+    except PlanError:
+        return False
+    return True
 
 
 @dataclass

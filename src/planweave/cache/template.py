@@ -28,11 +28,12 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import MissingJoinError, PlanError
+from ..errors import MissingJoinError, PlanError, PlanSyntaxError
 from ..parser import PlanParser
 from ..plan import END_OF_PLAN, Ref, Task, format_args
 from ..plan import Template as Interpolated
@@ -53,7 +54,8 @@ Case = Literal["same", "lower", "upper", "title"]
 
 _CASES: tuple[Case, ...] = ("same", "title", "lower", "upper")
 MAX_SLOT_CHARS = 80
-MAX_EXTRA_WORDS = 2  # a value may have this many more words than the template's own
+MAX_EXTRA_WORDS = 1  # a value may have this many more words than the template's own
+MAX_NUMBER_DIGITS = 30
 _OPEN, _CLOSE = "⟦", "⟧"
 _MARK = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -169,14 +171,25 @@ class PlanTemplate:
         values: list[str] = []
         for i, (slot, value) in enumerate(zip(self.slots, read, strict=True)):
             value = value.strip()
-            why = _untrusted(value, slot, self.key)
+            edge = self.key.startswith(f"{_OPEN}{i}{_CLOSE}") or self.key.endswith(
+                f"{_OPEN}{i}{_CLOSE}"
+            )
+            why = _untrusted(value, slot, self.key, edge=edge)
             if why is not None:
                 return Fill(self, (), refused=f"slot {i} ({value!r}): {why}")
             values.append(_cased(value, slot.case) if slot.kind == "text" else _number(value))
         return Fill(self, tuple(values))
 
+    def sound(self) -> bool:
+        """Whether every slot marker in the key and the plan names one of the slots (a row
+        read from a file may say otherwise)."""
+        marks = [int(m.group(1)) for m in _MARK.finditer(self.key + self.plan)]
+        return all(0 <= i < len(self.slots) for i in marks)
+
     def fill(self, values: Sequence[str]) -> str:
         """The plan with `values` in its slots (each written as the plan's syntax needs)."""
+        if len(values) != len(self.slots) or not self.sound():
+            raise PlanSyntaxError("the cached plan does not fit its slots")
 
         def put(m: re.Match[str]) -> str:
             value = values[int(m.group(1))]
@@ -245,11 +258,12 @@ def extract(question: str, tasks: Sequence[Task], tools: ToolRegistry) -> PlanTe
     spans = _spans(text, literals)
     if not spans:
         raise NotATemplate("the plan uses nothing the question spells out")
+    _check_counts(spans, literals)
     slots, key = _slotted(text, spans)
     words = {w.lower() for w in _WORD.findall(_MARK.sub(" ", key))}
     if len(words) < 2:
         raise NotATemplate("too little of the question is left outside its slots")
-    licensed = words | _vocabulary(tools, tasks)
+    licensed = _Licence(words, _vocabulary(tools, tasks))
     by_value = {(s.kind, _key_value(s)): i for i, s in enumerate(slots)}
     plan_lines = []
     for task in tasks:
@@ -338,6 +352,19 @@ def _spans(question: str, literals: Iterable[_Literal]) -> list[_Span]:
     return sorted(chosen, key=lambda s: s.start)
 
 
+def _check_counts(spans: Sequence[_Span], literals: Sequence[_Literal]) -> None:
+    """A number the question gives once and the plan writes twice ("60 minutes" and `60 / 60`)
+    is once the question's value and once a constant that merely equals it: filling both with
+    the next question's number would be wrong."""
+    asked = Counter(s.plan_value for s in spans if s.kind == "number")
+    written = Counter(lit.value for lit in literals if lit.kind == "number")
+    for value, times in asked.items():
+        if written[value] != times:
+            raise NotATemplate(
+                f"the plan writes {value} {written[value]} times, the question {times}"
+            )
+
+
 def _case_of(spelled: str, written: str) -> Case | None:
     """How the plan's `written` relates to the question's `spelled`, if by a rule that carries
     over to other values."""
@@ -386,16 +413,34 @@ def _key_value(slot: Slot) -> str:
 
 
 def _vocabulary(tools: ToolRegistry, tasks: Sequence[Task]) -> set[str]:
-    """Words a plan may write without the question saying them: those of the tools it calls
-    (names, descriptions, parameters), e.g. `round` for the calculator."""
+    """Words a plan may write without the question saying them: the lower-case words of the
+    tools it calls (names, descriptions, parameters), e.g. `round` for the calculator; not a
+    capitalised name a description gives as an example ("e.g. Paris")."""
     words: set[str] = set()
     for name in {t.tool for t in tasks}:
         if name in tools:
-            words.update(w.lower() for w in _WORD.findall(tools[name].render()))
+            words.update(w for w in _WORD.findall(tools[name].render()) if w.islower())
     return words
 
 
-def _slotted_value(value: Any, by_value: _Slots, licensed: set[str]) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Licence:
+    """What licenses a word the plan writes outside the slots: the question's own words (and
+    their abbreviations: "km" of "kilometers", "mi" of "miles"), or the tools' own words."""
+
+    question: set[str]
+    tools: set[str]
+
+    def allows(self, word: str) -> bool:
+        low = word.lower()
+        if low in self.question or (word.islower() and word in self.tools):
+            return True
+        return len(low) >= 2 and any(
+            w[:1] == low[:1] and len(w) > len(low) and _subsequence(low, w) for w in self.question
+        )
+
+
+def _slotted_value(value: Any, by_value: _Slots, licensed: _Licence) -> Any:
     """`value` with the question's literals as slot markers; raises NotATemplate for a literal
     that is neither a slot nor explained by the question's words or the tool's own."""
     if isinstance(value, bool) or value is None or isinstance(value, Ref):
@@ -410,12 +455,21 @@ def _slotted_value(value: Any, by_value: _Slots, licensed: set[str]) -> Any:
         slot = by_value.get(("text", value.lower()))
         if slot is not None:
             return f"{_OPEN}{slot}{_CLOSE}"
-        return _slotted_text(value, by_value, licensed)
+        free: list[float] = []
+        text = _slotted_text(value, by_value, licensed, free)
+        if free and not _MARK.search(text):
+            raise NotATemplate(
+                f"the plan computes {value!r} from numbers the question does not give"
+            )
+        _check_free(free)
+        return text
     if isinstance(value, Interpolated):
+        free = []
         parts = tuple(
-            part if isinstance(part, Ref) else _slotted_text(part, by_value, licensed)
+            part if isinstance(part, Ref) else _slotted_text(part, by_value, licensed, free)
             for part in value.parts
         )
+        _check_free(free)
         return Interpolated(parts)
     if isinstance(value, list):
         return [_slotted_value(v, by_value, licensed) for v in value]
@@ -426,8 +480,9 @@ def _slotted_value(value: Any, by_value: _Slots, licensed: set[str]) -> Any:
     raise NotATemplate(f"a literal of type {type(value).__name__}")
 
 
-def _slotted_text(text: str, by_value: _Slots, licensed: set[str]) -> str:
-    """Text that is not a slot itself: its numbers may be, its words must be licensed."""
+def _slotted_text(text: str, by_value: _Slots, licensed: _Licence, free: list[float]) -> str:
+    """Text that is not a slot itself: its numbers may be slots (the others go to `free`), its
+    words must be licensed, and every digit must be part of a plain number."""
 
     def number(m: re.Match[str]) -> str:
         canonical = _canonical(m.group())
@@ -435,20 +490,22 @@ def _slotted_text(text: str, by_value: _Slots, licensed: set[str]) -> str:
         if slot is not None:
             return f"{_OPEN}{slot}{_CLOSE}"
         _check_number(canonical)
+        free.append(abs(float(m.group().replace(",", ""))))
         return m.group()
 
     for word in _WORD.findall(text):
-        if not _licensed(word.lower(), licensed):
+        if not licensed.allows(word):
             raise NotATemplate(f"the plan writes {word!r}, which the question does not say")
+    if any(ch.isdigit() for ch in _NUMBER.sub("", text)):
+        raise NotATemplate(f"the plan writes a number in a form not read here: {text[:40]!r}")
     return _NUMBER.sub(number, text)
 
 
-def _licensed(word: str, licensed: set[str]) -> bool:
-    """A word the question or the tools say, or an abbreviation of one ("km" of "kilometers",
-    "mi" of "miles": same first letter, letters in order)."""
-    if word in licensed:
-        return True
-    return any(w[:1] == word[:1] and len(w) > len(word) and _subsequence(word, w) for w in licensed)
+def _check_free(free: list[float]) -> None:
+    """One string may hold one number of 10 or more that the question does not give (1000000
+    for "in millions"); two (`68 * 1000000`) build a number the model knew."""
+    if sum(1 for n in free if n >= 10) > 1:
+        raise NotATemplate("the plan combines numbers the question does not give")
 
 
 def _subsequence(short: str, long: str) -> bool:
@@ -456,15 +513,23 @@ def _subsequence(short: str, long: str) -> bool:
     return all(ch in it for ch in short)
 
 
+# Numbers a plan may write that no question gives and no fact decides: rounding places and
+# small factors, powers of ten (percent, "in millions"), and the clock's and the calendar's.
+_CONSTANTS = frozenset({12, 24, 32, 60, 360, 365, 366, 3600, 86400})
+
+
 def _check_number(canonical: str) -> None:
-    """A number the question does not give may stay when it is small (100, 24, 0.5) or a power
-    of ten (1000000 for "in millions"); any other is likely a fact the model looked up, which
-    the next question's values would not share."""
+    """A number the plan writes that the question does not give may stay when it is below 10,
+    a power of ten or a constant of the clock or the calendar (`_CONSTANTS`); any other (18
+    regions, 68000000 people) is likely a fact the model knew about this question's values,
+    which the next question's would not share."""
     try:
         value = abs(float(canonical))
     except (ValueError, OverflowError):
         value = math.inf
-    if value < 1000 or (math.isfinite(value) and math.log10(value).is_integer()):
+    if not math.isfinite(value):
+        raise NotATemplate("the plan writes a number that is not finite")
+    if value < 10 or math.log10(value).is_integer() or value in _CONSTANTS:
         return
     raise NotATemplate(f"the plan writes {canonical[:20]}, which the question does not give")
 
@@ -482,7 +547,9 @@ def _canonical(value: int | float | str) -> str:
 
 
 def _number(text: str) -> str:
-    return _canonical(text)
+    """A number slot's value as the question writes it, without thousands separators (not
+    through float: 12345678901234567.5 keeps its digits)."""
+    return text.replace(",", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -514,20 +581,27 @@ def _check_round_trip(
 # ------------------------------------------------------------------ matching
 
 
-def _untrusted(value: str, slot: Slot, key: str) -> str | None:
-    """Why `value` should not fill `slot`, or None when it may."""
+def _untrusted(value: str, slot: Slot, key: str, *, edge: bool) -> str | None:
+    """Why `value` should not fill `slot`, or None when it may.  `edge`: the slot begins or
+    ends the question, so no text of the template bounds it on that side."""
     if not value:
         return "it is empty"
     if slot.kind == "number":
-        return None  # the pattern only takes numbers there
+        digits = sum(ch.isdigit() for ch in value)
+        return f"it has {digits} digits" if digits > MAX_NUMBER_DIGITS else None
     if len(value) > MAX_SLOT_CHARS:
         return f"it is longer than {MAX_SLOT_CHARS} characters"
     if _MARK.search(value):
         return "it holds the slot marker"
-    words = value.split()
-    example = slot.example.split()
-    if len(words) > len(example) + MAX_EXTRA_WORDS:
+    words = re.findall(r"\w+", value)
+    example = re.findall(r"\w+", slot.example)
+    if not words:
+        return "it has no word"
+    most = len(example) if edge else len(example) + MAX_EXTRA_WORDS
+    if len(words) > most:
         return f"it has {len(words)} words where the template had {len(example)}"
+    if all(w[:1].isupper() for w in example) and not all(w[:1].isupper() for w in words):
+        return "it has words in lower case where the template had a name"
     extra = _function_words(words)
     for w in _function_words(example):
         if w in extra:
@@ -535,7 +609,8 @@ def _untrusted(value: str, slot: Slot, key: str) -> str | None:
     if extra:
         return f"it has {', '.join(repr(w) for w in extra)}, which may change what it means"
     literal = {w.lower() for w in _WORD.findall(_MARK.sub(" ", key))}
-    clash = [w for w in words if w.lower() in literal and w not in slot.example.split()]
+    own = {w.lower() for w in example}
+    clash = [w for w in words if w.lower() in literal and w.lower() not in own]
     if clash:
         return f"it repeats the question's own words ({', '.join(clash)})"
     if any(ch.isdigit() for ch in value) and not any(ch.isdigit() for ch in slot.example):

@@ -168,10 +168,15 @@ def _stored(r: Any) -> StoredTemplate:
         plan=str(r["plan"]),
         question=str(r["question"]),
         source_run=r["source_run"],
-        tokens=r["tokens"],
-        created=r["created"],
-        used=r["used"],
-        hits=r["hits"],
-        good=r["good"],
-        bad=r["bad"],
+        tokens=int(_number(r["tokens"])),
+        created=_number(r["created"]),
+        used=_number(r["used"]),
+        hits=int(_number(r["hits"])),
+        good=int(_number(r["good"])),
+        bad=int(_number(r["bad"])),
     )
+
+
+def _number(value: Any) -> float:
+    """A bookkeeping column as a number; a damaged one reads as 0."""
+    return value if isinstance(value, int | float) and value == value else 0
