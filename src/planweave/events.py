@@ -98,6 +98,7 @@ class LLMCallFinished(Event):
     text: str
     error: dict[str, Any] | None = None
     replayed: bool = False
+    finish_reason: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -106,9 +106,10 @@ class MeteredLLM:
         started = time.monotonic()
         parts: list[str] = []
         usage: list[Usage] = []
+        finish: list[str] = []
         error: dict[str, Any] | None = None
         try:
-            async with aclosing(self._sent(request, call, parts, usage)) as texts:
+            async with aclosing(self._sent(request, call, parts, usage, finish)) as texts:
                 async for text in texts:
                     yield text
         except LLMError as exc:
@@ -128,13 +129,20 @@ class MeteredLLM:
                 time.monotonic() - started,
                 text,
                 error=error,
+                finish_reason=finish[-1] if finish else None,
             )
 
     async def _sent(
-        self, request: LLMRequest, call: int, parts: list[str], usage: list[Usage]
+        self,
+        request: LLMRequest,
+        call: int,
+        parts: list[str],
+        usage: list[Usage],
+        finish: list[str],
     ) -> AsyncGenerator[str, None]:
         """Send `request`, again after a failure the recovery policy retries; collect the
-        text in `parts` and the backend's usage report in `usage` as they arrive."""
+        text in `parts`, the backend's usage report in `usage` and why the model stopped in
+        `finish` as they arrive."""
         retries = 0
         while True:
             try:
@@ -143,6 +151,8 @@ class MeteredLLM:
                     async for delta in deltas:
                         if delta.usage is not None:
                             usage.append(delta.usage)
+                        if delta.finish_reason is not None:
+                            finish.append(delta.finish_reason)
                         piece = text.feed(delta.text)
                         if piece:
                             parts.append(piece)
@@ -186,6 +196,7 @@ class MeteredLLM:
         *,
         error: dict[str, Any] | None = None,
         replayed: bool = False,
+        finish_reason: str | None = None,
     ) -> None:
         """Count a call's tokens into the run's usage and report the call as finished."""
         self.usage.prompt_tokens += used.prompt_tokens
@@ -201,6 +212,7 @@ class MeteredLLM:
                 text=text,
                 error=error,
                 replayed=replayed,
+                finish_reason=finish_reason,
             )
         )
 

@@ -89,6 +89,7 @@ __all__ = [
     "UseResult",
     "Vote",
     "classify",
+    "classify_type",
 ]
 
 _CLASSES: list[tuple[type[PlanweaveError], str]] = [
@@ -123,8 +124,14 @@ _CLASSES: list[tuple[type[PlanweaveError], str]] = [
 
 def classify(error: PlanweaveError) -> str:
     """The failure class of `error` (see the module docstring)."""
+    return classify_type(type(error))
+
+
+def classify_type(error_type: type[BaseException]) -> str:
+    """The failure class of errors of type `error_type` ("error" for one planweave does not
+    classify)."""
     for cls, name in _CLASSES:
-        if isinstance(error, cls):
+        if issubclass(error_type, cls):
             return name
     return "error"
 

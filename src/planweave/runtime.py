@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -49,6 +50,9 @@ from .scheduler import Scheduler
 from .settings import Mode, RunSettings, load_tool_sets, make_llm, recovery_policy
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
 from .tools import ToolRegistry, ToolSource
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Mode", "RunFailed", "RunResult", "Runtime"]
 
@@ -168,6 +172,7 @@ class Runtime:
         recovery: Recovery | None = None,
         budget: Budget | None = None,
         escalate: EscalationHandler | None = None,
+        tracing: TracerProvider | Literal[False] | None = None,
     ) -> None:
         """`journal` (a Journal or a path) records every run durably so it can be resumed,
         with `self.settings` (RunSettings): what of this setup settings can describe.  Tools,
@@ -190,7 +195,10 @@ class Runtime:
         `cache` is the plan cache: a compiled run whose question reads as a template made from
         an earlier run (other names or numbers in the same words) runs that plan without a
         planner call, and a run that went well makes a template.  None or True: a `PlanCache`
-        in the journal's file (none without a journal); False: off; or a `PlanCache`."""
+        in the journal's file (none without a journal); False: off; or a `PlanCache`.
+
+        `tracing`: OpenTelemetry spans of each run (see `planweave.otel`) go to this tracer
+        provider; None (the default): to the global one when one is set; False: none."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if prompt_style not in (None, "full", "compact"):
@@ -213,6 +221,7 @@ class Runtime:
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
         self.escalate = escalate
+        self.tracing = tracing
         self.prompt_style: PromptStyle = prompt_style or llm.prompt_style
         self._modes(examples, max_repairs, react_max_steps, grammar)
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
@@ -282,6 +291,7 @@ class Runtime:
         journal: Journal | str | Path | None = None,
         escalate: EscalationHandler | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
+        tracing: TracerProvider | Literal[False] | None = None,
     ) -> Runtime:
         """The runtime `settings` describe: its tool sets loaded, its LLM built (unless `llm`
         is given; `make_llm` builds the embedded model unloaded), its recovery policy and
@@ -312,6 +322,7 @@ class Runtime:
             recovery=recovery_policy(settings, escalate=escalate),
             budget=settings.budget,
             escalate=escalate,
+            tracing=tracing,
         )
         runtime.settings = dataclasses.replace(
             settings,
@@ -457,7 +468,10 @@ class Runtime:
             if self.cache is not None and mode == "compiled" and resume is None
             else []
         )
-        bus = EventBus([*([recorder] if recorder else []), *subscribers, *learner], offset=offset)
+        trace = self._trace()
+        bus = EventBus(
+            [*([recorder] if recorder else []), *trace, *subscribers, *learner], offset=offset
+        )
         llm = MeteredLLM(
             self.llm,
             bus,
@@ -499,6 +513,19 @@ class Runtime:
             raise
         self._finish(result, scheduler, bus)
         return result
+
+    def _trace(self) -> list[Callable[[Event], None]]:
+        """This run's OpenTelemetry spans, when traces are on (a subscriber per run: events
+        carry no run id)."""
+        # No provider can have been set where nobody imported OpenTelemetry.
+        if self.tracing is False or (
+            self.tracing is None and "opentelemetry.trace" not in sys.modules
+        ):
+            return []
+        from .otel import RunTrace, tracer
+
+        found = tracer(self.tracing)
+        return [] if found is None else [RunTrace(found, model=self.llm.model)]
 
     def _mcp_sessions(self) -> contextlib.AbstractAsyncContextManager[object]:
         """The run's MCP sessions (one per server, opened at its first call, closed when the

@@ -2,7 +2,9 @@
 typed record of a run's setup, `RunSettings`.
 
 `@settings_options` adds them to a command: typer sees the command's own parameters followed
-by these, and the command receives `settings` instead of them.
+by these, and the command receives `settings` instead of them.  `--otel` comes with them but is
+not a run's setting: traces are the process's own business, and a resumed run behaves the same
+with them or without.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..recovery import Budget
 from ..settings import RunSettings
 from .view import labelled, plain_console
 
-__all__ = ["settings_options"]
+__all__ = ["OtelOption", "settings_options", "start_tracing"]
 
 _DEADLINES = Deadlines()
 
@@ -186,6 +188,37 @@ def _settings(
     )
 
 
+OtelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--otel",
+        help="Send OpenTelemetry traces of each run: `console` (stderr) or `otlp` (OTLP/HTTP to "
+        "OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).  Service name: "
+        "OTEL_SERVICE_NAME or planweave.",
+    ),
+]
+
+
+def start_tracing(otel: str | None) -> None:
+    """Set this process's tracer provider as `--otel` says (nothing without it); a bad value or
+    a missing extra is the error on stderr and exit status 2."""
+    if otel is None:
+        return
+    choose("--otel", otel, ("console", "otlp"))
+    try:
+        from ..otel import configure
+
+        configure("console" if otel == "console" else "otlp")
+    except (ImportError, PlanweaveError) as exc:
+        plain_console(stderr=True).print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+
+
+def _process(otel: OtelOption = None) -> None:
+    """What the process sets up besides the run's settings."""
+    start_tracing(otel)
+
+
 def choose(option: str, value: str, allowed: tuple[str, ...]) -> None:
     """Exit with status 2 and a clear error unless `value` is one of `allowed`."""
     if value not in allowed:
@@ -196,6 +229,7 @@ def choose(option: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 _SHARED = inspect.signature(_settings, eval_str=True).parameters
+_PROCESS = inspect.signature(_process, eval_str=True).parameters
 
 
 def settings_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -206,21 +240,24 @@ def settings_options(command: Callable[..., None]) -> Callable[..., None]:
         for p in inspect.signature(command, eval_str=True).parameters.values()
         if p.name != "settings"
     ]
-    clash = {p.name for p in own} & _SHARED.keys()
+    clash = {p.name for p in own} & (_SHARED.keys() | _PROCESS.keys())
     if clash:
         raise TypeError(f"{command.__name__} repeats shared options: {sorted(clash)}")
 
     @functools.wraps(command)
     def wrapper(**values: Any) -> None:
         shared = {name: values.pop(name) for name in _SHARED}
+        process = {name: values.pop(name) for name in _PROCESS}
         try:
             settings = _settings(**shared)
         except PlanweaveError as exc:
             plain_console(stderr=True).print(labelled("error:", "red", exc))
             raise typer.Exit(2) from None
+        _process(**process)
         command(**values, settings=settings)
 
     # typer reads the signature: the command's own parameters, then the shared ones.
-    wrapper.__signature__ = inspect.Signature([*own, *_SHARED.values()])  # type: ignore[attr-defined]
+    parameters = [*own, *_SHARED.values(), *_PROCESS.values()]
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {}
     return wrapper

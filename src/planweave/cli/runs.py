@@ -19,6 +19,7 @@ from ..runtime import RunResult
 from ..settings import RunSettings
 from ..store import ResumeDecision
 from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
+from .options import OtelOption, start_tracing
 from .run import build_runtime, execute_and_report
 from .view import STYLE, DagView, labelled, plain_console
 
@@ -131,10 +132,12 @@ def runs_resume(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")
     ] = False,
+    otel: OtelOption = None,
 ) -> None:
     """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
     run again, and a side-effecting task that was in flight is re-run only if you say so."""
     err = plain_console(stderr=True)
+    start_tracing(otel)
     journal = open_journal(db, err)
     decisions: dict[int, ResumeDecision] = {i: "rerun" for i in rerun or ()}
     decisions.update({i: "fail" for i in fail or ()})

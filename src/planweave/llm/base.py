@@ -74,10 +74,12 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Delta:
-    """A piece of streamed text; the last delta of a response may carry only `usage`."""
+    """A piece of streamed text; the last deltas of a response may carry only `usage`, or
+    `finish_reason`, why the model stopped ("stop", "length", ...), where the backend says."""
 
     text: str = ""
     usage: Usage | None = None
+    finish_reason: str | None = None
 
 
 class LLM(ABC):

@@ -232,6 +232,8 @@ class LocalLLM(LLM):
                     if text:
                         produced += 1
                         yield Delta(text=text)
+                    if choice.get("finish_reason"):
+                        yield Delta(finish_reason=choice["finish_reason"])
             except ValueError as exc:
                 if "context" in str(exc).lower():
                     raise LLMContextOverflow(f"prompt too long for {self.model}: {exc}") from exc

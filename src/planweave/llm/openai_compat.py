@@ -209,6 +209,7 @@ class OpenAICompatible(LLM):
                             yield Delta(text=text)
                         if choice.finish_reason is not None:
                             finished = True
+                            yield Delta(finish_reason=choice.finish_reason)
                     used = chunk.usage
                     if used is not None:
                         prompt, completion = used.prompt_tokens, used.completion_tokens

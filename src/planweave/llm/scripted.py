@@ -159,6 +159,7 @@ class ScriptedLLM(LLM):
             yield Delta(text=chunk)
         if reply.cut_after is not None:
             raise LLMStreamError("the response stream broke off (scripted)")
+        yield Delta(finish_reason="stop")
         yield Delta(usage=estimate_usage(request.messages, "".join(sent)))
 
 

@@ -1,0 +1,468 @@
+"""OpenTelemetry traces of runs, built from the event stream alone: one more subscriber, like
+the journal and the live view, never a hook in the scheduler.
+
+Spans follow the GenAI semantic conventions:
+
+    invoke_agent planweave          one per run (per session of a resumed run)
+    ├── chat MODEL                  one per LLM call; `planweave.llm.purpose` says what for
+    ├── execute_tool TOOL           one per call of a task's tool (a retry is another span),
+    │                               linked to the spans of the tasks whose results it used ($N)
+    └── ...
+
+Recovery and plan-cache decisions are span events; failures set the span's status and
+`error.type` to planweave's failure class (`tool.timeout`, `llm.rate_limit`, ...).  Tool
+arguments and results, the question, the answer and the models' replies are recorded only
+when content capture is asked for (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+
+Timestamps are the events' own: the run's clock (seconds since the run began) is anchored to
+the wall clock once, at the run's first event, so spans keep the order and the overlaps the run
+had.  Only `opentelemetry-api` is needed here; `configure` (for `--otel`) needs the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError("planweave's traces need its extra: pip install 'planweave[otel]'") from exc
+
+from . import errors
+from .events import (
+    AnswerEvent,
+    CacheAdapted,
+    CacheHit,
+    CacheMiss,
+    Event,
+    LLMCallFinished,
+    LLMCallStarted,
+    LLMRetry,
+    PlanInvalid,
+    ReplanEvent,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    TaskCancelled,
+    TaskFailed,
+    TaskFinished,
+    TaskPlanned,
+    TaskRecovery,
+    TaskSkipped,
+    TaskStarted,
+)
+from .recovery import classify_type
+
+__all__ = ["CAPTURE_CONTENT_ENV", "Exporter", "RunTrace", "capture_content", "configure", "tracer"]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+AGENT = "planweave"
+
+Exporter = Literal["console", "otlp"]
+
+
+def capture_content() -> bool:
+    """Whether content capture is asked for (the GenAI instrumentations' switch)."""
+    value = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower()
+    return value in ("1", "true", "yes", "span_only", "span_and_event")
+
+
+def tracer(provider: trace.TracerProvider | None = None) -> trace.Tracer | None:
+    """planweave's tracer from `provider`, or from the global provider when one is set (None
+    when none is: nothing is traced then)."""
+    if provider is None:
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return None
+    from . import __version__
+
+    return provider.get_tracer("planweave", __version__)
+
+
+def configure(exporter: Exporter) -> trace.TracerProvider:
+    """Set the global tracer provider for this process: spans printed on stderr (`console`) or
+    sent over OTLP/HTTP (`otlp`, to `OTEL_EXPORTER_OTLP_ENDPOINT` or
+    `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, by default http://localhost:4318).  The service is
+    `OTEL_SERVICE_NAME`, else "planweave".  Spans still queued are sent when the process ends."""
+    try:
+        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            ConsoleSpanExporter,
+            SimpleSpanProcessor,
+        )
+    except ImportError as exc:
+        raise errors.UserError(
+            "--otel needs the OpenTelemetry SDK: pip install 'planweave[otel]'"
+        ) from exc
+    # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; what it is given wins.
+    named = {} if os.environ.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: AGENT}
+    provider = TracerProvider(resource=Resource.create(named))
+    if exporter == "console":
+        # stderr: stdout is the answer's (or `--json`'s).
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+@dataclass(slots=True)
+class _Task:
+    tool: str
+    deps: list[int]
+    span: Span | None = None  # the call in flight
+    attempt: int = 0  # the call `span` is, or the last one was
+    resumed_at: float | None = None  # when the call after a recovery began
+    calling: str = ""  # the tool of the call in flight, or of the last one
+    last: SpanContext | None = None  # the last call's span: what dependents link to
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+class RunTrace:
+    """The spans of one run session, from its events.  Make one per run: events carry no run
+    id, so one instance must not see two runs' events."""
+
+    def __init__(
+        self, tracer: trace.Tracer, *, model: str = "", content: bool | None = None
+    ) -> None:
+        self.tracer = tracer
+        self.model = model
+        self.content = capture_content() if content is None else content
+        self._epoch_ns = 0
+        self._run: Span | None = None
+        self._calls: dict[int, Span] = {}
+        self._tasks: dict[int, _Task] = {}
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted | RunResumed):
+            self._open(event)
+            return
+        if self._run is None:
+            return
+        handle = self._handlers.get(type(event))
+        if handle is not None:
+            handle(self, event)
+
+    # ------------------------------------------------------------------ the run
+
+    def _open(self, event: RunStarted | RunResumed) -> None:
+        # The run's clock to the wall clock: the event was stamped a moment ago.
+        self._epoch_ns = time.time_ns() - round(event.t * 1e9)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": AGENT,
+            "gen_ai.conversation.id": event.run_id,
+            "planweave.run.id": event.run_id,
+        }
+        if self.model:
+            attributes["gen_ai.request.model"] = self.model
+        if isinstance(event, RunStarted):
+            attributes["planweave.mode"] = event.mode
+            if self.content:
+                attributes["gen_ai.input.messages"] = _messages("user", event.question)
+        else:
+            attributes["planweave.run.session"] = event.session
+            attributes["planweave.run.reused_tasks"] = event.reused
+        self._run = self.tracer.start_span(
+            f"invoke_agent {AGENT}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=self._ns(event.t),
+        )
+
+    def _finished(self, event: RunFinished) -> None:
+        assert self._run is not None
+        for span in self._calls.values():
+            _fail(span, "cancelled", "the run ended first", self._ns(event.t))
+        for task in self._tasks.values():
+            if task.span is not None:
+                _fail(task.span, "cancelled", "the run ended first", self._ns(event.t))
+        self._run.set_attributes(
+            {
+                "planweave.run.status": event.status,
+                "planweave.replans": event.replans,
+                "gen_ai.usage.input_tokens": event.llm.get("prompt_tokens", 0),
+                "gen_ai.usage.output_tokens": event.llm.get("completion_tokens", 0),
+                "planweave.llm.calls": event.llm.get("calls", 0),
+            }
+        )
+        if event.status == "cancelled":
+            _fail(self._run, "cancelled", "the run was cancelled")
+        elif event.error is not None:
+            _fail(self._run, _error_type(event.error), str(event.error.get("message", "")))
+        self._run.end(self._ns(event.t))
+        self._run = None
+
+    def _answer(self, event: AnswerEvent) -> None:
+        if self.content and self._run is not None:
+            self._run.set_attribute(
+                "gen_ai.output.messages", _messages("assistant", event.answer, "stop")
+            )
+
+    def _note(self, event: Event) -> None:
+        """A decision of the run's (plan cache, invalid plan, replan, skipped task) as an event
+        of its span."""
+        assert self._run is not None
+        attributes: dict[str, Any] = {}
+        match event:
+            case CacheHit():
+                attributes = {
+                    "planweave.cache.template_id": event.template_id,
+                    "planweave.cache.tokens_saved": event.tokens_saved,
+                }
+            case CacheAdapted():
+                attributes = {
+                    "planweave.cache.template_id": event.template_id,
+                    "planweave.cache.tokens_saved": event.tokens_saved,
+                }
+            case CacheMiss():
+                attributes = {"planweave.cache.reason": event.reason}
+                if event.template_id is not None:
+                    attributes["planweave.cache.template_id"] = event.template_id
+            case PlanInvalid():
+                attributes = {
+                    "error.type": event.category,
+                    "planweave.plan.repair": event.repair,
+                    "planweave.plan.will_repair": event.will_repair,
+                }
+            case ReplanEvent():
+                attributes = {"planweave.plan.round": event.plan_round}
+                if self.content:
+                    attributes["planweave.replan.reason"] = event.reason
+            case TaskSkipped():
+                attributes = {
+                    "gen_ai.tool.call.id": str(event.task_id),
+                    "gen_ai.tool.name": event.tool,
+                    "error.type": _error_type(event.error),
+                }
+        self._run.add_event(event.kind, attributes, self._ns(event.t))
+
+    # ------------------------------------------------------------------ LLM calls
+
+    def _call_started(self, event: LLMCallStarted) -> None:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": event.model,
+            "planweave.llm.purpose": event.purpose,
+            "planweave.llm.call": event.call,
+        }
+        if event.replayed:
+            attributes["planweave.llm.replayed"] = True
+        self._calls[event.call] = self.tracer.start_span(
+            f"chat {event.model}",
+            context=self._parent(),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=self._ns(event.t),
+        )
+
+    def _call_retried(self, event: LLMRetry) -> None:
+        span = self._calls.get(event.call)
+        if span is not None:
+            span.add_event(
+                "llm_retry",
+                {
+                    "error.type": event.category,
+                    "planweave.retry.attempt": event.attempt,
+                    "planweave.retry.delay": event.delay,
+                },
+                self._ns(event.t),
+            )
+
+    def _call_finished(self, event: LLMCallFinished) -> None:
+        span = self._calls.pop(event.call, None)
+        if span is None:
+            return
+        span.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": event.prompt_tokens,
+                "gen_ai.usage.output_tokens": event.completion_tokens,
+            }
+        )
+        if event.finish_reason is not None:
+            span.set_attribute("gen_ai.response.finish_reasons", [event.finish_reason])
+        if self.content:
+            span.set_attribute(
+                "gen_ai.output.messages",
+                _messages("assistant", event.text, event.finish_reason or ""),
+            )
+        if event.error is not None:
+            _fail(span, _error_type(event.error), str(event.error.get("message", "")))
+        span.end(self._ns(event.t))
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _planned(self, event: TaskPlanned) -> None:
+        self._tasks[event.task_id] = _Task(event.tool, list(event.deps))
+
+    def _started(self, event: TaskStarted) -> None:
+        task = self._tasks.setdefault(event.task_id, _Task(event.tool, []))
+        task.arguments = event.arguments
+        self._call(event.task_id, task, event.tool, event.attempt, event.start)
+
+    def _recovery(self, event: TaskRecovery) -> None:
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            return
+        span = self._in_flight(event.task_id, task, event.attempt)
+        if span is None:
+            return
+        attributes: dict[str, Any] = {
+            "planweave.recovery.pattern": event.pattern,
+            "error.type": event.category,
+            "planweave.recovery.attempt": event.attempt,
+        }
+        attributes |= {f"planweave.recovery.{k}": v for k, v in event.detail.items() if _scalar(v)}
+        span.add_event("task_recovery", attributes, self._ns(event.t))
+        if event.pattern == "vote":
+            return  # the votes are this call's; the task's end ends it
+        # The call failed; a pattern acted.  Another call, if there is one, begins after the
+        # pattern's delay, with the tool it names.
+        _fail(span, event.category, event.error, self._ns(event.t))
+        task.span = None
+        task.resumed_at = event.t + float(event.detail.get("delay") or 0.0)
+        task.calling = str(event.detail.get("to") or task.calling)
+
+    def _ended(self, event: TaskFinished | TaskFailed | TaskCancelled) -> None:
+        task = self._tasks.setdefault(event.task_id, _Task(event.tool, []))
+        end = event.end if event.end is not None else event.t
+        if getattr(event, "reused", False):
+            start = event.start if event.start is not None else end
+            span = self._call(event.task_id, task, event.tool, event.attempts, start)
+            span.set_attribute("planweave.task.reused", True)
+        else:
+            found = self._in_flight(event.task_id, task, event.attempts)
+            if found is None:
+                return  # a pattern's result, or its failure, without another call
+            span = found
+        match event:
+            case TaskFinished():
+                if self.content:
+                    span.set_attribute("gen_ai.tool.call.result", _json(event.result))
+            case TaskFailed():
+                message = str(event.error.get("message", ""))
+                kind = _error_type(event.error)
+                span.add_event(
+                    "exception",
+                    {
+                        "exception.type": str(event.error.get("type", kind)),
+                        "exception.message": message,
+                    },
+                    self._ns(end),
+                )
+                _fail(span, kind, message)
+            case TaskCancelled():
+                _fail(span, "cancelled", "the task was cancelled")
+        span.end(self._ns(end))
+        task.span = None
+
+    def _call(self, task_id: int, task: _Task, tool: str, attempt: int, start: float) -> Span:
+        """Open the span of one call of a task's tool, linked to the calls whose results it
+        takes (`$N`)."""
+        links = [
+            Link(dep.last, {"planweave.task.id": dep_id})
+            for dep_id in task.deps
+            if (dep := self._tasks.get(dep_id)) is not None and dep.last is not None
+        ]
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": str(task_id),
+            "gen_ai.tool.type": "function",
+            "planweave.task.attempt": attempt,
+        }
+        if self.content:
+            attributes["gen_ai.tool.call.arguments"] = _json(task.arguments)
+        span = self.tracer.start_span(
+            f"execute_tool {tool}",
+            context=self._parent(),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
+            start_time=self._ns(start),
+        )
+        task.span, task.attempt, task.calling = span, attempt, tool
+        task.last = span.get_span_context()
+        return span
+
+    def _in_flight(self, task_id: int, task: _Task, attempt: int) -> Span | None:
+        """The span of the task's call numbered `attempt`: the one open, or the call made
+        after a recovery (opened from when it began); None when no further call was made."""
+        if task.span is not None:
+            return task.span
+        if attempt > task.attempt and task.resumed_at is not None:
+            return self._call(task_id, task, task.calling, attempt, task.resumed_at)
+        return None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ns(self, t: float) -> int:
+        return self._epoch_ns + round(t * 1e9)
+
+    def _parent(self) -> Any:
+        assert self._run is not None
+        return trace.set_span_in_context(self._run)
+
+    _handlers: ClassVar[dict[type[Event], Callable[[RunTrace, Any], None]]] = {
+        RunFinished: _finished,
+        AnswerEvent: _answer,
+        CacheHit: _note,
+        CacheAdapted: _note,
+        CacheMiss: _note,
+        PlanInvalid: _note,
+        ReplanEvent: _note,
+        TaskSkipped: _note,
+        LLMCallStarted: _call_started,
+        LLMRetry: _call_retried,
+        LLMCallFinished: _call_finished,
+        TaskPlanned: _planned,
+        TaskStarted: _started,
+        TaskRecovery: _recovery,
+        TaskFinished: _ended,
+        TaskFailed: _ended,
+        TaskCancelled: _ended,
+    }
+
+
+def _fail(span: Span, kind: str, message: str, end_ns: int | None = None) -> None:
+    span.set_attribute("error.type", kind)
+    span.set_status(Status(StatusCode.ERROR, message))
+    if end_ns is not None:
+        span.end(end_ns)
+
+
+def _error_type(error: dict[str, Any]) -> str:
+    """planweave's failure class of a reported error, else its type's name."""
+    name = str(error.get("type", ""))
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, errors.PlanweaveError):
+        category = classify_type(cls)
+        if category != "error":
+            return category
+    return name or "_OTHER"
+
+
+def _messages(role: str, text: str, finish: str = "") -> str:
+    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
+    if finish:
+        message["finish_reason"] = finish
+    return json.dumps([message], ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | bool | int | float)

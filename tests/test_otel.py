@@ -1,0 +1,455 @@
+"""OpenTelemetry traces of runs: the span tree, GenAI attributes, links for `$N`, the overlap of
+parallel tasks, recovery and cache decisions as events; in the SDK's in-memory exporter, and
+from the CLI over OTLP/HTTP to a receiver on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from cli_process import run_cli
+from demo_tools import TOOLS
+from planweave import (
+    Budget,
+    Fallback,
+    Recovery,
+    Retry,
+    RunFailed,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    ToolFailed,
+    tool,
+)
+from planweave.otel import CAPTURE_CONTENT_ENV
+
+PARALLEL = (
+    '1. population("France", 0.3)\n2. population("Belgium", 0.3)\n3. divide($1, $2)\n'
+    "4. join()\n<END_OF_PLAN>"
+)
+CALLS: Counter[str] = Counter()
+
+
+@tool
+async def flaky(key: str) -> int:
+    """Drops the connection twice, then answers."""
+    CALLS["flaky"] += 1
+    if CALLS["flaky"] <= 2:
+        raise ConnectionError("connection reset by peer")
+    return 7
+
+
+@tool(timeout=0.2)
+async def hang(key: str) -> int:
+    """Never answers."""
+    await anyio.sleep(30)
+    return 0
+
+
+@tool
+async def mirror(key: str) -> int:
+    """Answers what `hang` would."""
+    return 11
+
+
+@tool
+def broken(key: str) -> int:
+    """Its service is down."""
+    raise ToolFailed("the service is down")
+
+
+@tool
+def double(x: int) -> int:
+    """Twice x."""
+    return 2 * x
+
+
+MORE = [*TOOLS, flaky, hang, mirror, broken, double]
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider
+    provider.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    CALLS.clear()
+
+
+def runtime(provider: TracerProvider, script: Script, **kwargs: object) -> Runtime:
+    return Runtime(MORE, ScriptedLLM(script, model="m"), tracing=provider, **kwargs)  # type: ignore[arg-type]
+
+
+def by_operation(spans: Sequence[ReadableSpan], operation: str) -> list[ReadableSpan]:
+    found = [
+        s for s in spans if s.attributes and s.attributes["gen_ai.operation.name"] == operation
+    ]
+    return sorted(found, key=lambda s: s.start_time or 0)
+
+
+def tool_spans(spans: Sequence[ReadableSpan]) -> dict[str, list[ReadableSpan]]:
+    """The execute_tool spans by task id, in the order they began."""
+    out: dict[str, list[ReadableSpan]] = {}
+    for span in by_operation(spans, "execute_tool"):
+        assert span.attributes is not None
+        out.setdefault(str(span.attributes["gen_ai.tool.call.id"]), []).append(span)
+    return out
+
+
+def bounds(span: ReadableSpan) -> tuple[int, int]:
+    assert span.start_time is not None
+    assert span.end_time is not None
+    return span.start_time, span.end_time
+
+
+def test_a_parallel_run_is_a_tree_of_genai_spans_with_links_for_its_inputs(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    result = runtime(provider, script).run("How many times more people in France than Belgium?")
+    spans = exporter.get_finished_spans()
+
+    (run,) = by_operation(spans, "invoke_agent")
+    assert run.name == "invoke_agent planweave"
+    assert run.parent is None
+    assert run.attributes is not None
+    assert run.attributes["gen_ai.agent.name"] == "planweave"
+    assert run.attributes["gen_ai.conversation.id"] == result.run_id
+    assert run.attributes["gen_ai.request.model"] == "m"
+    assert run.attributes["gen_ai.usage.input_tokens"] == result.llm.prompt_tokens
+    assert run.attributes["gen_ai.usage.output_tokens"] == result.llm.completion_tokens
+    assert run.status.status_code is StatusCode.UNSET
+    assert {s.context.trace_id for s in spans} == {run.context.trace_id}
+    children = [s for s in spans if s is not run]
+    assert {s.parent.span_id if s.parent else None for s in children} == {run.context.span_id}
+
+    chats = by_operation(spans, "chat")
+    assert [c.name for c in chats] == ["chat m", "chat m"]
+    assert [c.attributes["planweave.llm.purpose"] for c in chats if c.attributes] == [
+        "planner",
+        "joiner",
+    ]
+    for chat in chats:
+        assert chat.attributes is not None
+        assert chat.attributes["gen_ai.request.model"] == "m"
+        assert int(chat.attributes["gen_ai.usage.input_tokens"]) > 0  # type: ignore[arg-type]
+        assert int(chat.attributes["gen_ai.usage.output_tokens"]) > 0  # type: ignore[arg-type]
+        assert "gen_ai.output.messages" not in chat.attributes  # no content unless asked
+    # The planner's stream is left once the plan is whole; the joiner's is read to its end.
+    assert chats[1].attributes is not None
+    assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("stop",)
+
+    tasks = tool_spans(spans)
+    assert sorted(tasks) == ["1", "2", "3"]
+    (france,), (belgium,), (divide,) = tasks["1"], tasks["2"], tasks["3"]
+    assert [france.name, divide.name] == ["execute_tool population", "execute_tool divide"]
+    assert divide.attributes is not None
+    assert divide.attributes["gen_ai.tool.name"] == "divide"
+    assert "gen_ai.tool.call.arguments" not in divide.attributes
+    # The two lookups ran at once: their spans overlap by most of their 0.3 s.
+    (f0, f1), (b0, b1) = bounds(france), bounds(belgium)
+    assert min(f1, b1) - max(f0, b0) > 0.2e9
+    # The division took both results: it links to both spans and began after both ended.
+    linked = {
+        (link.context.span_id, (link.attributes or {})["planweave.task.id"])
+        for link in divide.links
+    }
+    assert linked == {(france.context.span_id, 1), (belgium.context.span_id, 2)}
+    assert bounds(divide)[0] >= max(f1, b1)
+    # The spans' times are the run's own, on one clock: each task's span lasts as its record.
+    records = {r.task.id: r for r in result.tasks}
+    for task_id, (span,) in tasks.items():
+        rec = records[int(task_id)]
+        assert rec.start is not None
+        assert rec.end is not None
+        start, end = bounds(span)
+        assert abs((end - start) - round((rec.end - rec.start) * 1e9)) <= 2
+        assert bounds(run)[0] <= start
+        assert end <= bounds(run)[1]
+    assert bounds(chats[0])[0] <= f0  # tasks start while the plan streams in
+    assert bounds(chats[1])[0] >= bounds(divide)[1]  # the joiner reads every result
+
+
+def test_content_is_recorded_only_when_capture_is_asked_for(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    runtime(provider, script).run("How many times more people in France than Belgium?")
+    spans = exporter.get_finished_spans()
+    (run,) = by_operation(spans, "invoke_agent")
+    assert run.attributes is not None
+    asked = json.loads(str(run.attributes["gen_ai.input.messages"]))
+    assert asked[0]["role"] == "user"
+    assert asked[0]["parts"][0]["content"].startswith("How many times more people")
+    answered = json.loads(str(run.attributes["gen_ai.output.messages"]))
+    assert answered[0]["parts"][0]["content"] == "5.76"
+    france = tool_spans(spans)["1"][0]
+    assert france.attributes is not None
+    assert json.loads(str(france.attributes["gen_ai.tool.call.arguments"])) == {
+        "country": "France",
+        "delay": 0.3,
+    }
+    assert json.loads(str(france.attributes["gen_ai.tool.call.result"])) == 68_000_000
+    planner = by_operation(spans, "chat")[0]
+    assert planner.attributes is not None
+    reply = json.loads(str(planner.attributes["gen_ai.output.messages"]))
+    # The reply as far as it was read: the planner stops at the plan's end.
+    assert reply[0]["parts"][0]["content"].startswith(PARALLEL.split("<END_OF_PLAN>")[0])
+
+
+def test_each_call_of_a_retried_task_is_a_span_and_failures_carry_their_class(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    plan = (
+        '1. flaky("k")\n2. double($1)\n3. hang("k")\n4. broken("k")\n5. double($4)\n'
+        "6. join()\n<END_OF_PLAN>"
+    )
+    recovery = (
+        Recovery()
+        .on("tool.transient", Retry(3, base=0.05, jitter=0))
+        .on("tool.timeout", Fallback("mirror"))
+    )
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(14)"])
+    result = runtime(provider, script, recovery=recovery).run("What is twice the flaky value?")
+    spans = exporter.get_finished_spans()
+    tasks = tool_spans(spans)
+
+    # Three calls of flaky: two dropped connections, retried after 0.05 s then 0.1 s.
+    calls = tasks["1"]
+    assert [c.attributes["planweave.task.attempt"] for c in calls if c.attributes] == [1, 2, 3]
+    for failed in calls[:2]:
+        assert failed.status.status_code is StatusCode.ERROR
+        assert failed.attributes is not None
+        assert failed.attributes["error.type"] == "tool.transient"
+        (event,) = failed.events
+        assert event.name == "task_recovery"
+        assert event.attributes is not None
+        assert event.attributes["planweave.recovery.pattern"] == "retry"
+    assert calls[2].status.status_code is StatusCode.UNSET
+    for before, after, delay in ((calls[0], calls[1], 0.05), (calls[1], calls[2], 0.1)):
+        assert bounds(after)[0] - bounds(before)[1] >= delay * 1e9 - 1e6
+    # The dependent links to the call that produced the result.
+    (doubled,) = tasks["2"]
+    assert [link.context.span_id for link in doubled.links] == [calls[2].context.span_id]
+
+    # A timeout, then the fallback tool under the same task id.
+    timed_out, fallback = tasks["3"]
+    assert timed_out.name == "execute_tool hang"
+    assert timed_out.attributes is not None
+    assert timed_out.attributes["error.type"] == "tool.timeout"
+    assert bounds(timed_out)[1] - bounds(timed_out)[0] >= 0.19e9
+    assert fallback.name == "execute_tool mirror"
+    assert fallback.status.status_code is StatusCode.UNSET
+
+    # A failure no pattern takes: the span is an error with the exception; its dependent
+    # never ran, so it is an event of the run, not a span.
+    (failed,) = tasks["4"]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes is not None
+    assert failed.attributes["error.type"] == "tool.permanent"
+    (exception,) = [e for e in failed.events if e.name == "exception"]
+    assert exception.attributes is not None
+    assert exception.attributes["exception.type"] == "ToolRejected"
+    assert "the service is down" in str(exception.attributes["exception.message"])
+    assert "5" not in tasks
+    (run,) = by_operation(spans, "invoke_agent")
+    (skipped,) = [e for e in run.events if e.name == "task_skipped"]
+    assert skipped.attributes is not None
+    assert skipped.attributes["gen_ai.tool.call.id"] == "5"
+    assert skipped.attributes["error.type"] == "tool.dependency"
+    assert result.answer == "14"
+
+
+def test_a_run_that_fails_is_an_error_span_with_its_class(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    with pytest.raises(RunFailed):
+        runtime(provider, script, budget=Budget(llm_calls=1)).run("How many times more?")
+    (run,) = by_operation(exporter.get_finished_spans(), "invoke_agent")
+    assert run.status.status_code is StatusCode.ERROR
+    assert run.attributes is not None
+    assert run.attributes["error.type"] == "budget"
+    assert run.attributes["planweave.run.status"] == "failed"
+
+
+def test_plan_cache_decisions_are_events_of_the_run_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    plan = '1. population("France")\n2. population("Belgium")\n3. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[plan], joiner=["Action: Finish(France)", "Action: Finish(Netherlands)"]
+    )
+    rt = runtime(provider, script, journal=tmp_path / "runs.db")
+    rt.run("Which has more people, France or Belgium?")
+    first = exporter.get_finished_spans()
+    exporter.clear()
+    second = rt.run("Which has more people, Netherlands or Belgium?")
+    spans = exporter.get_finished_spans()
+
+    (run,) = by_operation(first, "invoke_agent")
+    (miss,) = [e for e in run.events if e.name.startswith("cache_")]
+    assert miss.name == "cache_miss"
+    assert miss.attributes is not None
+    assert miss.attributes["planweave.cache.reason"] == "no template of this question's shape"
+    (run,) = by_operation(spans, "invoke_agent")
+    (hit,) = [e for e in run.events if e.name.startswith("cache_")]
+    assert hit.name == "cache_hit"
+    assert second.cache is not None
+    assert hit.attributes is not None
+    assert hit.attributes["planweave.cache.template_id"] == second.cache["template_id"]
+    # The plan came from the cache: the only LLM call is the joiner's.
+    chats = by_operation(spans, "chat")
+    assert [c.attributes["planweave.llm.purpose"] for c in chats if c.attributes] == ["joiner"]
+    assert hit.timestamp <= bounds(by_operation(spans, "execute_tool")[0])[0]
+
+
+def test_no_provider_no_spans(exporter: InMemorySpanExporter) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    rt = Runtime(MORE, ScriptedLLM(script), tracing=False)
+    assert rt.run("How many times more?").answer == "5.76"
+    assert rt._trace() == []
+
+
+# ------------------------------------------------------------------ the CLI, over OTLP/HTTP
+
+
+COMMAND = ("run", "How many times more?", "--tools", "demo_tools:TOOLS", "--model", "m", "--json")
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace receiver: keeps each export request, decoded."""
+
+    requests: list[ExportTraceServiceRequest]
+    paths: list[str]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.paths.append(self.path)
+        self.requests.append(ExportTraceServiceRequest.FromString(body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[type[_Receiver]]:
+    handler = type("Receiver", (_Receiver,), {"requests": [], "paths": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.port = server.server_address[1]  # type: ignore[attr-defined]
+    try:
+        yield handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_cli_sends_the_run_over_otlp_http(receiver: type[_Receiver], tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    port = receiver.port  # type: ignore[attr-defined]
+    with ScriptedServer(script) as server:
+        proc = run_cli(
+            *COMMAND,
+            "--base-url",
+            server.base_url,
+            "--otel",
+            "otlp",
+            env={
+                "PLANWEAVE_DB": str(tmp_path / "runs.db"),
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+                "OTEL_SERVICE_NAME": "weave-test",
+                CAPTURE_CONTENT_ENV: "false",
+            },
+        )
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["id"]
+    assert set(receiver.paths) == {"/v1/traces"}
+    spans = []
+    for request in receiver.requests:
+        for resource_spans in request.resource_spans:
+            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            assert resource["service.name"] == "weave-test"
+            for scope_spans in resource_spans.scope_spans:
+                assert scope_spans.scope.name == "planweave"
+                spans.extend(scope_spans.spans)
+    names = Counter(s.name for s in spans)
+    assert names == {
+        "invoke_agent planweave": 1,
+        "chat m": 2,
+        "execute_tool population": 2,
+        "execute_tool divide": 1,
+    }
+
+    def attrs(span: object) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for a in span.attributes:  # type: ignore[attr-defined]
+            kind = a.value.WhichOneof("value")
+            value = getattr(a.value, kind)
+            out[a.key] = list(value.values) if kind == "array_value" else value
+        return out
+
+    (run,) = [s for s in spans if s.name == "invoke_agent planweave"]
+    assert attrs(run)["gen_ai.conversation.id"] == run_id
+    assert {s.trace_id for s in spans} == {run.trace_id}
+    assert all(s.parent_span_id == run.span_id for s in spans if s is not run)
+    tools = {str(attrs(s)["gen_ai.tool.call.id"]): s for s in spans if s.name.startswith("exec")}
+    assert {link.span_id for link in tools["3"].links} == {tools["1"].span_id, tools["2"].span_id}
+    france, belgium = tools["1"], tools["2"]
+    overlap = min(france.end_time_unix_nano, belgium.end_time_unix_nano) - max(
+        france.start_time_unix_nano, belgium.start_time_unix_nano
+    )
+    assert overlap > 0.2e9
+    assert "gen_ai.tool.call.arguments" not in attrs(france)
+
+
+def test_the_cli_prints_spans_on_stderr_with_otel_console(tmp_path: Path) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    with ScriptedServer(script) as server:
+        proc = run_cli(
+            *COMMAND,
+            "--base-url",
+            server.base_url,
+            "--otel",
+            "console",
+            env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["answer"] == "5.76"  # stdout stays the answer's
+    assert '"name": "invoke_agent planweave"' in proc.stderr
+    assert proc.stderr.count('"name": "execute_tool population"') == 2
+
+
+def test_an_unknown_otel_exporter_is_refused() -> None:
+    proc = run_cli("run", "q?", "--otel", "jaeger", "--base-url", "http://127.0.0.1:9/v1")
+    assert proc.returncode == 2
+    assert "--otel must be console or otlp" in proc.stderr
