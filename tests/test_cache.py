@@ -200,6 +200,26 @@ def test_a_plan_with_literals_the_question_does_not_explain_is_no_template(
         template(question, plan)
 
 
+def test_names_with_digits_are_words_not_numbers() -> None:
+    @tool
+    def country_info(name: str, field: str) -> float:
+        """A country's fact: field is population or area_km2."""
+        return 1.0
+
+    tools = ToolRegistry([country_info, calculator])
+    plan = (
+        '1. country_info("France", field="population")\n'
+        '2. country_info("France", field="area_km2")\n'
+        '3. calculator("${1} / ${2}")\n4. join()'
+    )
+    t = template("How many people per square kilometre live in France?", plan, tools)
+    fill = t.match("How many people per square kilometre live in Peru?")
+    assert fill is not None
+    assert [x.call_text() for x in parse_plan(fill.plan(tools), tools)][1] == (
+        'country_info("Peru", field="area_km2")'
+    )
+
+
 def test_abbreviations_of_the_question_words_may_stay() -> None:
     @tool
     def convert(value: float, unit: str, to: str) -> float:
