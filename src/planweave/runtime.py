@@ -356,13 +356,15 @@ class Runtime:
 
     # ------------------------------------------------------------------ public entry points
 
-    def run(self, question: str, *, mode: Mode | None = None) -> RunResult:
+    def run(
+        self, question: str, *, mode: Mode | None = None, approve: ApproveMode | None = None
+    ) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
         _not_in_async("run", "arun")
 
         async def once() -> RunResult:
             try:
-                return await self.arun(question, mode=mode)
+                return await self.arun(question, mode=mode, approve=approve)
             finally:
                 # Each blocking call has its own event loop: close its connections with it.
                 await self.llm.aclose()

@@ -13,7 +13,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..errors import DecisionNeeded, PlanweaveError, ResumeError, RunNotFound, UserError
+from ..errors import (
+    DecisionNeeded,
+    InvalidApproval,
+    PlanweaveError,
+    ResumeError,
+    RunNotFound,
+    UserError,
+)
 from ..redaction import redact
 from ..runtime import Runtime
 from .api import QuestionTooLong, runs_router
@@ -90,6 +97,8 @@ def _errors(app: FastAPI) -> None:
                 return answer(409, str(exc), "conflict")
             case QuestionTooLong():
                 return answer(422, str(exc), "question_too_long")
+            case InvalidApproval():
+                return answer(422, str(exc), "invalid_approval")
             case UserError():
                 return answer(400, str(exc), "invalid_request")
         log.error("request %s failed: %s", request.url.path, redact(str(exc)))

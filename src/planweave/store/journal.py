@@ -574,7 +574,8 @@ class Journal:
         return out
 
     def show(self, run_id: str) -> dict[str, Any]:
-        """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls."""
+        """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls (and, while
+        it awaits approval, `awaiting`: the mode and the waiting tasks)."""
         run_id = self.find(run_id)
         run = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0]
         tasks = [
@@ -602,7 +603,11 @@ class Journal:
             ((c["purpose"], c["duration"] or 0.0) for c in calls),
             ((t["start"], t["end"]) for t in tasks),
         )
-        return _run_dict(run, tasks, spent) | {"llm_calls": calls}
+        shown = _run_dict(run, tasks, spent) | {"llm_calls": calls}
+        if run["status"] == "awaiting_approval":
+            waiting = self.awaiting(run_id)
+            shown["awaiting"] = {"approve": waiting["approve"], "tasks": waiting["tasks"]}
+        return shown
 
     def last_seq(self, run_id: str) -> int:
         """The sequence number of the run's latest recorded event (0: none yet)."""
