@@ -25,6 +25,7 @@ from ..redaction import redact
 from ..runtime import Runtime
 from .api import QuestionTooLong, runs_router
 from .chat import UnknownModel, openai_router
+from .page import PAGE_FILES, page_router
 from .security import Guard, check_bind, error_body
 from .service import RunService
 
@@ -72,7 +73,13 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     )
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
-    app.add_middleware(Guard, token=config.token, max_body_bytes=config.max_body_bytes)
+    app.include_router(page_router())
+    app.add_middleware(
+        Guard,
+        token=config.token,
+        max_body_bytes=config.max_body_bytes,
+        public=frozenset(PAGE_FILES),
+    )
     _errors(app)
     app.state.service = service
     return app
