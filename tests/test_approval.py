@@ -228,3 +228,23 @@ def test_approval_from_python(db: Path) -> None:
         Runtime(TOOLS, ScriptedLLM([]), approve="plan")
     with pytest.raises(UserError, match="approve must be"):
         Runtime(TOOLS, ScriptedLLM([]), journal=db, approve="yes")  # type: ignore[arg-type]
+
+
+def test_a_paused_session_ends_its_trace_span(db: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    rt = Runtime([*TOOLS, notify], ScriptedLLM(Script.routed(_reply)), journal=db, tracing=provider)
+    paused_run = rt.run("density of the Netherlands?", approve="plan")
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert [s.attributes["planweave.run.status"] for s in runs] == ["awaiting_approval"]
+    assert list(runs[0].attributes["planweave.approval.waiting"]) == [1, 2, 3]
+    rt.approve(paused_run.run_id)
+    runs = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert [s.attributes["planweave.run.status"] for s in runs] == ["awaiting_approval", "finished"]
+    assert "plan_approved" in [e.name for e in runs[1].events]
+    provider.shutdown()
