@@ -181,6 +181,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "llm_first_token_timeout": 120.0,
         "llm_chunk_timeout": 30.0,
         "llm_call_timeout": 600.0,
+        "approve": None,
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves

@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +19,11 @@ import anyio
 import httpx2 as httpx
 import openai
 import pytest
-import uvicorn
 
+import live_server
 from cli_process import run_cli
 from demo_tools import TOOLS
+from live_server import events
 from planweave import (
     Journal,
     Reply,
@@ -35,7 +35,7 @@ from planweave import (
     tool,
 )
 from planweave.llm.base import Message, Purpose
-from planweave.server import ServerConfig, check_bind, create_app, serve
+from planweave.server import ServerConfig, check_bind, serve
 
 TOKEN = "test-token-0123456789abcdef"
 ANSWER = "About 428 (people) per km²."
@@ -81,30 +81,8 @@ def _reply(messages: list[Message], purpose: Purpose) -> Reply | str:
 def serving(journal: Path, config: ServerConfig) -> Iterator[str]:
     """A real server on a free loopback port; yields its base URL."""
     runtime = Runtime([*TOOLS, nap], ScriptedLLM(Script.routed(_reply)), journal=journal)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(runtime, config),
-            host="127.0.0.1",
-            port=0,
-            log_level="warning",
-            ws="none",
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(target=server.run, name="planweave-serve", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        runtime.journal.close()  # type: ignore[union-attr]
+    with live_server.serving(runtime, config) as url:
+        yield url
 
 
 @pytest.fixture
@@ -125,24 +103,6 @@ def http(base: str) -> Iterator[httpx.Client]:
     headers = {"authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=base, headers=headers, timeout=20) as client:
         yield client
-
-
-def events(http: httpx.Client, run_id: str, **headers: str) -> list[dict[str, Any]]:
-    """The run's SSE stream, read to its end: each event's `id` (or None) and `data`."""
-    out: list[dict[str, Any]] = []
-    event: dict[str, Any] = {}
-    with http.stream("GET", f"/runs/{run_id}/events", headers=headers) as response:
-        assert response.status_code == 200, response.read()
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if not line:
-                if "data" in event:
-                    out.append({"id": event.get("id"), "data": json.loads(event["data"])})
-                event = {}
-            elif not line.startswith(":"):
-                name, _, value = line.partition(": ")
-                event[name] = value
-    return out
 
 
 def start(http: httpx.Client, question: str, **body: Any) -> str:

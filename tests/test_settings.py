@@ -98,6 +98,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "cache",
         "cache_adapt",
         "mcp",
+        "approve",
     }
     assert settings.mcp == ()  # no MCP servers then
     # Except the prompt style and join_replan: those runs used the full prompts and joined and

@@ -5,6 +5,7 @@
     │   └── ResumeError .......... a run cannot be resumed (unknown, still running, tools changed)
     │       ├── RunNotFound ...... no run by that id (or prefix) in the journal
     │       └── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
+    │   └── InvalidApproval ...... an approval whose edits do not make a valid plan
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
     │   └── ToolFailed ........... "I failed for good" (permanent)
@@ -38,6 +39,8 @@
         ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
         ├── PlanDiverged ......... on resume, the plan wrote another call under a recorded step
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
+        ├── AwaitingApproval ..... paused for a person to approve its tasks (not a failure)
+        ├── PlanRejected ......... a person rejected the plan
         └── BudgetExceeded
 
 Model-caused failures (plan errors, tool errors) become observations for the planner and joiner;
@@ -327,6 +330,26 @@ class PlanDiverged(RunError):
 
 class RunCancelled(RunError):
     """The run was stopped on request."""
+
+
+class AwaitingApproval(RunError):
+    """The run paused before `tasks` (each {id, tool, call, args, deps, side_effects}) could
+    run: they wait for a person's approval (`Runtime.approve`, `POST /runs/{id}/approve`)."""
+
+    def __init__(
+        self, message: str, *, tasks: list[dict[str, Any]] | None = None, run_id: str | None = None
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.tasks = tasks or []
+
+
+class PlanRejected(RunError):
+    """A person rejected the run's plan; the run ended without running it."""
+
+
+class InvalidApproval(UserError):
+    """The edits of an approval do not make a valid plan (a changed argument that does not fit
+    its tool, a dropped task that a kept one uses)."""
 
 
 class ResumeError(UserError):

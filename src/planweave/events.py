@@ -29,7 +29,10 @@ __all__ = [
     "LLMCallFinished",
     "LLMCallStarted",
     "LLMRetry",
+    "PlanApproved",
+    "PlanAwaitingApproval",
     "PlanInvalid",
+    "PlanRejectedEvent",
     "ReplanEvent",
     "RunFinished",
     "RunResumed",
@@ -217,6 +220,38 @@ class PlanInvalid(Event):
     repair: int
     will_repair: bool
     category: str = "plan.syntax"
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanAwaitingApproval(Event):
+    """The run paused: `tasks` ({id, tool, call, args, deps, side_effects}) wait for a person's
+    yes (`approve` is "plan": the whole first plan; "side_effects": tasks of tools with side
+    effects).  The tasks that could run have ended; `llm` is the LLM use so far."""
+
+    kind: ClassVar[str] = "plan_awaiting_approval"
+    approve: str
+    tasks: list[dict[str, Any]]
+    llm: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanApproved(Event):
+    """A person approved the waiting tasks `approved`: `edits` gives the call to run instead
+    for some (by task id, as text), `dropped` those that are not to run at all."""
+
+    kind: ClassVar[str] = "plan_approved"
+    approved: list[int]
+    edits: dict[str, str] = field(default_factory=dict)
+    dropped: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanRejectedEvent(Event):
+    """A person rejected the waiting tasks; the run ends (failed, `PlanRejected`)."""
+
+    kind: ClassVar[str] = "plan_rejected"
+    reason: str
 
 
 @dataclass(slots=True, kw_only=True)

@@ -45,6 +45,8 @@ from .events import (
     LLMCallFinished,
     LLMCallStarted,
     LLMRetry,
+    PlanApproved,
+    PlanAwaitingApproval,
     PlanInvalid,
     ReplanEvent,
     RunFinished,
@@ -201,6 +203,19 @@ class RunTrace:
             _fail(self._run, "cancelled", "the run was cancelled")
         elif event.error is not None:
             _fail(self._run, _error_type(event.error), str(event.error.get("message", "")))
+        self._run.end(self._ns(event.t))
+        self._run = None
+
+    def _paused(self, event: PlanAwaitingApproval) -> None:
+        """The session ends waiting for a person's approval: so does its span (the session
+        that goes on once approved has its own)."""
+        assert self._run is not None
+        self._run.set_attributes(
+            {
+                "planweave.run.status": "awaiting_approval",
+                "planweave.approval.waiting": [int(t["id"]) for t in event.tasks],
+            }
+        )
         self._run.end(self._ns(event.t))
         self._run = None
 
@@ -416,6 +431,8 @@ class RunTrace:
 
     _handlers: ClassVar[dict[type[Event], Callable[[RunTrace, Any], None]]] = {
         RunFinished: _finished,
+        PlanAwaitingApproval: _paused,
+        PlanApproved: _note,
         AnswerEvent: _answer,
         CacheHit: _note,
         CacheAdapted: _note,

@@ -32,6 +32,7 @@ __all__ = [
     "parse_call",
     "parse_json_plan",
     "parse_plan",
+    "parse_task",
 ]
 
 # A plan is untrusted input: these bound what one response can make the parser do.
@@ -249,6 +250,33 @@ def parse_call(body: str, task_id: int, known: Iterable[int] = ()) -> Task:
     except ValueError as exc:
         raise PlanSyntaxError(str(exc), line=body, task_id=task_id) from None
     return Task(task_id, name, args, kwargs, deps, None, body.strip(), None)
+
+
+def parse_task(
+    call: str | Mapping[str, Any], task_id: int, tools: ToolRegistry, known: Iterable[int] = ()
+) -> Task:
+    """Parse and validate one task `task_id` that may use the results of the tasks `known`: a
+    call in the text form (`search("x", k=$1)`) or a tool and its arguments by name in the JSON
+    form (`{"tool": "search", "args": {"query": "x", "k": "$1"}}`).  Raises PlanError."""
+    parser = PlanParser(tools)
+    parser._known = dict.fromkeys(known, True)
+    if isinstance(call, str):
+        task = parse_call(call, task_id, parser._known)
+    else:
+        tool, args = call.get("tool"), call.get("args", {})
+        line = json.dumps(dict(call), ensure_ascii=False, default=str)
+        if not isinstance(tool, str) or not isinstance(args, Mapping):
+            raise PlanSyntaxError("a task needs a tool and its arguments by name", line=line)
+        if _nests_deeper(dict(args), MAX_NESTING + 1):
+            raise PlanSyntaxError(_too_deep(), line=line)
+        conv = _Converter(task_id, parser._known)
+        try:
+            kwargs = {str(k): _json_value(v, conv) for k, v in args.items()}
+        except ValueError as exc:
+            raise PlanSyntaxError(str(exc), line=line, task_id=task_id) from None
+        task = Task(task_id, tool, (), kwargs, tuple(sorted(conv.deps)), None, line)
+    parser.validate(task)
+    return task
 
 
 def _iter_values(value: Any) -> Iterable[Any]:

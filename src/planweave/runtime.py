@@ -8,7 +8,7 @@ import dataclasses
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from .approval import APPROVE_MODES, ApproveMode, Gate, review
 from .cache import PlanCache, resumed_start
 from .compiled import Compiled
-from .errors import BudgetExceeded, RunCancelled, RunError, TaskError, UserError
+from .errors import (
+    AwaitingApproval,
+    BudgetExceeded,
+    RunCancelled,
+    RunError,
+    TaskError,
+    UserError,
+)
 from .events import (
     AnswerEvent,
     CacheAdapted,
@@ -27,6 +35,7 @@ from .events import (
     Event,
     EventBus,
     LLMCallFinished,
+    PlanAwaitingApproval,
     ReplanEvent,
     RunFinished,
     RunResumed,
@@ -64,7 +73,7 @@ class RunResult:
     run_id: str
     question: str
     mode: Mode
-    status: Literal["finished", "failed", "cancelled"]
+    status: Literal["finished", "failed", "cancelled", "awaiting_approval"]
     answer: str | None
     tasks: list[TaskRecord]
     llm: LLMUsage
@@ -72,6 +81,9 @@ class RunResult:
     replans: int = 0
     error: RunError | None = None
     cache: dict[str, Any] | None = None
+    # The tasks waiting for approval ({id, tool, call, args, deps, side_effects}) when the run
+    # paused for it (status "awaiting_approval").
+    waiting: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list, repr=False)
 
     @property
@@ -173,6 +185,7 @@ class Runtime:
         budget: Budget | None = None,
         escalate: EscalationHandler | None = None,
         tracing: TracerProvider | Literal[False] | None = None,
+        approve: ApproveMode | None = None,
     ) -> None:
         """`journal` (a Journal or a path) records every run durably so it can be resumed,
         with `self.settings` (RunSettings): what of this setup settings can describe.  Tools,
@@ -198,11 +211,17 @@ class Runtime:
         in the journal's file (none without a journal); False: off; or a `PlanCache`.
 
         `tracing`: OpenTelemetry spans of each run (see `planweave.otel`) go to this tracer
-        provider; None (the default): to the global one when one is set; False: none."""
+        provider; None (the default): to the global one when one is set; False: none.
+
+        `approve` makes a compiled run's tasks wait for a person's yes (`approve`, `reject`;
+        `arun(approve=)` for one run): "plan" pauses the run once its first plan is written,
+        before any task starts; "side_effects" runs every task but those of tools marked
+        `side_effects=True`, which wait.  Needs the journal, where the pause is kept."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if prompt_style not in (None, "full", "compact"):
             raise UserError(f"prompt_style must be 'full' or 'compact', not {prompt_style!r}")
+        _check_approve(approve, mode, journal)
         if max_replans < 0 or max_repairs < 0 or max_concurrency < 1 or max_argument_chars < 1:
             raise UserError(
                 "max_replans and max_repairs must be >= 0, max_concurrency and "
@@ -222,6 +241,7 @@ class Runtime:
         self.budget = budget or Budget()
         self.escalate = escalate
         self.tracing = tracing
+        self.approve_mode: ApproveMode | None = approve
         self.prompt_style: PromptStyle = prompt_style or llm.prompt_style
         self._modes(examples, max_repairs, react_max_steps, grammar)
         self.journal = Journal(journal) if isinstance(journal, str | Path) else journal
@@ -242,6 +262,7 @@ class Runtime:
             cache_adapt=self.cache is not None and self.cache.adapt,
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
+            approve=approve,
         )
 
     def _modes(
@@ -323,6 +344,7 @@ class Runtime:
             budget=settings.budget,
             escalate=escalate,
             tracing=tracing,
+            approve=settings.approve,
         )
         runtime.settings = dataclasses.replace(
             settings,
@@ -334,13 +356,15 @@ class Runtime:
 
     # ------------------------------------------------------------------ public entry points
 
-    def run(self, question: str, *, mode: Mode | None = None) -> RunResult:
+    def run(
+        self, question: str, *, mode: Mode | None = None, approve: ApproveMode | None = None
+    ) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
         _not_in_async("run", "arun")
 
         async def once() -> RunResult:
             try:
-                return await self.arun(question, mode=mode)
+                return await self.arun(question, mode=mode, approve=approve)
             finally:
                 # Each blocking call has its own event loop: close its connections with it.
                 await self.llm.aclose()
@@ -354,11 +378,17 @@ class Runtime:
         mode: Mode | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         check: bool = True,
+        approve: ApproveMode | None = None,
     ) -> RunResult:
         """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
-        with `check=False` returns the result with `status="failed"` and `error` set."""
+        with `check=False` returns the result with `status="failed"` and `error` set.
+        `approve` (default: the runtime's) pauses the run for a person's yes: the result then
+        has `status="awaiting_approval"` and the `waiting` tasks (see `approve`)."""
+        mode = mode or self.mode
+        approve = approve or self.approve_mode
+        _check_approve(approve, mode, self.journal)
         result = await self._run(
-            question, mode or self.mode, [*self.subscribers, *(subscribers or ())]
+            question, mode, [*self.subscribers, *(subscribers or ())], approve=approve
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
@@ -392,9 +422,7 @@ class Runtime:
         function asked per task); without one the run is left paused and DecisionNeeded says
         which tasks need a decision.
         """
-        if self.journal is None:
-            raise UserError("resuming needs the journal: Runtime(..., journal=PATH)")
-        state = prepare(self.journal, run_id, self.tools, decisions)
+        state = prepare(self._journal("resuming"), run_id, self.tools, decisions)
         mode: Mode = "react" if state.mode == "react" else "compiled"
         result = await self._run(
             state.question, mode, [*self.subscribers, *(subscribers or ())], resume=state
@@ -402,6 +430,66 @@ class Runtime:
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
         return result
+
+    def approve(
+        self,
+        run_id: str,
+        *,
+        edits: Mapping[int, Mapping[str, Any]] | None = None,
+        drop: Iterable[int] = (),
+    ) -> RunResult:
+        """Approve the tasks run `run_id` waits for and run it on (blocking).  See `aapprove`."""
+        _not_in_async("approve", "aapprove")
+
+        async def once() -> RunResult:
+            try:
+                return await self.aapprove(run_id, edits=edits, drop=drop)
+            finally:
+                await self.llm.aclose()
+
+        return anyio.run(once)
+
+    async def aapprove(
+        self,
+        run_id: str,
+        *,
+        edits: Mapping[int, Mapping[str, Any]] | None = None,
+        drop: Iterable[int] = (),
+        subscribers: list[Callable[[Event], None]] | None = None,
+        check: bool = True,
+    ) -> RunResult:
+        """Approve the tasks the journaled run `run_id` waits for, and run it on (a resumed
+        session: it reads the same plan again, with the approval applied).
+
+        `edits` gives new arguments (by name, in the JSON plan form: `"$1"` is task 1's
+        result) for some waiting tasks, by task id; `drop` leaves waiting tasks out (a task
+        that uses a dropped one's result must be dropped too).  Raises InvalidApproval when
+        the edits do not make a valid plan, ResumeError when the run does not await approval.
+        """
+        journal = self._journal("approving")
+        waiting = journal.awaiting(run_id)
+        approval = review(waiting["tasks"], waiting["planned"], self.tools, edits=edits, drop=drop)
+        state = prepare(journal, waiting["id"], self.tools, approving=True)
+        state.approvals.append(
+            {"approved": approval.approved, "edits": approval.edits, "dropped": approval.dropped}
+        )
+        state.approved_now = approval
+        result = await self._run(
+            state.question, "compiled", [*self.subscribers, *(subscribers or ())], resume=state
+        )
+        if check and result.error is not None:
+            raise RunFailed(str(result.error), result=result, cause=result.error)
+        return result
+
+    def reject(self, run_id: str, reason: str = "") -> dict[str, Any]:
+        """End the journaled run `run_id`, which awaits approval, without running its waiting
+        tasks: it fails with `PlanRejected` (`reason` in its message).  Returns the error."""
+        return self._journal("rejecting").reject(run_id, reason or "no reason given")
+
+    def _journal(self, doing: str) -> Journal:
+        if self.journal is None:
+            raise UserError(f"{doing} a run needs the journal: Runtime(..., journal=PATH)")
+        return self.journal
 
     @asynccontextmanager
     async def events(
@@ -455,11 +543,13 @@ class Runtime:
         mode: Mode,
         subscribers: list[Callable[[Event], None]],
         resume: ResumeState | None = None,
+        approve: ApproveMode | None = None,
     ) -> RunResult:
-        """One session of a run: open its record, answer within the budget, close the record."""
+        """One session of a run: open its record, answer within the budget, close the record
+        (or leave it paused for approval)."""
         question = encodable(question)  # argv may hold undecodable bytes as surrogates
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
-        recorder = self._recorder(run_id, question, mode, resume)
+        recorder = self._recorder(run_id, question, mode, resume, approve)
         offset = max(0.0, time.time() - resume.created) if resume is not None else 0.0
         # The journal goes first: no view shows what has not been recorded.  The plan cache
         # learns from new compiled runs (a resumed one was judged, or not, when it started).
@@ -486,10 +576,12 @@ class Runtime:
             Executor(default_timeout=self.tool_timeout, max_argument_chars=self.max_argument_chars),
             store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
+            gate=self._gate(mode, approve, resume),
         )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
         result.cache = resume.cache if resume is not None else None
-        bus.emit(_opening(run_id, question, mode, resume))
+        for event in _opening(run_id, question, mode, resume):
+            bus.emit(event)
         try:
             async with _cancellable(recorder) as cancelled, self._mcp_sessions():
                 result.answer = await self._within_budget(
@@ -506,6 +598,8 @@ class Runtime:
         except (RunError, BaseExceptionGroup) as exc:
             result.error = self._run_error(exc, result, scheduler, bus)
             result.error.run_id = run_id
+            if isinstance(result.error, AwaitingApproval) and scheduler.gate is not None:
+                return self._pause(result, scheduler, bus, result.error)
         except Exception as exc:
             # A bug (in planweave or in a user's tool or pattern) propagates, but the run's
             # record is closed first: every finished result stays recorded.
@@ -548,13 +642,19 @@ class Runtime:
             raise
 
     def _recorder(
-        self, run_id: str, question: str, mode: Mode, resume: ResumeState | None
+        self,
+        run_id: str,
+        question: str,
+        mode: Mode,
+        resume: ResumeState | None,
+        approve: ApproveMode | None,
     ) -> RunRecorder | None:
         """The journal's subscriber for this session (creating the run's row for a new run)."""
         if self.journal is None:
             return None
         if resume is None:
-            self.journal.create_run(run_id, question, mode, self.settings.to_dict())
+            settings = dataclasses.replace(self.settings, approve=approve)
+            self.journal.create_run(run_id, question, mode, settings.to_dict())
         session = resume.session if resume is not None else 1
         return RunRecorder(self.journal, run_id, self.tools, session=session)
 
@@ -601,6 +701,36 @@ class Runtime:
             return None, (found.question, found.plan)
         return None, None
 
+    def _gate(
+        self, mode: Mode, approve: ApproveMode | None, resume: ResumeState | None
+    ) -> Gate | None:
+        """Which of the run's tasks wait for approval (and the approvals it got): its own
+        mode, or the one it was started with."""
+        if resume is not None:
+            approve = resume.approve
+        if approve is None or mode != "compiled":
+            return None
+        return Gate.of(approve, self.tools, resume.approvals if resume is not None else ())
+
+    def _pause(
+        self, result: RunResult, scheduler: Scheduler, bus: EventBus, pause: AwaitingApproval
+    ) -> RunResult:
+        """Leave the run waiting for approval: the journal keeps what waits."""
+        assert scheduler.gate is not None
+        result.status, result.error, result.waiting = "awaiting_approval", None, pause.tasks
+        result.tasks = list(scheduler.records.values())
+        result.wall_s = bus.now()
+        bus.emit(
+            PlanAwaitingApproval(
+                approve=scheduler.gate.mode,
+                tasks=pause.tasks,
+                llm=result.llm.to_dict(),
+                wall_s=round(result.wall_s, 6),
+            )
+        )
+        result.events = bus.events
+        return result
+
     def _scheduler(
         self,
         llm: MeteredLLM,
@@ -611,9 +741,11 @@ class Runtime:
         depth: int = 0,
         store: Callable[[Any], Any] | None = None,
         recorded: Mapping[int, Recorded] | None = None,
+        gate: Gate | None = None,
     ) -> Scheduler:
         """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
-        run's top level also the journal's `store` and the `recorded` outcomes to reuse."""
+        run's top level also the journal's `store`, the `recorded` outcomes to reuse and the
+        `gate` of approval."""
 
         async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> SubplanAnswer:
             # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls
@@ -641,6 +773,7 @@ class Runtime:
             recoverer=recoverer,
             store=store,
             recorded=recorded,
+            gate=gate,
         )
 
     def _finish(
@@ -659,6 +792,7 @@ class Runtime:
                 result.cache = event.summary()
         if result.answer is not None and result.status == "finished":
             bus.emit(AnswerEvent(answer=result.answer))
+        assert result.status != "awaiting_approval"
         bus.emit(
             RunFinished(
                 status=result.status,
@@ -701,12 +835,25 @@ def _report(error: RunError | None, crash: BaseException | None) -> dict[str, An
     return None if error is None else error.report()
 
 
-def _opening(run_id: str, question: str, mode: Mode, resume: ResumeState | None) -> Event:
+def _opening(run_id: str, question: str, mode: Mode, resume: ResumeState | None) -> list[Event]:
+    """The events a session begins with: the run started, or resumed (and approved)."""
     if resume is None:
-        return RunStarted(run_id=run_id, question=question, mode=mode)
-    return RunResumed(
+        return [RunStarted(run_id=run_id, question=question, mode=mode)]
+    resumed = RunResumed(
         run_id=run_id, session=resume.session, reused=sorted(resume.recorded), rerun=resume.rerun
     )
+    return [resumed, *([resume.approved_now] if resume.approved_now is not None else [])]
+
+
+def _check_approve(approve: object, mode: str, journal: object) -> None:
+    if approve is None:
+        return
+    if approve not in APPROVE_MODES:
+        raise UserError(f"approve must be 'plan', 'side_effects' or None, not {approve!r}")
+    if mode != "compiled":
+        raise UserError("approval is for compiled runs; ReAct mode has no plan to approve")
+    if journal is None:
+        raise UserError("approval keeps the paused run in the journal: Runtime(journal=PATH)")
 
 
 @asynccontextmanager

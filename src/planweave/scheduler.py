@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import DependencyFailed, ResultNotStorable, TaskError
+from .approval import Gate, waiting_task
+from .errors import AwaitingApproval, DependencyFailed, ResultNotStorable, TaskError
 from .events import (
     EventBus,
     TaskCancelled,
@@ -79,12 +80,15 @@ class Scheduler:
         store: Callable[[Any], Any] | None = None,
         recorded: Mapping[int, Recorded] | None = None,
         recoverer: TaskRecoverer | None = None,
+        gate: Gate | None = None,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
-        `recorded` holds outcomes to reuse from an earlier session of the run."""
+        `recorded` holds outcomes to reuse from an earlier session of the run; `gate` says
+        which tasks wait for a person's approval, and applies the approvals given."""
         self.tools = tools
         self.store = store
         self.recoverer = recoverer
+        self.gate = gate
         self.recorded = dict(recorded or {})
         self.executor = executor
         self.bus = bus
@@ -104,29 +108,45 @@ class Scheduler:
         self._parked: defaultdict[str, deque[TaskRecord]] = defaultdict(deque)
         self._workers = 0
         self._busy = 0  # workers inside a task, between taking it and announcing its outcome
+        # Tasks waiting for approval: never dispatched in this session.
+        self._held: dict[int, TaskRecord] = {}
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Scheduler]:
         """A scope in which added tasks run; leaving it waits for every task that was added.
 
         If the scope is cancelled, every tool in flight is cancelled and recorded as such.
+        If tasks wait for approval once every other task has ended, raises AwaitingApproval
+        (the waiting tasks, and those that need their results, stay pending).
         """
+        waiting: list[TaskRecord] = []
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 yield self
+            waiting = [r for r in self._held.values() if r.status is TaskStatus.PENDING]
         finally:
             self._tg = None
             self._ready.clear()
             self._parked.clear()
             for rec in self.records.values():
-                if not rec.ended:
+                if not rec.ended and not waiting:
                     self._cancelled(rec)
+        if waiting:
+            raise AwaitingApproval(
+                f"{len(waiting)} task(s) wait for approval",
+                tasks=[waiting_task(rec, self.tools) for rec in waiting],
+            )
 
     def add(self, task: Task) -> TaskRecord | None:
         """Accept a validated task; start it now if its inputs are ready."""
         if task.is_join:
             return None
+        if self.gate is not None:
+            reviewed = self.gate.review(task, self.records)
+            if reviewed is None:
+                return None  # dropped when the plan was approved
+            task = reviewed
         rec = TaskRecord(task, self.plan_round)
         call = task.call_text()
         # Announced before it is registered: a journal that refuses the task (PlanDiverged on
@@ -157,11 +177,15 @@ class Scheduler:
                 return rec
             rec.waiting += 1
             dep.dependents.append(rec)
+        if self.gate is not None and self.gate.holds(task, self.plan_round):
+            self._held[task.id] = rec
         if rec.waiting == 0:
             self._dispatch(rec)
         return rec
 
     def _dispatch(self, rec: TaskRecord) -> None:
+        if rec.task.id in self._held:
+            return
         if self._tg is None:
             raise RuntimeError("Scheduler.add() called outside Scheduler.running()")
         self._ready.append(rec)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
@@ -61,7 +62,9 @@ class RunSettings:
     `join_replan` lets a joiner that replans write the next plan in the same reply (null: on
     for endpoints, off for the embedded model; a journal from before the option reads false);
     `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
-    `cache_adapt` plans a question that only resembles a cached one with that one as example.
+    `cache_adapt` plans a question that only resembles a cached one with that one as example;
+    `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
+    "side_effects" (tasks of tools with side effects), null for none.
     Invalid values raise UserError naming the field.
     """
 
@@ -89,10 +92,13 @@ class RunSettings:
     llm_first_token_timeout: float | None = _DEADLINES.first_token
     llm_chunk_timeout: float | None = _DEADLINES.between_chunks
     llm_call_timeout: float | None = _DEADLINES.call
+    approve: ApproveMode | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
         _choice("recovery", self.recovery, get_args(RecoveryName))
+        if self.approve is not None:
+            _choice("approve", self.approve, APPROVE_MODES)
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
         for name in ("model", "base_url", "grammar_field", "files"):

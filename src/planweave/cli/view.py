@@ -17,7 +17,10 @@ from ..events import (
     LLMCallFinished,
     LLMCallStarted,
     LLMRetry,
+    PlanApproved,
+    PlanAwaitingApproval,
     PlanInvalid,
+    PlanRejectedEvent,
     ReplanEvent,
     TaskCancelled,
     TaskFailed,
@@ -141,6 +144,20 @@ class DagView:
                 )
             case ReplanEvent():
                 self.notes.append(f"replan {event.plan_round}: {event.reason}")
+            case PlanAwaitingApproval():
+                ids = ", ".join(str(t["id"]) for t in event.tasks)
+                self.notes.append(f"awaiting approval ({event.approve}): tasks {ids}")
+                for task in event.tasks:
+                    if task["id"] in self.rows:
+                        self.rows[task["id"]].note = "awaiting approval"
+            case PlanApproved():
+                for task_id in event.dropped:
+                    self.rows.pop(task_id, None)
+                edited = f", edited {', '.join(event.edits)}" if event.edits else ""
+                dropped = f", dropped {', '.join(map(str, event.dropped))}" if event.dropped else ""
+                self.notes.append(f"approved{edited}{dropped}")
+            case PlanRejectedEvent():
+                self.notes.append(f"plan rejected: {event.reason}")
             case CacheHit():
                 self.notes.append(f"plan from the cache (template {event.template_id})")
             case AnswerDelta():

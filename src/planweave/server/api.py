@@ -24,6 +24,21 @@ class RunRequest(BaseModel):
 
     question: str = Field(min_length=1)
     mode: Literal["compiled", "react"] | None = None
+    approve: Literal["plan", "side_effects"] | None = None
+
+
+class ApproveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # New arguments by name for some waiting tasks (JSON plan form: "$1" is task 1's result).
+    edits: dict[int, dict[str, Any]] = Field(default_factory=dict)
+    drop: list[int] = Field(default_factory=list)
+
+
+class RejectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=2000)
 
 
 class ResumeRequest(BaseModel):
@@ -62,7 +77,7 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     async def start_run(request: RunRequest) -> dict[str, str]:
         """Start a run in the background; its id comes back once the journal has it."""
         question = check_question(request.question, max_question_chars)
-        run_id = await service.start(question, request.mode)
+        run_id = await service.start(question, request.mode, approve=request.approve)
         return {"id": run_id, "status": "running"}
 
     @router.get("/runs")
@@ -86,6 +101,22 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     async def resume_run(run_id: KnownRun, request: ResumeRequest | None = None) -> dict[str, str]:
         decisions = dict(request.decisions) if request is not None else {}
         return {"id": await service.resume(run_id, decisions), "status": "running"}
+
+    @router.post("/runs/{run_id}/approve", status_code=202)
+    async def approve_run(
+        run_id: KnownRun, request: ApproveRequest | None = None
+    ) -> dict[str, str]:
+        """Run the waiting tasks, as they are or with `edits` and without `drop`."""
+        request = request or ApproveRequest()
+        await service.approve(run_id, request.edits, request.drop)
+        return {"id": run_id, "status": "running"}
+
+    @router.post("/runs/{run_id}/reject")
+    async def reject_run(run_id: KnownRun, request: RejectRequest | None = None) -> dict[str, Any]:
+        """End a run that awaits approval without running its waiting tasks."""
+        reason = (request or RejectRequest()).reason
+        error = service.runtime.reject(run_id, reason)
+        return {"id": run_id, "status": "failed", "error": error}
 
     @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
     async def run_events(

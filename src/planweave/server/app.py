@@ -13,11 +13,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..errors import DecisionNeeded, PlanweaveError, ResumeError, RunNotFound, UserError
+from ..errors import (
+    DecisionNeeded,
+    InvalidApproval,
+    PlanweaveError,
+    ResumeError,
+    RunNotFound,
+    UserError,
+)
 from ..redaction import redact
 from ..runtime import Runtime
 from .api import QuestionTooLong, runs_router
 from .chat import UnknownModel, openai_router
+from .page import PAGE_FILES, page_router
 from .security import Guard, check_bind, error_body
 from .service import RunService
 
@@ -65,7 +73,13 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     )
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
-    app.add_middleware(Guard, token=config.token, max_body_bytes=config.max_body_bytes)
+    app.include_router(page_router())
+    app.add_middleware(
+        Guard,
+        token=config.token,
+        max_body_bytes=config.max_body_bytes,
+        public=frozenset(PAGE_FILES),
+    )
     _errors(app)
     app.state.service = service
     return app
@@ -90,6 +104,8 @@ def _errors(app: FastAPI) -> None:
                 return answer(409, str(exc), "conflict")
             case QuestionTooLong():
                 return answer(422, str(exc), "question_too_long")
+            case InvalidApproval():
+                return answer(422, str(exc), "invalid_approval")
             case UserError():
                 return answer(400, str(exc), "invalid_request")
         log.error("request %s failed: %s", request.url.path, redact(str(exc)))

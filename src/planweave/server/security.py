@@ -6,6 +6,8 @@
   cannot reach the server through a DNS name rebound to 127.0.0.1.
 - A request from a browser page of another origin (`Origin`) is refused: there is no CORS.
 - Request bodies are bounded (413) before any of them reaches a handler.
+- The web page's own files (`public`: no data, no secret) are served without the token, since
+  a browser cannot send a header when it opens a page; everything the page reads needs it.
 """
 
 from __future__ import annotations
@@ -65,17 +67,26 @@ def error_body(status: int, message: str, kind: str, **extra: Any) -> dict[str, 
 class Guard:
     """ASGI middleware in front of everything the server answers (the events stream too)."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_body_bytes: int,
+        public: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self.token = None if token is None else token.encode()
         self.max_body_bytes = max_body_bytes
+        self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
-        refusal = self._refusal(headers)
+        public = scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
+        refusal = self._refusal(headers, token=not public)
         if refusal is not None:
             await _answer(send, *refusal)
             return
@@ -93,11 +104,15 @@ class Guard:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _refusal(self, headers: dict[str, bytes]) -> tuple[int, str, str, dict[str, str]] | None:
+    def _refusal(
+        self, headers: dict[str, bytes], *, token: bool = True
+    ) -> tuple[int, str, str, dict[str, str]] | None:
+        """Why the request is refused, or None; `token`: whether it must carry the token."""
         host = headers.get("host", b"").decode("latin-1")
         if self.token is not None:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+            valid = scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+            if token and not valid:
                 return (
                     401,
                     "a valid `Authorization: Bearer TOKEN` header is required",

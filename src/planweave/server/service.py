@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from ..approval import ApproveMode
 from ..errors import UserError
 from ..events import Event, RunResumed, RunStarted
 from ..redaction import redact
@@ -49,10 +51,25 @@ class RunService:
                 self._group = None
                 group.cancel_scope.cancel()
 
-    async def start(self, question: str, mode: Mode | None = None) -> str:
+    async def start(
+        self, question: str, mode: Mode | None = None, *, approve: ApproveMode | None = None
+    ) -> str:
         """Start answering `question`; returns the run's id once it is in the journal."""
         return await self._start(
-            lambda subs: self.runtime.arun(question, mode=mode, subscribers=subs, check=False)
+            lambda subs: self.runtime.arun(
+                question, mode=mode, subscribers=subs, check=False, approve=approve
+            )
+        )
+
+    async def approve(
+        self, run_id: str, edits: Mapping[int, Mapping[str, Any]], drop: list[int]
+    ) -> str:
+        """Approve the tasks run `run_id` waits for (see `Runtime.aapprove`) and run it on;
+        returns once it goes on.  Raises InvalidApproval, ResumeError."""
+        return await self._start(
+            lambda subs: self.runtime.aapprove(
+                run_id, edits=edits, drop=drop, subscribers=subs, check=False
+            )
         )
 
     async def resume(self, run_id: str, decisions: dict[int, ResumeDecision]) -> str:

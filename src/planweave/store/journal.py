@@ -20,7 +20,7 @@ from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, PlanDiverged, ResumeError, RunNotFound
+from ..errors import JournalError, PlanDiverged, PlanRejected, ResumeError, RunNotFound
 from ..events import (
     CacheAdapted,
     CacheHit,
@@ -28,6 +28,9 @@ from ..events import (
     Event,
     LLMCallFinished,
     LLMCallStarted,
+    PlanApproved,
+    PlanAwaitingApproval,
+    PlanRejectedEvent,
     ReplanEvent,
     RunFinished,
     TaskCancelled,
@@ -197,13 +200,19 @@ class Journal:
             raise ResumeError(f"{run_id!r} names more than one run; give more of the id")
         return str(rows[0]["id"])
 
-    def claim(self, run_id: str) -> dict[str, Any]:
-        """Take over run `run_id` for resuming in this process; returns its run row."""
+    def claim(self, run_id: str, *, approving: bool = False) -> dict[str, Any]:
+        """Take over run `run_id` for resuming in this process; returns its run row.  A run
+        awaiting approval is taken only `approving` it, and only such a run is."""
         run_id = self.find(run_id)
         with self._write(run_id=run_id) as conn:
             cursor = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
             cursor.row_factory = sqlite3.Row
             row = dict(cursor.fetchone())
+            awaiting = row["status"] == "awaiting_approval"
+            if approving and not awaiting:
+                raise ResumeError(f"run {run_id} is not awaiting approval (it is {row['status']})")
+            if awaiting and not approving:
+                raise ResumeError(f"run {run_id} is awaiting approval: approve or reject it")
             if row["status"] == "finished":
                 raise ResumeError(f"run {run_id} already finished; nothing to resume")
             if row["status"] == "running" and _alive(row["pid"], row["host"]):
@@ -217,11 +226,40 @@ class Journal:
             )
         return row
 
-    def pause(self, run_id: str) -> None:
+    def pause(self, run_id: str, status: str = "paused") -> None:
         with self._write(run_id=run_id) as conn:
             conn.execute(
-                "UPDATE runs SET status = 'paused', updated = ? WHERE id = ?", (time.time(), run_id)
+                "UPDATE runs SET status = ?, updated = ? WHERE id = ?",
+                (status, time.time(), run_id),
             )
+
+    def reject(self, run_id: str, reason: str) -> dict[str, Any]:
+        """End run `run_id`, which awaits approval, as failed (`PlanRejected`): its waiting
+        tasks never run.  Returns the error."""
+        run_id = self.find(run_id)
+        error = PlanRejected(f"the plan was rejected: {reason}", run_id=run_id).report()
+        with self._write(run_id=run_id) as conn:
+            status, created, sessions, llm, wall_s = conn.execute(
+                "SELECT status, created, sessions, llm, wall_s FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if status != "awaiting_approval":
+                raise ResumeError(f"run {run_id} is not awaiting approval (it is {status})")
+            t = round(time.time() - created, 6)
+            finished = RunFinished(
+                t=t,
+                status="failed",
+                answer=None,
+                error=error,
+                wall_s=wall_s or 0.0,
+                llm=_loads(llm) or {},
+            )
+            for event in (PlanRejectedEvent(t=t, reason=reason), finished):
+                self._append(conn, run_id, sessions, event)
+            conn.execute(
+                "UPDATE tasks SET status = 'cancelled' WHERE run_id = ? AND status = 'pending'",
+                (run_id,),
+            )
+        return error
 
     def request_cancel(self, run_id: str) -> str:
         """Ask run `run_id` to stop.  A run no process is running is marked cancelled at once;
@@ -258,22 +296,27 @@ class Journal:
         """Apply one event to the run's state and append it to its event log, atomically.
         Returns whether a stop of the run has been asked for (`request_cancel`)."""
         # Not event.to_dict(): that deep-copies results, which the tasks table already holds.
-        data = {f.name: getattr(event, f.name) for f in _fields(event) if f.name not in _HEAVY}
         with self._write(durable=durable, run_id=run_id) as conn:
-            conn.execute(
-                "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
-                "coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?, ?)",
-                (run_id, run_id, session, event.t, event.kind, _dumps(data)),
-            )
-            self._apply(conn, run_id, session, event)
+            self._append(conn, run_id, session, event)
             row = conn.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
             flag = row.fetchone()
         return bool(flag and flag[0])
+
+    def _append(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
+        data = {f.name: getattr(event, f.name) for f in _fields(event) if f.name not in _HEAVY}
+        conn.execute(
+            "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
+            "coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?, ?)",
+            (run_id, run_id, session, event.t, event.kind, _dumps(data)),
+        )
+        self._apply(conn, run_id, session, event)
 
     def _apply(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
         """Bring the run's rows up to date with `event`: the values are the event's own."""
         if isinstance(event, LLMCallStarted | LLMCallFinished):
             self._apply_llm(conn, run_id, session, event)
+        elif isinstance(event, PlanAwaitingApproval | PlanApproved):
+            self._apply_approval(conn, run_id, event)
         elif isinstance(event, ReplanEvent | RunFinished | CacheHit | CacheAdapted | CacheMiss):
             self._apply_run(conn, run_id, event)
         else:
@@ -377,6 +420,22 @@ class Journal:
                     ),
                 )
 
+    def _apply_approval(
+        self, conn: sqlite3.Connection, run_id: str, event: PlanAwaitingApproval | PlanApproved
+    ) -> None:
+        if isinstance(event, PlanAwaitingApproval):
+            conn.execute(
+                "UPDATE runs SET status = 'awaiting_approval', updated = ?, llm = ?, wall_s = ? "
+                "WHERE id = ?",
+                (time.time(), _dumps(event.llm), event.wall_s, run_id),
+            )
+            return
+        # A dropped task is no longer part of the plan (its event says it was there).
+        conn.executemany(
+            "DELETE FROM tasks WHERE run_id = ? AND id = ? AND started IS NULL",
+            [(run_id, task_id) for task_id in event.dropped],
+        )
+
     def _apply_run(
         self,
         conn: sqlite3.Connection,
@@ -459,6 +518,33 @@ class Journal:
             return None
         return {"kind": rows[0]["kind"], **data} if isinstance(data, dict) else None
 
+    def awaiting(self, run_id: str) -> dict[str, Any]:
+        """What run `run_id` waits for (its last `plan_awaiting_approval` event's data: the
+        mode and the waiting tasks) and every task it planned, with the tasks each uses
+        (`planned`); ResumeError unless it awaits approval."""
+        run_id = self.find(run_id)
+        status = self._read("SELECT status FROM runs WHERE id = ?", (run_id,))[0][0]
+        rows = self._read(
+            "SELECT data FROM events WHERE run_id = ? AND kind = 'plan_awaiting_approval' "
+            "ORDER BY seq DESC LIMIT 1",
+            (run_id,),
+        )
+        if status != "awaiting_approval" or not rows:
+            raise ResumeError(f"run {run_id} is not awaiting approval (it is {status})")
+        planned = {
+            r["id"]: _loads(r["deps"]) or []
+            for r in self._read("SELECT id, deps FROM tasks WHERE run_id = ?", (run_id,))
+        }
+        return {"id": run_id, **json.loads(rows[0]["data"]), "planned": planned}
+
+    def approvals(self, run_id: str) -> list[dict[str, Any]]:
+        """The approvals run `run_id` got (`plan_approved` events' data), oldest first."""
+        rows = self._read(
+            "SELECT data FROM events WHERE run_id = ? AND kind = 'plan_approved' ORDER BY seq",
+            (run_id,),
+        )
+        return [json.loads(r["data"]) for r in rows]
+
     def runs(self, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
         """The newest runs first, as summaries; `before` (a run's id) pages on: the runs that
         began before that one."""
@@ -488,7 +574,8 @@ class Journal:
         return out
 
     def show(self, run_id: str) -> dict[str, Any]:
-        """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls."""
+        """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls (and, while
+        it awaits approval, `awaiting`: the mode and the waiting tasks)."""
         run_id = self.find(run_id)
         run = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0]
         tasks = [
@@ -516,7 +603,11 @@ class Journal:
             ((c["purpose"], c["duration"] or 0.0) for c in calls),
             ((t["start"], t["end"]) for t in tasks),
         )
-        return _run_dict(run, tasks, spent) | {"llm_calls": calls}
+        shown = _run_dict(run, tasks, spent) | {"llm_calls": calls}
+        if run["status"] == "awaiting_approval":
+            waiting = self.awaiting(run_id)
+            shown["awaiting"] = {"approve": waiting["approve"], "tasks": waiting["tasks"]}
+        return shown
 
     def last_seq(self, run_id: str) -> int:
         """The sequence number of the run's latest recorded event (0: none yet)."""

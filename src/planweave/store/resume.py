@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..approval import ApproveMode
 from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
+from ..events import PlanApproved
 from ..parser import PlanParser, parse_call
 from ..records import Recorded, RecordedTask, Replay
 from ..tools import ToolRegistry
@@ -37,18 +39,29 @@ class ResumeState:
     # The plan it gave (a hit), or the example it gave the planner (adapted): the run goes on
     # with the same, so that the recorded planner call replays.
     cached: dict[str, Any] | None = None
+    # Its approval mode (None: none) and the approvals it got (`plan_approved` events' data).
+    approve: ApproveMode | None = None
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    # An approval given just now, recorded as the session begins.
+    approved_now: PlanApproved | None = None
 
 
 def prepare(
-    journal: Journal, run_id: str, tools: ToolRegistry, decisions: Decisions | None = None
+    journal: Journal,
+    run_id: str,
+    tools: ToolRegistry,
+    decisions: Decisions | None = None,
+    *,
+    approving: bool = False,
 ) -> ResumeState:
-    """Claim run `run_id` for this process and work out how it continues.
+    """Claim run `run_id` for this process and work out how it continues (`approving`: a run
+    that awaits approval, which only that resumes).
 
     Raises ResumeError when it cannot (unknown, finished or still running elsewhere, or the
     recorded plan does not fit `tools`), and DecisionNeeded, leaving the run paused, when a task
     with side effects was in flight and `decisions` says nothing about it.
     """
-    row = journal.claim(run_id)
+    row = journal.claim(run_id, approving=approving)
     run_id = row["id"]
     try:
         tasks = journal.recorded_tasks(run_id)
@@ -62,6 +75,8 @@ def prepare(
             replay=journal.recorded_calls(run_id),
             cache=_cache(row.get("cache")),
             cached=journal.cache_decision(run_id),
+            approve=_approve(row.get("settings")),
+            approvals=journal.approvals(run_id),
         )
         undecided = []
         for task in tasks.values():
@@ -98,7 +113,7 @@ def prepare(
             )
         state.recorded = {t.id: r for t in tasks.values() if (r := _outcome(run_id, t))}
     except BaseException:
-        journal.pause(run_id)
+        journal.pause(run_id, "awaiting_approval" if approving else "paused")
         raise
     return state
 
@@ -109,6 +124,15 @@ def _cache(text: str | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return cache if isinstance(cache, dict) else None
+
+
+def _approve(settings: str | None) -> ApproveMode | None:
+    try:
+        data = json.loads(settings) if settings else None
+    except ValueError:
+        return None
+    approve = data.get("approve") if isinstance(data, dict) else None
+    return "plan" if approve == "plan" else "side_effects" if approve == "side_effects" else None
 
 
 def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision | None:

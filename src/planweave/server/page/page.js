@@ -1,0 +1,506 @@
+// planweave's page: runs, a question box, and one run's plan as it is compiled and run, built
+// from the run's event stream.  No library, no build step.  Every text a model, a tool or a
+// person wrote is put in the page with textContent or as an SVG text node's data, never as HTML.
+//
+// The token: asked for here, kept in sessionStorage (this tab only), sent as an Authorization
+// header.  EventSource cannot send headers, so the event stream is read with fetch(): the
+// response body is parsed as Server-Sent Events here, and a dropped stream is taken up again
+// with Last-Event-ID, as EventSource would.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "planweave-token";
+const state = { runs: [], runId: null, run: null, follow: null, needsToken: false };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+function svg(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+  return node;
+}
+
+// ------------------------------------------------------------------ talking to the server
+
+function headers(extra) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(extra || {}) };
+}
+
+class Unauthorized extends Error {}
+
+async function api(method, path, body) {
+  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(path, init);
+  if (response.status === 401) throw new Unauthorized("the token was refused");
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error((data.error && data.error.message) || `HTTP ${response.status}`);
+  return data;
+}
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+// Follows one run's events until the stream ends (the run finished or paused) or `stop()`.
+function follow(runId, after, onEvent, onEnd) {
+  const abort = new AbortController();
+  let lastId = after;
+  let stopped = false;
+  (async () => {
+    for (let attempt = 0; !stopped; attempt++) {
+      let ended = false;
+      try {
+        const extra = lastId === null ? {} : { "Last-Event-ID": lastId };
+        const response = await fetch(`/runs/${encodeURIComponent(runId)}/events`, {
+          headers: headers(extra), signal: abort.signal, cache: "no-store",
+        });
+        if (response.status === 401) throw new Unauthorized("the token was refused");
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer = (buffer + value).replace(/\r\n?/g, "\n");
+          let cut;
+          while ((cut = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const event = parseBlock(block);
+            if (event === null) continue;
+            if (event.id !== null) lastId = event.id;
+            onEvent(event.data);
+          }
+        }
+        ended = true;
+      } catch (error) {
+        if (stopped || abort.signal.aborted) return;
+        if (error instanceof Unauthorized) { askToken(error.message); return; }
+      }
+      if (ended) { onEnd(lastId); return; }
+      await sleep(Math.min(5000, 500 * 2 ** attempt));
+    }
+  })();
+  return {
+    stop() { stopped = true; abort.abort(); },
+    get lastId() { return lastId; },
+  };
+}
+
+function parseBlock(block) {
+  let id = null;
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (name === "data") data.push(value);
+    else if (name === "id") id = value;
+  }
+  if (!data.length) return null;
+  try { return { id, data: JSON.parse(data.join("\n")) }; } catch { return null; }
+}
+
+// ------------------------------------------------------------------ the token
+
+function askToken(message) {
+  state.needsToken = true;
+  $("app").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  $("token").focus();
+}
+
+async function start() {
+  try {
+    const health = await api("GET", "/healthz");
+    $("server").textContent = `model ${health.model}`;
+  } catch (error) {
+    if (error instanceof Unauthorized) {
+      askToken(sessionStorage.getItem(TOKEN_KEY) ? "the token was refused" : "");
+      return;
+    }
+    $("server").textContent = `cannot reach the server: ${error.message}`;
+    return;
+  }
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("forget").hidden = !sessionStorage.getItem(TOKEN_KEY);
+  await refreshRuns();
+  const wanted = location.hash.slice(1);
+  if (wanted) openRun(wanted);
+}
+
+$("login").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+  $("token").value = "";
+  start();
+});
+
+$("forget").addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  location.reload();
+});
+
+// ------------------------------------------------------------------ runs and questions
+
+async function refreshRuns() {
+  try {
+    state.runs = (await api("GET", "/runs?limit=50")).runs;
+  } catch (error) {
+    if (error instanceof Unauthorized) askToken(error.message);
+    return;
+  }
+  const list = $("runs");
+  list.replaceChildren();
+  for (const run of state.runs) {
+    const counts = run.tasks || {};
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    const took = run.wall_s == null ? "" : ` · ${run.wall_s.toFixed(2)} s`;
+    const item = el("li", { "data-id": run.id },
+      el("span", { class: "q" }, run.question),
+      el("span", { class: `badge s-${run.status}` }, run.status.replace("_", " ")), " ",
+      el("span", { class: "muted" }, `${counts.done || 0}/${total} tasks${took}`));
+    if (run.id === state.runId) item.classList.add("selected");
+    item.addEventListener("click", () => openRun(run.id));
+    list.append(item);
+  }
+}
+
+$("ask").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const question = $("question").value.trim();
+  if (!question) return;
+  const body = { question, mode: $("mode").value };
+  if ($("approve").value) body.approve = $("approve").value;
+  $("ask-error").textContent = "";
+  try {
+    const started = await api("POST", "/runs", body);
+    $("question").value = "";
+    openRun(started.id);
+    refreshRuns();
+  } catch (error) {
+    $("ask-error").textContent = error.message;
+  }
+});
+
+// ------------------------------------------------------------------ one run
+
+function newRun(id) {
+  return {
+    id, question: "", status: "running", tasks: new Map(), llm: new Map(), notes: [],
+    answer: "", finalAnswer: null, error: null, cache: null, awaiting: null, now: 0,
+    clockAt: performance.now(), live: true,
+  };
+}
+
+function openRun(id) {
+  if (state.follow) state.follow.stop();
+  state.runId = id;
+  state.run = newRun(id);
+  location.hash = id;
+  $("run").hidden = false;
+  $("detail").hidden = true;
+  for (const item of $("runs").children) item.classList.toggle("selected", item.dataset.id === id);
+  listen(state.run, null);
+  render();
+}
+
+function listen(run, after) {
+  run.live = true;
+  state.follow = follow(run.id, after, (event) => { apply(run, event); schedule(); }, () => {
+    run.live = false;
+    render();
+    refreshRuns();
+  });
+}
+
+function task(run, id) {
+  let t = run.tasks.get(id);
+  if (!t) {
+    t = { id, tool: "", call: "", deps: [], status: "pending", start: null, end: null, note: "" };
+    run.tasks.set(id, t);
+  }
+  return t;
+}
+
+function apply(run, e) {
+  if (typeof e.t === "number") {
+    run.now = Math.max(run.now, e.t);
+    run.clockAt = performance.now();
+  }
+  switch (e.kind) {
+    case "run_started": run.question = e.question; run.status = "running"; break;
+    case "run_resumed": run.status = "running"; run.awaiting = null; break;
+    case "task_planned": Object.assign(task(run, e.task_id), {
+      tool: e.tool, call: e.call, deps: e.deps || [], status: "pending", note: "" }); break;
+    case "task_started": Object.assign(task(run, e.task_id), {
+      status: "running", start: e.start, end: null }); break;
+    case "task_finished": case "task_failed": case "task_skipped": case "task_cancelled": {
+      const t = task(run, e.task_id);
+      t.status = e.kind.slice(5).replace("finished", "done");
+      if (e.start != null) t.start = e.start;
+      t.end = e.end != null ? e.end : (t.start != null ? e.t : null);
+      if (e.error && e.error.message) t.note = e.error.message;
+      if (e.reused) t.note = "kept from an earlier session";
+      break;
+    }
+    case "task_recovery":
+      task(run, e.task_id).note = `${e.pattern} after ${e.category}: ${e.error}`;
+      run.notes.push(`task ${e.task_id}: ${e.pattern} after ${e.category}`);
+      break;
+    case "llm_call_started":
+      run.llm.set(`${e.seq}`, { purpose: e.purpose, start: e.t, end: null, call: e.call });
+      break;
+    case "llm_call_finished": {
+      const open = [...run.llm.values()].find((c) => c.end === null && c.call === e.call);
+      const start = e.replayed ? e.t : e.t - (e.duration || 0);
+      if (open) open.end = e.t;
+      else run.llm.set(`f${e.seq}`, { purpose: e.purpose, start, end: e.t, call: e.call, replayed: e.replayed });
+      break;
+    }
+    case "llm_retry": run.notes.push(`${e.purpose} call ${e.call}: ${e.category}, retry in ${e.delay.toFixed(1)} s`); break;
+    case "plan_invalid": run.notes.push(`invalid plan: ${(e.error && e.error.text) || ""}`); break;
+    case "replan": run.notes.push(`replan ${e.plan_round}: ${e.reason}`); break;
+    case "cache_hit": run.cache = `plan from the cache (template ${e.template_id})`; break;
+    case "cache_adapted": run.cache = `planned from a cached example (template ${e.template_id})`; break;
+    case "plan_awaiting_approval":
+      run.status = "awaiting_approval";
+      run.awaiting = e;
+      for (const w of e.tasks) task(run, w.id).note = "awaiting approval";
+      break;
+    case "plan_approved":
+      for (const id of e.dropped || []) run.tasks.delete(id);
+      run.notes.push(`approved${Object.keys(e.edits || {}).length ? `, edited ${Object.keys(e.edits).join(", ")}` : ""}${(e.dropped || []).length ? `, dropped ${e.dropped.join(", ")}` : ""}`);
+      for (const t of run.tasks.values()) if (t.note === "awaiting approval") t.note = "";
+      break;
+    case "plan_rejected": run.notes.push(`rejected: ${e.reason}`); break;
+    case "answer_delta": run.answer += e.text; break;
+    case "answer": run.finalAnswer = e.answer; break;
+    case "run_finished":
+      run.status = e.status;
+      if (e.answer != null) run.finalAnswer = e.answer;
+      run.error = e.error ? e.error.text || e.error.message : null;
+      for (const t of run.tasks.values()) {
+        if (t.status === "pending" || t.status === "running") t.status = "cancelled";
+      }
+      break;
+    default: break;
+  }
+}
+
+let pending = false;
+function schedule() {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; render(); });
+}
+
+function runClock(run) {
+  if (!run.live || run.status !== "running") return run.now;
+  return run.now + (performance.now() - run.clockAt) / 1000;
+}
+
+function render() {
+  const run = state.run;
+  if (!run) return;
+  const now = runClock(run);
+  $("run-question").textContent = run.question || (state.runs.find((r) => r.id === run.id) || {}).question || run.id;
+  const status = $("run-status");
+  status.textContent = run.status.replace("_", " ");
+  status.className = `badge s-${run.status}`;
+  $("run-cache").hidden = !run.cache;
+  $("run-cache").textContent = run.cache || "";
+  $("run-clock").textContent = `${now.toFixed(2)} s`;
+  $("cancel").hidden = !(run.status === "running" && run.live);
+  renderTasks(run, now);
+  renderDag(run);
+  renderApproval(run);
+  const notes = $("notes");
+  notes.replaceChildren(...run.notes.map((n) => el("li", {}, n)));
+  $("answer").textContent = run.finalAnswer != null ? run.finalAnswer : run.answer;
+  $("run-error").textContent = run.error || "";
+}
+
+function renderTasks(run, now) {
+  const spans = [...run.tasks.values(), ...run.llm.values()].filter((s) => s.start != null);
+  const scale = Math.max(now, ...spans.map((s) => (s.end != null ? s.end : now)), 0.001);
+  const bar = (start, end, color, cls) => {
+    const track = el("div", { class: "track" });
+    if (start != null) {
+      const b = el("div", { class: `bar ${cls || ""}` });
+      const stop = end != null ? end : now;
+      b.style.left = `${(100 * start) / scale}%`;
+      b.style.width = `${Math.max(0.3, (100 * (stop - start)) / scale)}%`;
+      if (color) b.style.background = `var(--${color})`;
+      track.append(b);
+    }
+    return track;
+  };
+  const rows = [];
+  for (const t of [...run.tasks.values()].sort((a, b) => a.id - b.id)) {
+    const took = t.start == null ? "" : `${((t.end != null ? t.end : now) - t.start).toFixed(2)} s`;
+    const row = el("tr", { class: "task", "data-task": String(t.id), "data-status": t.status },
+      el("td", {}, String(t.id)),
+      el("td", { class: "call" }, t.call),
+      el("td", {}, t.deps.map((d) => `$${d}`).join(" ")),
+      el("td", {}, el("span", { class: `badge s-${t.status}` }, t.status),
+        t.note ? el("div", { class: "note" }, t.note) : ""),
+      el("td", {}, bar(t.start, t.end, t.status === "running" ? "running" : t.status)),
+      el("td", { class: "muted" }, took));
+    row.addEventListener("click", () => showTask(run.id, t.id));
+    rows.push(row);
+  }
+  for (const c of run.llm.values()) {
+    const took = c.end == null ? "" : `${(c.end - c.start).toFixed(2)} s`;
+    rows.push(el("tr", { class: "llm" },
+      el("td", {}, ""), el("td", {}, `LLM ${c.purpose}${c.replayed ? " (replayed)" : ""}`),
+      el("td", {}, ""), el("td", {}, c.end == null ? "streaming" : ""),
+      el("td", {}, bar(c.start, c.end, null, "llm")), el("td", { class: "muted" }, took)));
+  }
+  $("tasks").tBodies[0].replaceChildren(...rows);
+}
+
+// Layers by the longest chain of $N references; edges from each task to those it uses.
+function renderDag(run) {
+  const dag = $("dag");
+  const tasks = [...run.tasks.values()].sort((a, b) => a.id - b.id);
+  const layer = new Map();
+  for (const t of tasks) layer.set(t.id, 1 + Math.max(-1, ...t.deps.map((d) => layer.get(d) ?? 0)));
+  const columns = new Map();
+  const at = new Map();
+  const W = 150, H = 34, GAP_X = 40, GAP_Y = 10;
+  for (const t of tasks) {
+    const l = layer.get(t.id);
+    const row = columns.get(l) || 0;
+    columns.set(l, row + 1);
+    at.set(t.id, { x: 8 + l * (W + GAP_X), y: 8 + row * (H + GAP_Y) });
+  }
+  const rows = Math.max(0, ...columns.values());
+  dag.style.height = tasks.length ? `${16 + rows * (H + GAP_Y)}px` : "0";
+  const nodes = [];
+  for (const t of tasks) {
+    const p = at.get(t.id);
+    for (const d of t.deps) {
+      const q = at.get(d);
+      if (q) nodes.push(svg("line", { x1: q.x + W, y1: q.y + H / 2, x2: p.x, y2: p.y + H / 2 }));
+    }
+  }
+  for (const t of tasks) {
+    const p = at.get(t.id);
+    const g = svg("g", { "data-task": t.id });
+    const rect = svg("rect", { x: p.x, y: p.y, width: W, height: H, rx: 5 });
+    rect.style.fill = `var(--${t.status})`;
+    const label = svg("text", { x: p.x + 6, y: p.y + 21 });
+    const call = `${t.id}. ${t.call}`;
+    label.textContent = call.length > 22 ? `${call.slice(0, 21)}…` : call;
+    const title = svg("title", {});
+    title.textContent = call;
+    g.append(rect, label, title);
+    g.addEventListener("click", () => showTask(run.id, t.id));
+    nodes.push(g);
+  }
+  dag.replaceChildren(...nodes);
+}
+
+async function showTask(runId, taskId) {
+  let shown;
+  try {
+    shown = await api("GET", `/runs/${encodeURIComponent(runId)}`);
+  } catch (error) {
+    $("detail-body").textContent = error.message;
+    return;
+  }
+  const t = (shown.tasks || []).find((x) => x.id === taskId);
+  $("detail").hidden = false;
+  $("detail-title").textContent = `task ${taskId}`;
+  if (!t) { $("detail-body").textContent = "not recorded yet"; return; }
+  const detail = { call: t.call, args: t.args, status: t.status, attempts: t.attempts };
+  if ("result" in t) detail.result = t.result;
+  if (t.error) detail.error = t.error;
+  if (t.recovery) detail.recovery = t.recovery;
+  $("detail-body").textContent = JSON.stringify(detail, null, 2);
+}
+
+$("cancel").addEventListener("click", async () => {
+  if (state.run) await api("POST", `/runs/${encodeURIComponent(state.run.id)}/cancel`).catch(() => {});
+});
+
+// ------------------------------------------------------------------ approval
+
+let approvalShown = null;
+
+function renderApproval(run) {
+  const box = $("approval");
+  const waiting = run.status === "awaiting_approval" ? run.awaiting : null;
+  box.hidden = !waiting;
+  if (!waiting || approvalShown === waiting) return;
+  approvalShown = waiting;
+  $("approval-error").textContent = "";
+  $("approval-what").textContent = waiting.approve === "plan"
+    ? "Nothing has run yet. Change arguments (JSON values; \"$1\" is task 1's result) or drop tasks, then approve."
+    : "These tasks have side effects; the others have run.";
+  const rows = [el("tr", {}, el("th", {}, "id"), el("th", {}, "tool"), el("th", {}, "arguments"), el("th", {}, "drop"))];
+  for (const w of waiting.tasks) {
+    const args = el("div", {});
+    for (const [name, value] of Object.entries(w.args)) {
+      const input = el("input", { class: "arg", "data-task": String(w.id), "data-arg": name, "aria-label": `task ${w.id} ${name}` });
+      input.value = JSON.stringify(value);
+      input.dataset.initial = input.value;
+      args.append(el("div", {}, el("label", {}, `${name} = `), input));
+    }
+    const drop = el("input", { type: "checkbox", class: "drop", "data-task": String(w.id), "aria-label": `drop task ${w.id}` });
+    rows.push(el("tr", {}, el("td", {}, String(w.id)), el("td", {}, w.tool), el("td", {}, args), el("td", {}, drop)));
+  }
+  $("approval-tasks").replaceChildren(...rows);
+}
+
+$("approve-btn").addEventListener("click", async () => {
+  const run = state.run;
+  const edits = {};
+  try {
+    for (const input of $("approval-tasks").querySelectorAll("input.arg")) {
+      if (input.value === input.dataset.initial) continue;
+      let value;
+      try { value = JSON.parse(input.value); } catch {
+        throw new Error(`task ${input.dataset.task}, ${input.dataset.arg}: not a JSON value (a text needs "quotes")`);
+      }
+      (edits[input.dataset.task] ||= {})[input.dataset.arg] = value;
+    }
+    const drop = [...$("approval-tasks").querySelectorAll("input.drop:checked")].map((c) => Number(c.dataset.task));
+    const after = state.follow ? state.follow.lastId : null;
+    await api("POST", `/runs/${encodeURIComponent(run.id)}/approve`, { edits, drop });
+    run.awaiting = null;
+    run.status = "running";
+    listen(run, after);
+    render();
+  } catch (error) {
+    $("approval-error").textContent = error.message;
+  }
+});
+
+$("reject-btn").addEventListener("click", async () => {
+  const run = state.run;
+  try {
+    await api("POST", `/runs/${encodeURIComponent(run.id)}/reject`, { reason: $("reject-reason").value });
+    openRun(run.id);
+    refreshRuns();
+  } catch (error) {
+    $("approval-error").textContent = error.message;
+  }
+});
+
+setInterval(() => { if (state.run && state.run.live && state.run.status === "running") schedule(); }, 200);
+setInterval(() => { if (!state.needsToken && !$("app").hidden) refreshRuns(); }, 5000);
+start();

@@ -1,0 +1,152 @@
+"""The web page at `/`, in a real browser: Debian's chromium driven by Playwright, against the
+real server (the scripted LLM, tools with controlled latency).  Skipped only where chromium is
+not installed, and never in CI (`.ci/run` installs it and sets PLANWEAVE_REQUIRE_BROWSER).
+About 6 s."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+import live_server
+from demo_tools import TOOLS
+from planweave import Reply, Runtime, Script, ScriptedLLM
+from planweave.llm.base import Message, Purpose
+from planweave.server import ServerConfig
+
+TOKEN = "page-token-0123456789abcdef"
+ANSWER = "About 583 people per km²."
+# Two lookups of 0.6 s that run side by side, then the division that needs both.
+PLAN = (
+    'Thought: both lookups first.\n1. population("Netherlands", delay=0.6)\n'
+    '2. area("Netherlands", delay=0.6)\n3. divide($1, $2)\n4. join()\n<END_OF_PLAN>'
+)
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _reply(messages: list[Message], purpose: Purpose) -> Reply | str:
+    if purpose == "planner":
+        return Reply(PLAN, chunk_size=12, delay=0.02)
+    if purpose == "joiner":
+        return Reply(f"Action: Finish({ANSWER})", chunk_size=3, delay=0.03)
+    raise AssertionError(f"no reply for {purpose}")
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Iterator[str]:
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.routed(_reply)), journal=tmp_path / "runs.db")
+    with live_server.serving(runtime, ServerConfig(token=TOKEN)) as url:
+        yield url
+
+
+def test_the_page_is_served_without_the_token_and_holds_no_data(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=10) as anonymous:
+        page = anonymous.get("/")
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/html")
+        policy = page.headers["content-security-policy"]
+        assert "script-src 'self'" in policy
+        assert "default-src 'none'" in policy
+        for path in ("/page.js", "/page.css"):
+            assert anonymous.get(path).status_code == 200
+        assert TOKEN not in page.text
+        assert "<script>" not in page.text  # no inline script: the policy would refuse it
+        assert anonymous.get("/runs").status_code == 401
+        assert anonymous.post("/").status_code == 401  # only reading the page is open
+        assert anonymous.get("/", headers={"origin": "https://attacker.example"}).status_code == 403
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path) -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI") or os.environ.get("PLANWEAVE_REQUIRE_BROWSER"):
+            pytest.fail(f"chromium is not installed at {CHROMIUM}; .ci/run installs it")
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, args=ARGS, headless=True
+        )
+        try:
+            context.set_default_timeout(20_000)
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) -> None:
+    page = browser_page
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(base)
+    page.locator("#token").fill(TOKEN)
+    page.locator("#login button").click()
+    page.locator("#app").wait_for(state="visible")
+    assert TOKEN not in page.url
+    assert page.evaluate("sessionStorage.getItem('planweave-token')") == TOKEN
+
+    # Ask; the tasks appear as the plan streams, the two lookups overlap, all finish.
+    question = 'Density of the Netherlands? <img src=x onerror="window.pwned=1">'
+    page.locator("#question").fill(question)
+    page.locator("#ask button").click()
+    # (Locators, not wait_for_function: the page's policy refuses evaluating strings.)
+    page.locator("#tasks tr.task[data-status=running]").nth(1).wait_for()
+    page.locator("#tasks tr.task[data-status=done]").nth(2).wait_for()
+    page.locator("#answer").filter(has_text=ANSWER).wait_for()
+    page.locator("#run-status").filter(has_text="finished").wait_for()
+    assert page.locator("#tasks tr.task td.call").all_inner_texts() == [
+        'population("Netherlands", delay=0.6)',
+        'area("Netherlands", delay=0.6)',
+        "divide($1, $2)",
+    ]
+    assert page.locator("#tasks tr.task").nth(2).locator("td").nth(2).inner_text() == "$1 $2"
+    bars = [page.locator(f"#tasks tr.task[data-task='{i}'] .bar").bounding_box() for i in (1, 2, 3)]
+    assert all(bars)
+    one, two, three = bars
+    assert two["x"] < one["x"] + one["width"]  # the lookups ran side by side
+    assert three["x"] >= max(one["x"] + one["width"], two["x"] + two["width"]) - 1
+    assert page.locator("#dag g").count() == 3
+    assert page.locator("#dag line").count() == 2
+    # The question is shown as text, never as markup.
+    assert page.locator("#run-question").inner_text() == question
+    assert page.locator("img").count() == 0
+    assert page.evaluate("window.pwned") is None
+    page.locator("#tasks tr.task[data-task='3']").click()
+    page.locator("#detail-body").filter(has_text="427.7").wait_for()
+    page.screenshot(path="/tmp/planweave-page.png", full_page=True)
+
+    # A run that waits for approval: edit an argument, approve, and it runs.
+    page.locator("#approve").select_option("plan")
+    page.locator("#question").fill("Density of the Netherlands, once approved?")
+    page.locator("#ask button").click()
+    page.locator("#approval").wait_for(state="visible")
+    page.locator("#run-status").filter(has_text="awaiting approval").wait_for()
+    assert page.locator("#tasks tr.task[data-status=pending]").count() == 3
+    page.screenshot(path="/tmp/planweave-page-approval.png", full_page=True)
+    page.locator("input.arg[data-task='2'][data-arg='country']").fill('"Belgium"')
+    page.locator("#approve-btn").click()
+    page.locator("#approval").wait_for(state="hidden")
+    page.locator("#run-status").filter(has_text="finished").wait_for()
+    page.locator("#answer").filter(has_text=ANSWER).wait_for()
+    assert page.locator("#tasks tr.task[data-task='2'] td.call").inner_text() == (
+        'area(country="Belgium", delay=0.6)'
+    )
+    assert page.locator("#notes").inner_text() == "approved, edited 2"
+    assert errors == []
