@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from ..approval import APPROVE_MODES
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
 from ..recovery import Escalation, EscalationAnswer, EscalationHandler
@@ -121,15 +122,27 @@ def run(
             help="When a task fails for good, ask here for a result, a retry, or to let it fail."
         ),
     ] = False,
+    approve: Annotated[
+        str | None,
+        typer.Option(
+            help="Wait for a yes before running: `plan` (the whole first plan) or "
+            "`side_effects` (tasks of tools with side effects); then `planweave runs approve`."
+        ),
+    ] = None,
     *,
     settings: RunSettings,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
     err = plain_console(stderr=True)
     choose("--mode", mode, ("compiled", "react"))
+    if approve is not None:
+        choose("--approve", approve, APPROVE_MODES)
     try:
         settings = dataclasses.replace(
-            settings, mode="react" if mode == "react" else "compiled", ask=ask
+            settings,
+            mode="react" if mode == "react" else "compiled",
+            ask=ask,
+            approve="plan" if approve == "plan" else "side_effects" if approve else None,
         )
         runtime, load_s = build_runtime(
             settings,
@@ -205,19 +218,29 @@ def execute_and_report(
     console: Console,
     load_s: float,
 ) -> None:
-    """Run with the live view (or quietly), print the outcome, exit 1 on a failed run."""
+    """Run with the live view (or quietly), print the outcome; exit 1 on a failed run, 3 on
+    one that waits for approval."""
     err = console
     view = DagView()
     result = _execute(runtime, start, view, live=not as_json and err.is_terminal, console=err)
+    waits = result.status == "awaiting_approval"
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
-        raise typer.Exit(0 if result.error is None else 1)
+        raise typer.Exit(3 if waits else 0 if result.error is None else 1)
     if not err.is_terminal:
         err.print(view.render())
     for rec in result.tasks:
         if rec.error is not None and rec.status == "failed":
             err.print(labelled(f"task {rec.task.id} failed:", "red", rec.error))
     err.print(_summary(result, load_s), style="dim")
+    if waits:
+        for task in result.waiting:
+            err.print(labelled(f"task {task['id']} waits:", "yellow", task["call"]))
+        err.print(
+            f"approve with `planweave runs approve {result.run_id}` (--drop ID, --edit "
+            f"ID='{{\"arg\": value}}'), or end it with `planweave runs reject {result.run_id}`"
+        )
+        raise typer.Exit(3)
     if result.error is not None:
         err.print(labelled("error:", "red", result.error))
         raise typer.Exit(1)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -15,9 +17,9 @@ from ..errors import DecisionNeeded, PlanweaveError
 from ..events import (
     Event,
 )
-from ..runtime import RunResult
+from ..runtime import RunResult, Runtime
 from ..settings import RunSettings
-from ..store import ResumeDecision
+from ..store import Journal, ResumeDecision
 from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
 from .options import OtelOption, start_tracing
 from .run import build_runtime, execute_and_report
@@ -154,24 +156,9 @@ def runs_resume(
         )
         return "rerun" if again else "fail"
 
-    try:
-        recorded = RunSettings.from_dict(journal.show(run_id)["settings"])
-        settings = dataclasses.replace(
-            recorded,
-            tools=tuple(tools) if tools else recorded.tools,
-            mcp=tuple(mcp) if mcp else recorded.mcp,
-            base_url=base_url or recorded.base_url,
-            model=model or recorded.model,
-        )
-        runtime, load_s = build_runtime(
-            settings,
-            journal=journal,
-            console=err,
-            quiet=as_json or not err.is_terminal,
-        )
-    except PlanweaveError as exc:
-        err.print(labelled("error:", "red", exc))
-        raise typer.Exit(2) from None
+    runtime, load_s = _recorded_runtime(
+        journal, run_id, err, as_json=as_json, tools=tools, mcp=mcp, base_url=base_url, model=model
+    )
 
     def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aresume(run_id, decisions=decide, subscribers=subs, check=False)
@@ -188,3 +175,106 @@ def runs_resume(
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
+
+
+def _recorded_runtime(
+    journal: Journal,
+    run_id: str,
+    err: Console,
+    *,
+    as_json: bool,
+    tools: list[str] | None = None,
+    mcp: list[str] | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+) -> tuple[Runtime, float]:
+    """The runtime a recorded run was started with (its settings from the journal), with the
+    given overrides; a setting that cannot be rebuilt is the error and exit status 2."""
+    try:
+        recorded = RunSettings.from_dict(journal.show(run_id)["settings"])
+        settings = dataclasses.replace(
+            recorded,
+            tools=tuple(tools) if tools else recorded.tools,
+            mcp=tuple(mcp) if mcp else recorded.mcp,
+            base_url=base_url or recorded.base_url,
+            model=model or recorded.model,
+        )
+        return build_runtime(
+            settings, journal=journal, console=err, quiet=as_json or not err.is_terminal
+        )
+    except PlanweaveError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+
+
+@runs_app.command("approve")
+def runs_approve(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    drop: Annotated[
+        list[int] | None, typer.Option(help="Leave this waiting task out; repeatable.")
+    ] = None,
+    edit: Annotated[
+        list[str] | None,
+        typer.Option(
+            help='New arguments for a waiting task: ID=\'{"name": value}\' (JSON; "$1" is task '
+            "1's result); repeatable."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object and nothing else.")
+    ] = False,
+    otel: OtelOption = None,
+) -> None:
+    """Run a run that waits for approval: its waiting tasks as planned, or edited, or some
+    left out."""
+    err = plain_console(stderr=True)
+    start_tracing(otel)
+    edits = _edits(edit or [], err)
+    journal = open_journal(db, err)
+    runtime, load_s = _recorded_runtime(journal, run_id, err, as_json=as_json)
+
+    def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
+        return runtime.aapprove(run_id, edits=edits, drop=drop or (), subscribers=subs, check=False)
+
+    try:
+        execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
+    except PlanweaveError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+
+
+@runs_app.command("reject")
+def runs_reject(
+    run_id: Annotated[str, typer.Argument(help="The run's id (a unique prefix will do).")],
+    db: DbOption = None,
+    reason: Annotated[str, typer.Option(help="Why, kept in the run's error.")] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run's error as JSON.")] = False,
+) -> None:
+    """End a run that waits for approval without running its waiting tasks."""
+    err = plain_console(stderr=True)
+
+    def reject(journal: Journal) -> dict[str, Any]:
+        return journal.reject(run_id, reason or "no reason given")
+
+    error = read_journal(db, err, reject, reading=False)
+    if as_json:
+        print_json({"id": run_id, "status": "failed", "error": error})
+        return
+    plain_console().print(f"rejected: {error.get('message', error)}")
+
+
+def _edits(given: list[str], err: Console) -> dict[int, dict[str, Any]]:
+    """`ID={json}` options as edits by task id; a malformed one is the error and exit 2."""
+    edits: dict[int, dict[str, Any]] = {}
+    for item in given:
+        task, _, args = item.partition("=")
+        try:
+            value = json.loads(args)
+            if not task.strip().isdigit() or not isinstance(value, dict):
+                raise ValueError("expected ID={...}")
+        except ValueError as exc:
+            err.print(labelled("error:", "red", f"--edit {item!r}: {exc}"))
+            raise typer.Exit(2) from None
+        edits[int(task)] = value
+    return edits
