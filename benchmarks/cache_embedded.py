@@ -62,6 +62,19 @@ def ask(runtime: Runtime, q: Question, cache: bool) -> dict[str, Any]:
     }
 
 
+def report(q: Question, pair: list[dict[str, Any]]) -> None:
+    """One line per question: its time off and on, whether it hit, whether it was right."""
+    print(
+        f"{q.text}: "
+        + ", ".join(
+            f"{'on' if r['cache'] else 'off'} {r['wall_s']:.1f}s"
+            f"{' hit' if r['hit'] else ''} {'OK' if r['correct'] else 'WRONG'}"
+            for r in pair
+        ),
+        flush=True,
+    )
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     out = [
         "| set | questions | hit rate | right (off → on) | median s (off → on) | "
@@ -111,15 +124,7 @@ def main() -> None:
         for q in stream:
             for cache, runtime in ((False, off), (True, on)):
                 rows.append(ask(runtime, q, cache) | {"set": "eval"})
-            print(
-                f"{q.text}: "
-                + ", ".join(
-                    f"{'on' if r['cache'] else 'off'} {r['wall_s']:.1f}s"
-                    f"{' hit' if r['hit'] else ''} {'OK' if r['correct'] else 'WRONG'}"
-                    for r in rows[-2:]
-                ),
-                flush=True,
-            )
+            report(q, rows[-2:])
         readme = Runtime(tools, llm, journal=Path(tmp) / "readme.db", max_replans=1)
         first = ask(readme, readme_question(*README_PAIRS[0]), True)
         print(f"README question (makes the template): {first['wall_s']:.1f}s", flush=True)
@@ -127,15 +132,7 @@ def main() -> None:
             q = readme_question(a, b)
             for cache, runtime in ((False, off), (True, readme)):
                 rows.append(ask(runtime, q, cache) | {"set": "readme"})
-            print(
-                f"{q.text}: "
-                + ", ".join(
-                    f"{'on' if r['cache'] else 'off'} {r['wall_s']:.1f}s"
-                    f"{' hit' if r['hit'] else ''} {'OK' if r['correct'] else 'WRONG'}"
-                    for r in rows[-2:]
-                ),
-                flush=True,
-            )
+            report(q, rows[-2:])
     text = table(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(

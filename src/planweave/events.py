@@ -268,12 +268,7 @@ class CacheHit(Event):
 
     def summary(self) -> dict[str, Any]:
         """The run's `cache` entry (`--json`)."""
-        return {
-            "hit": True,
-            "template_id": self.template_id,
-            "adapted": self.adapted,
-            "tokens_saved": self.tokens_saved,
-        }
+        return _cache_summary(True, self.template_id, self.adapted, self.tokens_saved)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -290,12 +285,7 @@ class CacheAdapted(Event):
     tokens_saved: int = 0
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "hit": False,
-            "template_id": self.template_id,
-            "adapted": True,
-            "tokens_saved": self.tokens_saved,
-        }
+        return _cache_summary(False, self.template_id, True, self.tokens_saved)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -308,13 +298,18 @@ class CacheMiss(Event):
     template_id: str | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "hit": False,
-            "template_id": self.template_id,
-            "adapted": False,
-            "tokens_saved": 0,
-            "reason": self.reason,
-        }
+        return _cache_summary(False, self.template_id, False, 0) | {"reason": self.reason}
+
+
+def _cache_summary(
+    hit: bool, template_id: str | None, adapted: bool, tokens_saved: int
+) -> dict[str, Any]:
+    return {
+        "hit": hit,
+        "template_id": template_id,
+        "adapted": adapted,
+        "tokens_saved": tokens_saved,
+    }
 
 
 @dataclass(slots=True, kw_only=True)

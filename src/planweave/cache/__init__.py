@@ -32,7 +32,7 @@ from ..events import (
     TaskPlanned,
     TaskRecovery,
 )
-from ..parser import parse_call, parse_plan
+from ..parser import parse_call
 from ..plan import Task
 from ..redaction import redact
 from ..store import Journal
@@ -84,33 +84,6 @@ class PlanCache:
     def lookup(self, question: str, tools: ToolRegistry) -> CacheHit | CacheAdapted | CacheMiss:
         """What the cache has for `question` (not yet emitted): a plan, an example to plan
         with (when `adapt` is on), or why neither."""
-        found = self._lookup(question, tools)
-        if isinstance(found, CacheMiss) and self.adapt:
-            return self._adaptation(question, tools) or found
-        return found
-
-    def _adaptation(self, question: str, tools: ToolRegistry) -> CacheAdapted | None:
-        try:
-            stored = self.table.candidates(registry_signature(tools))
-        except JournalError:
-            return None
-        scored = []
-        for row in stored:
-            template = _template(row)
-            if template is not None and row.bad == 0:
-                scored.append((template.similarity(question), row.used, row, template))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-        for score, _, row, template in scored:
-            if score < ADAPT_SIMILARITY:
-                break
-            try:
-                plan = template.example_plan(tools)
-            except PlanError:
-                continue
-            return CacheAdapted(template_id=row.id, question=template.question, plan=plan)
-        return None
-
-    def _lookup(self, question: str, tools: ToolRegistry) -> CacheHit | CacheMiss:
         if len(question) > MAX_QUESTION_CHARS:
             return CacheMiss(reason=f"the question is longer than {MAX_QUESTION_CHARS} characters")
         signature = registry_signature(tools)
@@ -118,13 +91,21 @@ class PlanCache:
             stored = self.table.candidates(signature)
         except JournalError as exc:
             return CacheMiss(reason=f"the cache could not be read: {exc.message}")
+        found = self._hit(question, tools, signature, stored)
+        if isinstance(found, CacheMiss) and self.adapt:
+            return _adaptation(question, tools, stored) or found
+        return found
+
+    def _hit(
+        self, question: str, tools: ToolRegistry, signature: str, stored: list[StoredTemplate]
+    ) -> CacheHit | CacheMiss:
         refused: CacheMiss | None = None
         for row, fill in _fills(stored, question):
             if fill.refused is not None:
                 refused = refused or CacheMiss(reason=fill.refused, template_id=row.id)
                 continue
             try:
-                plan = fill.plan(tools)
+                plan, tasks = fill.validated(tools)
             except PlanError as exc:
                 refused = refused or CacheMiss(
                     reason=f"the filled plan is not valid: {exc}", template_id=row.id
@@ -134,7 +115,9 @@ class PlanCache:
                 if not _validates(fill.template, tools):
                     self._judge_quietly(signature, row.id)
                 continue
-            if not self.side_effects and _side_effects(plan, tools):
+            if not self.side_effects and any(
+                tools[t.tool].side_effects for t in tasks if not t.is_join
+            ):
                 # Only a damaged or forged row can say so: no template is made of such a run.
                 refused = refused or CacheMiss(
                     reason="the cached plan calls a tool with side effects", template_id=row.id
@@ -252,8 +235,26 @@ def _template(row: StoredTemplate) -> PlanTemplate | None:
     return template if template.sound() else None
 
 
-def _side_effects(plan: str, tools: ToolRegistry) -> bool:
-    return any(t.tool in tools and tools[t.tool].side_effects for t in parse_plan(plan, tools))
+def _adaptation(
+    question: str, tools: ToolRegistry, stored: list[StoredTemplate]
+) -> CacheAdapted | None:
+    """The template in good standing worded most like `question`, if it shares at least
+    `ADAPT_SIMILARITY` of its words, as the planner's one example."""
+    scored = []
+    for row in stored:
+        template = _template(row)
+        if template is not None and row.bad == 0:
+            scored.append((template.similarity(question), row.used, row, template))
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    for score, _, row, template in scored:
+        if score < ADAPT_SIMILARITY:
+            break
+        try:
+            plan = template.example_plan(tools)
+        except PlanError:
+            continue
+        return CacheAdapted(template_id=row.id, question=template.question, plan=plan)
+    return None
 
 
 def _validates(template: PlanTemplate, tools: ToolRegistry) -> bool:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MissingJoinError, PlanError, PlanSyntaxError
-from ..parser import PlanParser
+from ..parser import parse_plan
 from ..plan import END_OF_PLAN, Ref, Task, format_args
 from ..plan import Template as Interpolated
 from ..tools import ToolRegistry
@@ -218,9 +218,12 @@ class Fill:
 
     def plan(self, tools: ToolRegistry) -> str:
         """The filled plan, validated like any plan; raises PlanError when it is not valid."""
+        return self.validated(tools)[0]
+
+    def validated(self, tools: ToolRegistry) -> tuple[str, list[Task]]:
+        """The filled plan and its tasks, parsed once; raises PlanError when it is not valid."""
         text = self.template.fill(self.values)
-        _validated(text, tools)
-        return text
+        return text, _validated(text, tools)
 
 
 def normalize(question: str) -> str:
@@ -575,10 +578,10 @@ def _check_round_trip(
     if fill is None or fill.refused is not None:
         raise NotATemplate(f"the template does not read its own question ({fill and fill.refused})")
     try:
-        text = fill.plan(tools)
+        _, filled = fill.validated(tools)
     except PlanError as exc:
         raise NotATemplate(f"the filled plan is not valid: {exc}") from None
-    again = [t.call_text() for t in _validated(text, tools)]
+    again = [t.call_text() for t in filled]
     if again != [t.call_text() for t in tasks]:
         raise NotATemplate("the template does not give back the plan it was made from")
 
@@ -692,9 +695,7 @@ def _read(key: str, kinds: Sequence[SlotKind], question: str) -> list[str] | Non
 
 def _validated(text: str, tools: ToolRegistry) -> list[Task]:
     """Parse and validate a whole plan in the text form, as the planner's plans are."""
-    parser = PlanParser(tools)
-    tasks = parser.feed(text)
-    tasks.extend(parser.close())
+    tasks = parse_plan(text, tools)
     if not tasks or not tasks[-1].is_join:
         raise MissingJoinError("the cached plan does not end in join()")
     return tasks
