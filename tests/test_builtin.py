@@ -491,6 +491,39 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
 
 
 @pytest.mark.parametrize(
+    ("value", "source", "target", "expected"),
+    [
+        (1, "km2", "mi2", 1 / 1.609344**2),
+        (1, "sq km", "square miles", 1 / 1.609344**2),
+        (1, "sq. km", "hectares", 100),
+        (1, "sq.mi", "sq km", 1.609344**2),
+        (1, "sqft", "m2", 0.3048**2),
+        (2, "m3", "L", 2000),
+        (1, "cu ft", "L", 0.3048**3 * 1000),
+        (100, "°F", "°C", 100 / 1.8 - 32 / 1.8),
+        # pint alone reads "degrees fahrenheit" as an angle times a temperature difference
+        (100, "degrees fahrenheit", "degrees celsius", 100 / 1.8 - 32 / 1.8),
+        (212, "Fahrenheit", "Celsius", 100),
+        (212, "F", "C", 100),
+        (300, "K", "C", 300 - 273.15),
+        (1, "C", "mAh", 1 / 3.6),  # not a temperature on both sides: the coulomb
+        (36, "kmh", "m/s", 10),
+        (1, "metric tons", "kg", 1000),
+        (1, "nautical miles", "m", 1852),
+    ],
+)
+def test_convert_units_reads_what_people_write(
+    value: float, source: str, target: str, expected: float
+) -> None:
+    assert convert_units(value, source, target) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def test_convert_units_unknown_unit_names_the_accepted_forms() -> None:
+    with pytest.raises(ToolFailed, match=r"unknown unit 'blorb'; .*km2 or km² or 'sq km'.*degF"):
+        convert_units(1, "blorb", "km")
+
+
+@pytest.mark.parametrize(
     ("source", "target", "message"),
     [
         ("km", "kg", r"cannot convert km to kg \(length vs mass\)"),

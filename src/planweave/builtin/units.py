@@ -27,6 +27,68 @@ def _powers_spelled_out(unit: str) -> str:
     return _SUPERSCRIPT_RUN_RE.sub(lambda m: "**" + m.group().translate(_SUPERSCRIPTS), unit)
 
 
+# What people (and models) write first, read the way they mean it.  pint reads "km2" as an
+# undefined name, "sq. km" as an undefined "sq", and "degrees fahrenheit" as an angle times a
+# temperature *difference*: a wrong number, not an error.
+_TEMPERATURE_RE = re.compile(
+    r"^(?:°|º|deg(?:ree)?s?\.?)?\s*(fahrenheit|celsius|centigrade|kelvin|f|c|k)$", re.IGNORECASE
+)
+_TEMPERATURES = {"fahrenheit": "degF", "celsius": "degC", "centigrade": "degC", "kelvin": "K"}
+_TEMPERATURE_LETTERS = {"f": "degF", "c": "degC", "k": "K"}
+_SQUARE_RE = re.compile(r"\bsq(?:\.\s*|\s+)(?=[a-z])", re.IGNORECASE)
+_CUBIC_RE = re.compile(r"\bcu(?:\.\s*|\s+)(?=[a-z])", re.IGNORECASE)
+# A unit name written with its power as a plain digit ("km2", "m3", "ft2"), not after "**"/"^".
+_DIGIT_POWER_RE = re.compile(r"(?<![\w*^])([a-zA-Zµμ]+)([23])\b")
+_ALIASES = {
+    "sqft": "ft**2",
+    "sqm": "m**2",
+    "sqmi": "mi**2",
+    "sqkm": "km**2",
+    "kmh": "km/h",
+    "kmph": "km/h",
+    "kms": "km",
+    "metric ton": "metric_ton",
+    "metric tons": "metric_ton",
+    "metric tonne": "metric_ton",
+    "nautical mile": "nautical_mile",
+    "nautical miles": "nautical_mile",
+    "fl oz": "fluid_ounce",
+    "fluid ounce": "fluid_ounce",
+    "fluid ounces": "fluid_ounce",
+}
+ACCEPTED = (
+    "symbols or names: km, mi, m, ft, km2 or km² or 'sq km', mi2 or 'square miles', ha, acre, "
+    "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, degC or °C or celsius, degF or °F or "
+    "fahrenheit, K, s, min, h, day, year"
+)
+
+
+def _spelled(unit: str, temperature: bool) -> str:
+    """`unit` in pint's spelling: aliases, "sq"/"cu", digit powers and temperature names.
+
+    A bare "F", "C" or "K" is a temperature only when `temperature` says the conversion is
+    between temperatures (otherwise it is pint's farad, coulomb, kelvin)."""
+    text = " ".join(unit.split())
+    key = text.lower()
+    if key in _ALIASES:
+        return _ALIASES[key]
+    match = _TEMPERATURE_RE.match(text)
+    if match:
+        word = match.group(1).lower()
+        if word in _TEMPERATURES:
+            return _TEMPERATURES[word]
+        if temperature or match.group(0) != match.group(1):  # "°F", "deg C": a temperature
+            return _TEMPERATURE_LETTERS[word]
+    text = _SQUARE_RE.sub("square ", text)
+    text = _CUBIC_RE.sub("cubic ", text)
+    return _DIGIT_POWER_RE.sub(r"\1**\2", text)
+
+
+def _is_temperature(unit: str) -> bool:
+    match = _TEMPERATURE_RE.match(" ".join(unit.split()))
+    return match is not None
+
+
 @load_once
 def _registry() -> Any:
     try:
@@ -41,7 +103,7 @@ def _dimension(dims: Any) -> str:
     return text or "a plain number"
 
 
-def _units(registry: Any, text: str) -> Any:
+def _units(registry: Any, text: str, temperature: bool = False) -> Any:
     import pint
 
     unit = text.strip()
@@ -52,11 +114,11 @@ def _units(registry: Any, text: str) -> Any:
     if _NUMBER_POWER_RE.search(_powers_spelled_out(unit)):
         raise ToolFailed(f"{unit!r} is not a unit: numbers may not be raised to powers")
     try:
-        parsed = registry.parse_units(unit)
+        parsed = registry.parse_units(_spelled(unit, temperature))
     except pint.UndefinedUnitError:
         options = difflib.get_close_matches(unit, list(registry), n=3, cutoff=0.75)
-        hint = f"; did you mean {' or '.join(options)}?" if options else ""
-        raise ToolFailed(f"unknown unit {unit!r}{hint}") from None
+        hint = f"did you mean {' or '.join(options)}? " if options else ""
+        raise ToolFailed(f"unknown unit {unit!r}; {hint}write {ACCEPTED}") from None
     except pint.DefinitionSyntaxError:
         raise ToolFailed(f"cannot read the unit {unit!r}") from None
     except ValueError:
@@ -88,8 +150,8 @@ def _units(registry: Any, text: str) -> Any:
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 
-    Understands symbols and names (km, km², "square kilometre", mi, miles, kg, lb, celsius or
-    degC, fahrenheit or degF, km/h, mph, ...). The result is rounded to 12 significant digits
+    Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
+    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...). The result is rounded to 12 significant digits
     (temperatures also to 10 decimal places).
 
     Args:
@@ -100,7 +162,10 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     registry = _registry()
     import pint
 
-    source, target = _units(registry, from_unit), _units(registry, to_unit)
+    # "F" to "C" is Fahrenheit to Celsius when both sides read as temperatures.
+    temperature = _is_temperature(from_unit) and _is_temperature(to_unit)
+    source = _units(registry, from_unit, temperature)
+    target = _units(registry, to_unit, temperature)
     try:
         quantity = registry.Quantity(value, source)
         result = float(quantity.to(target).magnitude)
