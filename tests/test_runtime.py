@@ -205,6 +205,45 @@ def test_an_invalid_plan_in_a_replan_reply_is_repaired_by_the_planner(
     assert result.answer is not None
 
 
+@pytest.mark.parametrize("join_replan", [True, False])
+def test_a_replan_may_not_repeat_a_call_that_already_failed(join_replan: bool) -> None:
+    first = '1. population("Belgia")\n2. population("France")\n3. join()\n<END_OF_PLAN>'
+    # The same failing call again, its argument now by keyword: the same arguments.
+    again = '4. population(country="Belgia")\n5. join()\n<END_OF_PLAN>'
+    fixed = '4. population("Belgium")\n5. divide($2, $4)\n6. join()\n<END_OF_PLAN>'
+    replan = "Thought: x\nAction: Replan(Belgia was not found)"
+    if join_replan:
+        script = Script.by_purpose(
+            planner=[first], joiner=[f"{replan}\n{again}", FINISH], repair=[fixed]
+        )
+    else:
+        script = Script.by_purpose(planner=[first, again], joiner=[replan, FINISH], repair=[fixed])
+    result = Runtime(TOOLS, ScriptedLLM(script), join_replan=join_replan).run("q")
+    assert script.purposes[-2:] == ["repair", "joiner"]
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.error["type"] for e in invalid] == ["ArgumentError"]
+    assert (
+        "already failed with these arguments (no country named 'Belgia')"
+        in (invalid[0].error["message"])
+    )
+    assert "already failed" in script.requests[-2][-1].content  # the repair prompt says why
+    assert [r.task.id for r in result.tasks] == [1, 2, 4, 5]
+    assert result.results[5] == pytest.approx(POPULATION["France"] / POPULATION["Belgium"])
+
+
+def test_a_failed_call_reading_a_result_may_be_written_again() -> None:
+    # Its arguments are known only once the result is: the same text may mean other values.
+    first = '1. echo("Belgia")\n2. population($1)\n3. join()\n<END_OF_PLAN>'
+    second = "4. population($1)\n5. join()\n<END_OF_PLAN>"
+    script = Script.by_purpose(
+        planner=[first, second], joiner=["Thought: x\nAction: Replan(again)", FINISH]
+    )
+    result = Runtime(TOOLS, ScriptedLLM(script), join_replan=False).run("q")
+    assert not [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [r.task.id for r in result.tasks] == [1, 2, 4]
+    assert [r.status for r in result.tasks] == [TaskStatus.DONE] + [TaskStatus.FAILED] * 2
+
+
 def test_join_replan_off_keeps_the_joiner_prompt_and_a_separate_planner_call() -> None:
     first = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
     second = '3. area("Belgium")\n4. join()\n<END_OF_PLAN>'

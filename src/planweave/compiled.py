@@ -80,6 +80,7 @@ class Compiled:
                 messages, notes = None, planned
                 continue
             bus.emit(ReplanEvent(reason=decision.text, plan_round=round_ + 1))
+            parser.remember_failures(records)
             messages = self.planner.replan_messages(
                 question, records, decision.text, parser.last_id + 1
             )
@@ -191,6 +192,7 @@ class Compiled:
                         reason = reply.decision().text
                         bus.emit(ReplanEvent(reason=reason, plan_round=next_round))
                         scheduler.plan_round = next_round
+                        parser.remember_failures(records)
                         plan_error = await self.planner.stream_plan(
                             llm,
                             self.planner.replan_messages(question, records, reason, next_id),

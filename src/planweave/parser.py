@@ -17,9 +17,12 @@ from .errors import (
     InvalidReferenceError,
     MissingJoinError,
     PlanSyntaxError,
+    ToolArgumentError,
+    ToolRejected,
     UnknownToolError,
 )
 from .plan import END_OF_PLAN, Ref, Task, Template
+from .records import TaskRecord
 from .redaction import encodable
 from .tools import ToolRegistry
 
@@ -329,6 +332,9 @@ class PlanParser:
         self._response_tasks = 0
         self.joined = False
         self.ended = False
+        # Calls that failed for good in earlier rounds, by (tool, arguments): a replan or repair
+        # may not write them again, or a small model repeats the same failing call each round.
+        self._failed: dict[tuple[str, str], str] = {}
 
     @property
     def last_id(self) -> int:
@@ -339,6 +345,15 @@ class PlanParser:
     def known_ids(self) -> Mapping[int, bool]:
         """Ids of accepted tasks whose results later tasks may use (every task but join)."""
         return self._known
+
+    def remember_failures(self, records: Iterable[TaskRecord]) -> None:
+        """Refuse, from now on, a call that already failed for good with the same literal
+        arguments (the tool rejected them, or they did not fit its schema); a call reading
+        another task's result may get other values, so it stays allowed."""
+        for rec in records:
+            task = rec.task
+            if isinstance(rec.error, ToolRejected | ToolArgumentError) and not task.deps:
+                self._failed.setdefault(_call_key(task.tool, task.bound), rec.error.message)
 
     def start_plan(self) -> None:
         """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
@@ -529,6 +544,16 @@ class PlanParser:
             raise ArgumentError(
                 f"{tool.signature_text()}: {exc}", line=raw, lineno=lineno, task_id=task.id
             ) from None
+        if not task.deps:
+            earlier = self._failed.get(_call_key(task.tool, bound))
+            if earlier is not None:
+                raise ArgumentError(
+                    f"{task.call_text()} already failed with these arguments ({earlier}); "
+                    "change the arguments or use another tool",
+                    line=raw,
+                    lineno=lineno,
+                    task_id=task.id,
+                )
         for name, value in bound.items():
             if _has_ref(value):
                 continue  # checked when the reference is resolved
@@ -621,6 +646,10 @@ class PlanParser:
         self.validate(task)
         self._accept(task)
         return task
+
+
+def _call_key(tool: str, bound: Mapping[str, Any]) -> tuple[str, str]:
+    return tool, json.dumps(bound, sort_keys=True, default=repr)
 
 
 def parse_plan(text: str, tools: ToolRegistry) -> list[Task]:

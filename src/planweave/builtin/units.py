@@ -151,8 +151,8 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 
     Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
-    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...). The result is rounded to 12 significant digits
-    (temperatures also to 10 decimal places).
+    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...). The result is rounded
+    to 12 significant digits (temperatures also to 10 decimal places).
 
     Args:
         value: the number to convert
