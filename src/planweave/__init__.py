@@ -49,6 +49,7 @@ from .errors import (
 from .events import (
     AnswerDelta,
     AnswerEvent,
+    AnswerUngrounded,
     CacheAdapted,
     CacheHit,
     CacheMiss,
@@ -106,6 +107,7 @@ __all__ = [
     "LLM",
     "AnswerDelta",
     "AnswerEvent",
+    "AnswerUngrounded",
     "ApproveMode",
     "ArgumentError",
     "AwaitingApproval",

@@ -3,7 +3,9 @@
 One round (stream a plan into the scheduler, let every task finish, ask the joiner) serves both
 the run's top level and the sub-goal of a decomposed task.  With `join_replan`, a joiner that
 replans writes the next plan in the same reply, and its tasks start while that reply streams:
-a replan then costs no planner call.  `react.py` is its sibling.
+a replan then costs no planner call.  With `grounding`, an answer stating numbers that no
+result gives is withdrawn and the joiner asked once more (see `grounding`).  `react.py` is its
+sibling.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from .errors import BudgetExceeded, LLMError, PlanError
-from .events import AnswerDelta, EventBus, ReplanEvent
+from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
+from .grounding import fallback_answer, grounding_note, ungrounded
 from .joiner import Joiner
 from .llm.base import Message
 from .meter import MeteredLLM
@@ -39,6 +42,7 @@ class Compiled:
     streaming: bool = True
     continue_cut: bool = True
     join_replan: bool = False
+    grounding: bool = False
 
     async def answer(
         self,
@@ -57,6 +61,7 @@ class Compiled:
         parser = PlanParser(self.tools)
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
+        redone = False  # the joiner is asked again at most once for an ungrounded answer
         for round_ in range(self.max_replans + 1):
             if messages is not None:
                 scheduler.plan_round = round_
@@ -72,6 +77,16 @@ class Compiled:
             else:
                 decision = await self._join(llm, question, records, last_round, notes, bus)
                 planned = None
+            while self.grounding and decision.action == "finish":
+                missing = ungrounded(decision.text, question, records)
+                if not missing:
+                    break
+                bus.emit(AnswerUngrounded(answer=decision.text, numbers=missing, retry=not redone))
+                if redone:
+                    return fallback_answer(records, missing)
+                redone, planned = True, None
+                again = [*notes, grounding_note(decision.text, missing)]
+                decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
                 return decision.text
             if last_round:

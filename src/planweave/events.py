@@ -320,6 +320,19 @@ class ReplanEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class AnswerUngrounded(Event):
+    """The joiner's answer stated numbers no result and not the question gives (the grounding
+    check, `planweave.grounding`): it is withdrawn.  `retry`: the joiner is asked once more;
+    otherwise the run answers with what was found and what was not.  The answer's pieces
+    streamed so far (`AnswerDelta`) are void; the next ones start a new answer."""
+
+    kind: ClassVar[str] = "answer_ungrounded"
+    answer: str
+    numbers: list[str]
+    retry: bool
+
+
+@dataclass(slots=True, kw_only=True)
 class AnswerDelta(Event):
     """A piece of the answer as the joiner decodes it.  The pieces of a run, in order, add up
     to its answer (`AnswerEvent` and `RunFinished` still carry it whole); they are not

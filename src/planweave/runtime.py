@@ -178,6 +178,7 @@ class Runtime:
         grammar: bool = True,
         prompt_style: PromptStyle | None = None,
         join_replan: bool | None = None,
+        grounding: bool | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         cache: PlanCache | bool | None = None,
@@ -204,6 +205,9 @@ class Runtime:
         own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints).
         `join_replan`: a joiner that replans writes the next plan in the same reply (None: on
         for every backend but the embedded model, whose prompts stay as measured).
+        `grounding`: an answer stating numbers that no result and not the question gives is
+        withdrawn, the joiner asked once more, then the run answers with what was found (None:
+        on for the embedded model, whose answers need it, off for endpoints).
 
         `cache` is the plan cache: a compiled run whose question reads as a template made from
         an earlier run (other names or numbers in the same words) runs that plan without a
@@ -236,6 +240,7 @@ class Runtime:
         self.max_argument_chars = max_argument_chars
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
+        self.grounding = llm.embedded if grounding is None else grounding
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
@@ -258,6 +263,7 @@ class Runtime:
             max_argument_chars=max_argument_chars,
             streaming=streaming,
             join_replan=self.join_replan,
+            grounding=self.grounding,
             cache=self.cache is not None,
             cache_adapt=self.cache is not None and self.cache.adapt,
             recovery="default" if recovery is None else "custom",
@@ -299,6 +305,7 @@ class Runtime:
             max_replans=self.max_replans,
             streaming=self.streaming,
             join_replan=self.join_replan,
+            grounding=self.grounding,
             # A plan that breaks off mid-stream is continued when a recovery rule says so.
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
         )
@@ -337,6 +344,7 @@ class Runtime:
             grammar=settings.grammar,
             prompt_style=settings.prompt_style,
             join_replan=settings.join_replan,
+            grounding=settings.grounding,
             subscribers=subscribers,
             journal=journal,
             cache=cache,
@@ -351,6 +359,7 @@ class Runtime:
             model=settings.model or llm.model,
             prompt_style=runtime.prompt_style,
             join_replan=runtime.join_replan,
+            grounding=runtime.grounding,
         )
         return runtime
 

@@ -61,6 +61,8 @@ class RunSettings:
     compact for an endpoint, full for the embedded model; a runtime records the one it used);
     `join_replan` lets a joiner that replans write the next plan in the same reply (null: on
     for endpoints, off for the embedded model; a journal from before the option reads false);
+    `grounding` withdraws an answer stating numbers no result gives and asks the joiner again
+    (null: on for the embedded model, off for endpoints; a journal from before reads false);
     `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
     `cache_adapt` plans a question that only resembles a cached one with that one as example;
     `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
@@ -83,6 +85,7 @@ class RunSettings:
     max_argument_chars: int = MAX_ARGUMENT_CHARS
     streaming: bool = True
     join_replan: bool | None = None
+    grounding: bool | None = None
     cache: bool = True
     cache_adapt: bool = False
     recovery: RecoveryName = "default"
@@ -105,8 +108,9 @@ class RunSettings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
-        if self.join_replan is not None and not isinstance(self.join_replan, bool):
-            raise _invalid("join_replan", "true, false or null", self.join_replan)
+        for name in ("join_replan", "grounding"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise _invalid(name, "true, false or null", getattr(self, name))
         for name in ("grammar", "streaming", "cache", "cache_adapt", "decompose", "ask"):
             if not isinstance(getattr(self, name), bool):
                 raise _invalid(name, "true or false", getattr(self, name))
@@ -162,6 +166,7 @@ class RunSettings:
         values.setdefault("prompt_style", "full")
         # Runs recorded before the option existed joined and planned in separate calls.
         values.setdefault("join_replan", False)
+        values.setdefault("grounding", False)  # nor checked answers
         for name in ("tools", "mcp"):
             specs = values.get(name)
             if isinstance(specs, list):

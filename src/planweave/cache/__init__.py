@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import JournalError, PlanError
 from ..events import (
+    AnswerUngrounded,
     CacheAdapted,
     CacheHit,
     CacheMiss,
@@ -276,7 +277,7 @@ class _Learner:
     calls: list[TaskPlanned] = field(default_factory=list)
     served: str | None = None
     tokens: int = 0
-    troubled: bool = False  # a repair, a replan, a failure or a recovery
+    troubled: bool = False  # a repair, a replan, a failure, a recovery or an ungrounded answer
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -288,7 +289,7 @@ class _Learner:
                 self.served = event.template_id
             case LLMCallFinished() if event.purpose in ("planner", "repair"):
                 self.tokens += event.prompt_tokens + event.completion_tokens
-            case PlanInvalid() | ReplanEvent() | TaskFailed() | TaskRecovery():
+            case PlanInvalid() | ReplanEvent() | TaskFailed() | TaskRecovery() | AnswerUngrounded():
                 self.troubled = True
             case RunFinished():
                 try:

@@ -105,6 +105,14 @@ def _settings(
             "(default: on for endpoints, off for the embedded model).",
         ),
     ] = None,
+    grounding: Annotated[
+        bool | None,
+        typer.Option(
+            "--grounding/--no-grounding",
+            help="Withdraw an answer that states numbers no result gives, ask again once "
+            "(default: on for the embedded model, off for endpoints).",
+        ),
+    ] = None,
     cache: Annotated[
         bool,
         typer.Option(
@@ -172,6 +180,7 @@ def _settings(
         max_argument_chars=max_argument_chars,
         streaming=stream_dispatch,
         join_replan=join_replan,
+        grounding=grounding,
         cache=cache,
         cache_adapt=cache_adapt,
         recovery="none" if recovery == "none" else "default",

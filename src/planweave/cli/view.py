@@ -12,6 +12,7 @@ from rich.text import Text
 from ..events import (
     AnswerDelta,
     AnswerEvent,
+    AnswerUngrounded,
     CacheHit,
     Event,
     LLMCallFinished,
@@ -162,6 +163,9 @@ class DagView:
                 self.notes.append(f"plan from the cache (template {event.template_id})")
             case AnswerDelta():
                 self.answer += event.text
+            case AnswerUngrounded():
+                self.answer = ""  # withdrawn: the next pieces start a new answer
+                self.notes.append(f"answer withdrawn: {', '.join(event.numbers)} from no result")
             case AnswerEvent():
                 self.answer = ""
             case _:

@@ -26,6 +26,8 @@ from .service import RunService
 __all__ = ["MODELS", "openai_router"]
 
 MODELS: dict[str, Mode] = {"planweave": "compiled", "planweave-react": "react"}
+# Streamed when the grounding check withdraws an answer already partly sent.
+WITHDRAWN = "[withdrawn: that answer stated numbers no result gives; the answer again:]"
 
 
 class ChatMessage(BaseModel):
@@ -102,12 +104,17 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
             if event["kind"] == "answer_delta":
                 sent += event["text"]
                 yield _sse(shape.chunk({"content": event["text"]}))
+            elif event["kind"] == "answer_ungrounded" and sent:
+                # A stream cannot take back what it sent: say so, then the new answer follows.
+                yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
+                sent = ""
         run = journal.show(shape.id)
         if run["status"] != "finished":
             yield _sse(_failed(run))
             return
         answer = run["answer"] or ""
-        # The pieces add up to the answer; a ReAct run sends none, so it comes whole here.
+        # The pieces add up to the answer; a ReAct run (or an answer made of what was found
+        # after a withdrawn one) sends none, so it comes whole here.
         if answer.startswith(sent) and answer != sent:
             yield _sse(shape.chunk({"content": answer[len(sent) :]}))
         yield _sse(shape.chunk({}, "stop", extra=_detail(run)))

@@ -287,6 +287,7 @@ function apply(run, e) {
       break;
     case "plan_rejected": run.notes.push(`rejected: ${e.reason}`); break;
     case "answer_delta": run.answer += e.text; break;
+    case "answer_ungrounded": run.answer = ""; break;
     case "answer": run.finalAnswer = e.answer; break;
     case "run_finished":
       run.status = e.status;

@@ -1,0 +1,184 @@
+"""The grounding check: every number an answer states must come from the results or the question.
+
+A small model asked to answer from tool results still copies digits wrong (816,025 becomes
+8,160,250), states a percentage no tool returned when the lookups failed, or does arithmetic in
+prose.  `ungrounded()` finds such numbers: each number of the answer is compared, within the
+rounding its written precision allows, with every number of the question and of the tasks' results
+(numbers in result text included, and the length of every list a result holds, so a count is
+grounded when a tool returned the list).  "17.9 million" reads as 17,900,000; "15.3%" is
+grounded by 15.3 or by 0.153.  Names are not checked: a wrong pick between two named results is a
+comparison the planner should hand to a tool, not something this check can see.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .records import TaskRecord, TaskStatus
+
+__all__ = ["Number", "fallback_answer", "grounding_note", "numbers", "ungrounded"]
+
+_MULTIPLIERS = {
+    "thousand": 1e3,
+    "million": 1e6,
+    "mn": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "trillion": 1e12,
+}
+# A number as people write it: thousands separators, decimals, an exponent, then an optional
+# scale word or a percent sign.  Signs are ignored (magnitudes are compared), so a date's
+# hyphens do not make negative numbers.
+_NUMBER_RE = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:[eE]([-+]?\d{1,3}))?(?![\w])"
+    r"(?:\s*(%|percent\b|per\s+cent\b|thousand\b|million\b|mn\b|billion\b|bn\b|trillion\b))?",
+    re.IGNORECASE,
+)
+# Small whole numbers a sentence uses without a source ("2 of the 3 cities"); a count a tool
+# returned as a list is grounded anyway (list lengths are sources).
+_FREE_BELOW = 10
+MAX_SOURCE_NUMBERS = 100_000  # a huge result is read up to this many numbers
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A number as written: its text, its value, how far rounding may have moved it, and
+    whether it was a percentage."""
+
+    text: str
+    value: float
+    tolerance: float
+    percent: bool = False
+
+
+def numbers(text: str) -> list[Number]:
+    """The numbers written in `text`, with the rounding each one's precision allows."""
+    found = []
+    for match in _NUMBER_RE.finditer(text):
+        whole, decimals, exponent, suffix = match.groups()
+        digits = whole.replace(",", "")
+        try:
+            value = float(f"{digits}.{decimals or 0}e{exponent or 0}")
+        except OverflowError:  # pragma: no cover - float() returns inf instead
+            continue
+        if not math.isfinite(value):
+            continue
+        if decimals:
+            unit = 10.0 ** -len(decimals)
+        else:  # "17,900,000" or "430" may be rounded to its last non-zero digit
+            unit = 10.0 ** (len(digits) - len(digits.rstrip("0"))) if digits.strip("0") else 1.0
+        scale = 10.0 ** int(exponent or 0)
+        word = (suffix or "").lower()
+        percent = word in ("%", "percent") or word.startswith("per")
+        if not percent and word:
+            scale *= _MULTIPLIERS[word]
+        found.append(
+            Number(
+                text=match.group(0),
+                value=value * (1.0 if percent else _MULTIPLIERS.get(word, 1.0)),
+                tolerance=unit * scale / 2,
+                percent=percent,
+            )
+        )
+    return found
+
+
+def _values(value: Any) -> Iterator[float]:
+    """Every number in a result: numbers themselves, numbers written in its text (keys too),
+    and the length of each list or tuple it holds."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, int | float):
+            if math.isfinite(item):
+                yield float(item)
+        elif isinstance(item, str):
+            for number in numbers(item):
+                yield number.value
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            yield float(len(item))
+            stack.extend(item)
+        elif hasattr(item, "__dict__") and not isinstance(item, type):
+            stack.extend(vars(item).values())
+
+
+def _sources(question: str, records: Iterable[TaskRecord]) -> list[float]:
+    found = [n.value for n in numbers(question)]
+    for rec in records:
+        if rec.status is TaskStatus.DONE:
+            for value in _values(rec.result):
+                found.append(value)
+                if len(found) >= MAX_SOURCE_NUMBERS:
+                    return found
+    return found
+
+
+def _grounded(number: Number, sources: list[float]) -> bool:
+    # A percentage may be given by a result as the percentage or as the fraction.
+    candidates = [(number.value, number.tolerance)]
+    if number.percent:
+        candidates.append((number.value / 100, number.tolerance / 100))
+    for wanted, tolerance in candidates:
+        for source in sources:
+            if abs(abs(source) - wanted) <= tolerance * 1.000001 + 1e-12:
+                return True
+    return False
+
+
+def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> list[str]:
+    """The numbers `answer` states that neither the question nor any finished task's result
+    gives, as written in the answer (each once, in order)."""
+    stated = [
+        n
+        for n in numbers(answer)
+        if n.percent or not (n.value <= _FREE_BELOW and n.value.is_integer() and "." not in n.text)
+    ]
+    if not stated:
+        return []
+    sources = _sources(question, records)
+    missing: list[str] = []
+    for number in stated:
+        if number.text not in missing and not _grounded(number, sources):
+            missing.append(number.text)
+    return missing
+
+
+def grounding_note(answer: str, missing: list[str]) -> str:
+    """What the joiner is told when its answer stated numbers from nowhere."""
+    listed = ", ".join(missing)
+    return (
+        f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
+        "gives. Answer again, copying numbers exactly as the results give them (you may round "
+        "them); if a number must first be computed, compared or counted, Replan to do it with a "
+        "tool; if the results do not tell, say what could not be found."
+    )
+
+
+def fallback_answer(records: Iterable[TaskRecord], missing: list[str], limit: int = 300) -> str:
+    """The run's answer when the joiner twice stated numbers from nowhere: what was found and
+    what was not, in the results' own words."""
+    found: list[str] = []
+    failed: list[str] = []
+    for rec in records:
+        if rec.task.is_join:
+            continue
+        line = f"{rec.task.call_text()} -> {rec.observation(limit)}"
+        (found if rec.status is TaskStatus.DONE else failed).append(line)
+    parts = [
+        "I could not give an answer supported by the results (the answer stated "
+        f"{', '.join(missing)}, which no result gives)."
+    ]
+    if found:
+        parts.append("What was found: " + "; ".join(found) + ".")
+    if failed:
+        parts.append("What could not be found: " + "; ".join(failed) + ".")
+    return " ".join(parts)

@@ -1,0 +1,172 @@
+"""The grounding check: an answer's numbers must come from the results or the question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from demo_tools import POPULATION, TOOLS
+from planweave import RunSettings, Runtime, Script, ScriptedLLM, TaskStatus, tool
+from planweave.cli.view import DagView
+from planweave.errors import ToolFailed
+from planweave.events import AnswerDelta, AnswerUngrounded
+from planweave.grounding import numbers, ungrounded
+from planweave.plan import Task
+from planweave.records import TaskRecord
+
+
+def done(result: Any, task_id: int = 1) -> TaskRecord:
+    return TaskRecord(task=Task(id=task_id, tool="t"), status=TaskStatus.DONE, result=result)
+
+
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        ("About 428 people per km².", 427.71),  # rounded to its last digit
+        ("17.9 million people", 17_912_345),  # a scale word
+        ("17,900,000 people", 17_912_345),  # trailing zeros: rounded to the hundred thousand
+        ("It is 15.3% of the total", 0.1531),  # a percentage of a fraction
+        ("It is 15.3 percent", 15.3),
+        ("The difference is 816,025.", {"difference": 816025}),
+        ("Paris is at 48.8566 N", {"city": "Paris", "lat": 48.8566}),
+        ("Lyon has 522,250 inhabitants", "Lyon: population 522250 (2020)"),  # numbers in text
+        ("Austria has 8 neighbours", ["Germany"] * 8),  # a list's length
+        ("It has 12 neighbours", [f"c{i}" for i in range(12)]),
+        ("2 of the 3 cities", None),  # small whole numbers are free
+        ("1.5e6 items", 1_500_000),
+        ("The date is 2026-12-01", "2026-12-01T10:00:00"),
+        ("a negative -3.5 change", -3.5),
+    ],
+)
+def test_grounded_answers(answer: str, result: Any) -> None:
+    records = [done(result)] if result is not None else []
+    assert ungrounded(answer, "a question", records) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "result", "missing"),
+    [
+        ("The difference is 8,160,250.", 816025, ["8,160,250"]),  # a digit re-typed wrong
+        ("About 5,000 people per km²", 504.2, ["5,000"]),  # ten times off
+        ("It has 13 neighbours", [f"c{i}" for i in range(12)], ["13"]),  # counted one too many
+        ("Roughly 37% of the total", 0.27, ["37%"]),
+        ("About 428.5 and 428.5 again", 427.71, ["428.5"]),  # each number once
+        ("The answer is 3.0", 4.0, ["3.0"]),  # a decimal is not a free small number
+    ],
+)
+def test_ungrounded_answers(answer: str, result: Any, missing: list[str]) -> None:
+    assert ungrounded(answer, "a question", [done(result)]) == missing
+
+
+def test_numbers_from_the_question_and_only_finished_results_count() -> None:
+    failed = TaskRecord(task=Task(id=1, tool="t"), status=TaskStatus.FAILED, result=99)
+    assert ungrounded("Of 250 people, 99 came", "What share of 250 people came?", [failed]) == [
+        "99"
+    ]
+
+
+def test_numbers_reads_precision_and_scale() -> None:
+    read = {n.text: (n.value, n.tolerance, n.percent) for n in numbers("3.5 billion, 12 %, 430")}
+    assert read == {
+        "3.5 billion": (3.5e9, 0.05e9, False),
+        "12 %": (12.0, 0.5, True),
+        "430": (430.0, 5.0, False),
+    }
+
+
+PLAN = '1. population("France")\n2. population("Belgium")\n3. join()\n<END_OF_PLAN>'
+TOTAL = POPULATION["France"] + POPULATION["Belgium"]
+
+
+def finish(text: str) -> str:
+    return f"Thought: x\nAction: Finish({text})"
+
+
+def test_an_ungrounded_answer_is_withdrawn_and_the_joiner_asked_again() -> None:
+    wrong = finish("Together 97,300,000 people.")  # added in prose, and wrong
+    right = finish(f"France has {POPULATION['France']:,}, Belgium {POPULATION['Belgium']:,}.")
+    script = Script.by_purpose(planner=[PLAN], joiner=[wrong, right])
+    runtime = Runtime(TOOLS, ScriptedLLM(script), grounding=True)
+    result = runtime.run("How many people live in France and Belgium?")
+    assert result.answer == right.split("Finish(")[1][:-1]
+    withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [(["97,300,000"], True)]
+    redo_prompt = script.requests[-1][-1].content
+    assert "states 97,300,000, which no result and not the question gives" in redo_prompt
+    # The pieces streamed after the withdrawal add up to the answer.
+    after = result.events[result.events.index(withdrawn[0]) :]
+    assert "".join(e.text for e in after if isinstance(e, AnswerDelta)) == result.answer
+
+
+def test_twice_ungrounded_answers_with_what_was_found_and_what_was_not() -> None:
+    plan = '1. population("France")\n2. population("Atlantis")\n3. join()\n<END_OF_PLAN>'
+    invented = finish("Atlantis has 42% of France's population.")
+    script = Script.by_purpose(planner=[plan], joiner=[invented, invented])
+    result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run("Atlantis vs France?")
+    withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [(["42%"], True), (["42%"], False)]
+    answer = result.answer or ""
+    assert answer.startswith("I could not give an answer supported by the results")
+    assert f'population("France") -> {POPULATION["France"]}' in answer
+    assert 'What could not be found: population("Atlantis") -> ERROR: no country named' in answer
+    assert "42" not in answer.split("which no result gives")[1]
+
+
+def test_the_asked_again_joiner_may_replan_to_compute_the_number() -> None:
+    wrong = finish("Together 97,300,000 people.")
+    second = "4. add($1, $2)\n5. join()\n<END_OF_PLAN>"
+    right = finish(f"Together {TOTAL:,} people.")
+    script = Script.by_purpose(
+        planner=[PLAN, second],
+        joiner=[wrong, "Thought: add them\nAction: Replan(add the two with a tool)", right],
+    )
+    result = Runtime([*TOOLS, add], ScriptedLLM(script), grounding=True).run("Total?")
+    assert result.answer == f"Together {TOTAL:,} people."
+    assert result.replans == 1
+    assert result.results[4] == TOTAL
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """a plus b."""
+    return a + b
+
+
+def test_grounding_is_on_for_the_embedded_model_only_by_default_and_recorded() -> None:
+    script = Script.by_purpose(planner=[PLAN], joiner=[finish("Together 97,300,000 people.")])
+    endpoint = Runtime(TOOLS, ScriptedLLM(script))
+    assert endpoint.grounding is False
+    assert endpoint.settings.grounding is False
+    assert endpoint.run("q").answer == "Together 97,300,000 people."  # unchecked
+
+    class Embedded(ScriptedLLM):
+        embedded = True
+
+    assert Runtime(TOOLS, Embedded(script)).settings.grounding is True
+    assert RunSettings.from_dict({"mode": "compiled"}).grounding is False  # an older journal
+    with pytest.raises(Exception, match="grounding"):
+        RunSettings(grounding="yes")  # type: ignore[arg-type]
+
+
+def test_the_live_view_drops_a_withdrawn_answer() -> None:
+    view = DagView()
+    view(AnswerDelta(text="Together 97,"))
+    view(AnswerUngrounded(answer="Together 97,300,000", numbers=["97,300,000"], retry=True))
+    view(AnswerDelta(text="France has"))
+    assert view.answer == "France has"
+    assert any("withdrawn" in note for note in view.notes)
+
+
+def test_a_tool_error_is_not_a_source() -> None:
+    @tool
+    def lookup(name: str) -> int:
+        """Always fails."""
+        raise ToolFailed("nothing about 4242 here")
+
+    plan = '1. lookup("x")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[plan], joiner=[finish("It is 4242."), finish("It is 4242.")]
+    )
+    result = Runtime([lookup], ScriptedLLM(script), grounding=True).run("q")
+    assert (result.answer or "").startswith("I could not give an answer supported")
