@@ -203,3 +203,20 @@ def test_the_prompt_levers_alone_and_together() -> None:
     table = summarize_levers(rows)
     assert "| comparison | compiled-joiner |" in table
     assert "| replan | compiled |" in table
+
+
+def test_the_answer_eval_holds_out_a_fixed_part_and_scores_honestly() -> None:
+    from benchmarks.answer_eval import TEMPLATES, Question, correct, questions
+
+    qs = questions(10, seed=12)
+    assert len(qs) >= 100
+    assert len({q.template for q in qs}) == len(TEMPLATES) >= 12
+    assert sum(q.heldout for q in qs) / len(qs) == pytest.approx(0.4)
+    assert [q.text for q in questions(10, seed=12)] == [q.text for q in qs]  # seeded
+    number = Question("t", "q", 17_900_000.0, (), False)
+    assert correct(number, "about 17.9 million people")
+    assert not correct(number, "about 19 million people")  # more than 2 % off
+    which = Question("t", "q", "Bergen", ("Osaka", "Bergen"), False)
+    assert correct(which, "Bergen is further north than Osaka.")
+    assert not correct(which, "Osaka is further north than Bergen.")
+    assert not correct(which, None)

@@ -1,0 +1,364 @@
+"""Right answers from the embedded model on question shapes nobody tuned for.
+
+16 templates over the built-in tools (countries, cities, units, arithmetic: lookups,
+comparisons, extremes of three, sums, differences, ratios, shares, averages, counts,
+conversions), gold answers computed by the built-in tools themselves from their data.  A fixed
+40 % of the questions (`--part heldout`: every question whose index in its template is 3 or 4
+modulo 5) is held out: never look at it when changing prompts, examples or tools; tune on
+`--part tune`.  Numbers are scored within 2 %, names by normalized match (for "which" questions
+the gold name must come before the other candidates where both appear).  Every answer is also
+checked offline by the grounding check (`planweave.grounding.ungrounded`) over the run's own
+results: "ungrounded" counts answers stating a number no result and not the question gives.
+
+    PYTHONPATH=src python benchmarks/answer_eval.py --part heldout --modes compiled react \\
+        --models qwen2.5-coder-1.5b --per-template 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from planweave import Budget, Runtime
+from planweave.builtin import builtin_tools
+from planweave.events import AnswerUngrounded, LLMCallFinished
+from planweave.grounding import numbers, ungrounded
+from planweave.tools import ToolRegistry
+
+COUNTRIES = [
+    "France", "Germany", "Italy", "Spain", "Portugal", "Netherlands", "Belgium", "Austria",
+    "Poland", "Sweden", "Norway", "Denmark", "Finland", "Greece", "Ireland", "Switzerland",
+    "Japan", "Brazil", "Canada", "Mexico", "Egypt", "Kenya", "India", "Australia",
+]  # fmt: skip
+CITIES = [
+    "Lyon", "Munich", "Milan", "Barcelona", "Porto", "Rotterdam", "Antwerp", "Krakow",
+    "Gothenburg", "Bergen", "Aarhus", "Tampere", "Thessaloniki", "Cork", "Zurich", "Osaka",
+    "Toronto", "Seville", "Graz", "Nagoya", "Vancouver", "Hamburg", "Marseille",
+]  # fmt: skip
+SQ_MI_PER_KM2 = 1 / 2.589988110336
+
+
+@dataclass
+class Question:
+    template: str
+    text: str
+    gold: str | float
+    names: tuple[str, ...]
+    heldout: bool
+
+
+class Data:
+    """The built-in tools' own answers: the gold is what a perfect plan would compute."""
+
+    def __init__(self) -> None:
+        self.tools = ToolRegistry(builtin_tools())
+
+    def country(self, name: str) -> dict[str, Any]:
+        return self.tools["country_info"].invoke({"name": name})  # type: ignore[no-any-return]
+
+    def city(self, name: str) -> dict[str, Any]:
+        return self.tools["city_info"].invoke({"name": name})  # type: ignore[no-any-return]
+
+
+Maker = Callable[[random.Random, Data], tuple[str, str | float, tuple[str, ...]]]
+
+
+def _pop(d: Data, c: str) -> int:
+    return int(d.country(c)["population"])
+
+
+def _area(d: Data, c: str) -> int:
+    return int(d.country(c)["area_km2"])
+
+
+def _population(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a = r.choice(COUNTRIES)
+    return f"What is the population of {a}?", float(_pop(d, a)), (a,)
+
+
+def _capital(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a = r.choice(COUNTRIES)
+    return f"What is the capital of {a}?", str(d.country(a)["capital"]), (a,)
+
+
+def _more_people(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = r.sample(COUNTRIES, 2)
+    gold = a if _pop(d, a) > _pop(d, b) else b
+    return f"Which has more people, {a} or {b}?", gold, (a, b)
+
+
+def _denser(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = r.sample(COUNTRIES, 2)
+    gold = a if _pop(d, a) / _area(d, a) > _pop(d, b) / _area(d, b) else b
+    return f"Which is more densely populated, {a} or {b}?", gold, (a, b)
+
+
+def _combined(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = r.sample(COUNTRIES, 2)
+    text = f"What is the combined population of {a} and {b}?"
+    return text, float(_pop(d, a) + _pop(d, b)), (a, b)
+
+
+def _square_miles(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a = r.choice(COUNTRIES)
+    return f"How large is {a} in square miles?", _area(d, a) * SQ_MI_PER_KM2, (a,)
+
+
+def _difference(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = sorted(r.sample(COUNTRIES, 2), key=lambda c: -_pop(d, c))
+    text = f"How many more people live in {a} than in {b}?"
+    return text, float(_pop(d, a) - _pop(d, b)), (a, b)
+
+
+def _ratio(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = sorted(r.sample(COUNTRIES, 2), key=lambda c: -_area(d, c))
+    text = f"How many times larger is the area of {a} than the area of {b}?"
+    return text, _area(d, a) / _area(d, b), (a, b)
+
+
+def _share(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = r.sample(COUNTRIES, 2)
+    text = f"What percentage of the combined population of {a} and {b} lives in {a}?"
+    return text, 100 * _pop(d, a) / (_pop(d, a) + _pop(d, b)), (a, b)
+
+
+def _largest_of_three(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    three = r.sample(COUNTRIES, 3)
+    gold = max(three, key=lambda c: _area(d, c))
+    return (
+        f"Which of {three[0]}, {three[1]} and {three[2]} has the largest area?",
+        gold,
+        tuple(three),
+    )
+
+
+def _least_of_three(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    three = r.sample(COUNTRIES, 3)
+    gold = min(three, key=lambda c: _pop(d, c))
+    text = f"Which of {three[0]}, {three[1]} and {three[2]} has the fewest people?"
+    return text, gold, tuple(three)
+
+
+def _average(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    three = r.sample(COUNTRIES, 3)
+    text = f"What is the average population of {three[0]}, {three[1]} and {three[2]}?"
+    return text, statistics.fmean(_pop(d, c) for c in three), tuple(three)
+
+
+def _neighbours(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a = r.choice([c for c in COUNTRIES if d.country(c)["neighbours"]])
+    return f"How many countries border {a}?", float(len(d.country(a)["neighbours"])), (a,)
+
+
+def _further_north(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a, b = r.sample(CITIES, 2)
+    gold = a if d.city(a)["latitude"] > d.city(b)["latitude"] else b
+    return f"Which city is further north, {a} or {b}?", gold, (a, b)
+
+
+def _city_population(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    a = r.choice(CITIES)
+    return f"How many people live in the city of {a}?", float(d.city(a)["population"]), (a,)
+
+
+def _fahrenheit(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
+    t = r.choice([41, 50, 59, 68, 77, 86, 95, 104, 113, 122, 131, 140])
+    return f"What is {t} degrees Fahrenheit in Celsius?", (t - 32) / 1.8, ()
+
+
+TEMPLATES: dict[str, Maker] = {
+    "population": _population,
+    "capital": _capital,
+    "more_people": _more_people,
+    "denser": _denser,
+    "combined": _combined,
+    "square_miles": _square_miles,
+    "difference": _difference,
+    "area_ratio": _ratio,
+    "share": _share,
+    "largest_of_three": _largest_of_three,
+    "least_of_three": _least_of_three,
+    "average": _average,
+    "neighbours": _neighbours,
+    "further_north": _further_north,
+    "city_population": _city_population,
+    "fahrenheit": _fahrenheit,
+}
+
+
+def questions(per_template: int, seed: int) -> list[Question]:
+    data = Data()
+    out = []
+    for name, make in TEMPLATES.items():
+        rng = random.Random(f"{seed}:{name}")
+        seen: set[str] = set()
+        i = tries = 0
+        while i < per_template and tries < 100 * per_template:  # a template may run out
+            tries += 1
+            text, gold, names = make(rng, data)
+            if text in seen:
+                continue
+            seen.add(text)
+            out.append(Question(name, text, gold, names, heldout=i % 5 in (3, 4)))
+            i += 1
+    return out
+
+
+def _norm(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join(text.lower().split())
+
+
+def correct(q: Question, answer: str | None) -> bool:
+    if not answer:
+        return False
+    if isinstance(q.gold, float):
+        return any(abs(n.value - q.gold) <= 0.02 * abs(q.gold) + 1e-9 for n in numbers(answer))
+    low, gold = _norm(answer), _norm(q.gold)
+    if gold not in low:
+        return False
+    others = [_norm(n) for n in q.names if _norm(n) != gold]
+    return all(o not in low or low.index(gold) < low.index(o) for o in others)
+
+
+def run_config(
+    model: str, mode: str, qs: list[Question], grounding: bool | None, wall_s: float
+) -> dict[str, Any]:
+    from planweave.llm.local import LocalLLM
+
+    llm = LocalLLM(model)
+    llm.load()
+    runtime = Runtime(
+        builtin_tools(),
+        llm,
+        mode=mode,  # type: ignore[arg-type]
+        grounding=grounding,
+        budget=Budget(wall_s=wall_s),
+    )
+    rows = []
+    for q in qs:
+        began = time.monotonic()
+        try:
+            result = runtime.run(q.text)
+        except Exception as exc:  # a failed run counts, as a wrong answer
+            result = getattr(exc, "result", None)
+        wall = time.monotonic() - began
+        events = result.events if result is not None else []
+        answer = result.answer if result is not None else None
+        records = result.tasks if result is not None else []
+        calls = [e for e in events if isinstance(e, LLMCallFinished)]
+        rows.append(
+            {
+                "question": q.text,
+                "template": q.template,
+                "heldout": q.heldout,
+                "gold": q.gold,
+                "answer": answer,
+                "correct": correct(q, answer),
+                "wall_s": round(wall, 2),
+                "llm_calls": len(calls),
+                "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
+                "ungrounded": ungrounded(answer or "", q.text, records),
+            }
+        )
+        row = rows[-1]
+        print(
+            f"  [{model} {mode}] {q.text} -> {answer!r} {'OK' if row['correct'] else 'WRONG'}"
+            f" ({wall:.1f}s){' UNGROUNDED ' + str(row['ungrounded']) if row['ungrounded'] else ''}",
+            flush=True,
+        )
+    return {"model": model, "mode": mode, "grounding": runtime.grounding, "rows": rows}
+
+
+def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
+    rows = [r for r in result["rows"] if part == "all" or r["heldout"] == (part == "heldout")]
+    if not rows:
+        return None
+    walls = sorted(r["wall_s"] for r in rows)
+    return {
+        "n": len(rows),
+        "accuracy": sum(r["correct"] for r in rows) / len(rows),
+        "median_s": statistics.median(walls),
+        "p90_s": walls[min(len(walls) - 1, int(0.9 * len(walls)))],
+        "llm_calls": statistics.fmean(r["llm_calls"] for r in rows),
+        "ungrounded": sum(bool(r["ungrounded"]) for r in rows),
+        "withdrawn": sum(r["withdrawn"] > 0 for r in rows),
+    }
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    print(
+        "\n| model | mode | grounding | part | n | accuracy | median s | p90 s | LLM calls "
+        "| answers with ungrounded numbers | withdrawn |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        for part in ("tune", "heldout", "all"):
+            s = summary(r, part)
+            if s is None:
+                continue
+            print(
+                f"| {r['model']} | {r['mode']} | {'on' if r['grounding'] else 'off'} | {part} "
+                f"| {s['n']} | {s['accuracy']:.0%} | {s['median_s']:.1f} | {s['p90_s']:.1f} "
+                f"| {s['llm_calls']:.1f} | {s['ungrounded']} | {s['withdrawn']} |"
+            )
+    templates = sorted({row["template"] for r in results for row in r["rows"]})
+    print("\n| template | " + " | ".join(f"{r['model']} {r['mode']}" for r in results) + " |")
+    print("|---|" + "---|" * len(results))
+    for t in templates:
+        cells = []
+        for r in results:
+            rows = [row for row in r["rows"] if row["template"] == t]
+            cells.append(f"{sum(x['correct'] for x in rows)}/{len(rows)}")
+        print(f"| {t} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
+    parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
+    parser.add_argument("--part", choices=["tune", "heldout", "all"], default="tune")
+    parser.add_argument("--per-template", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--grounding", choices=["default", "on", "off"], default="default")
+    parser.add_argument("--wall", type=float, default=180.0, help="budget per question, s")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
+    parser.add_argument("--list", action="store_true", help="print the questions and stop")
+    args = parser.parse_args()
+    qs = questions(args.per_template, args.seed)
+    chosen = [q for q in qs if args.part == "all" or q.heldout == (args.part == "heldout")]
+    if args.list:
+        for q in chosen:
+            print(f"{q.template:18} {'H' if q.heldout else 'T'} {q.text} -> {q.gold}")
+        print(f"{len(chosen)} of {len(qs)} questions")
+        return
+    grounding = {"default": None, "on": True, "off": False}[args.grounding]
+    results = [
+        run_config(model, mode, chosen, grounding, args.wall)
+        for model in args.models
+        for mode in args.modes
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {
+                "args": {**vars(args), "out": str(args.out)},
+                "questions": [asdict(q) for q in chosen],
+                "results": results,
+            },
+            indent=1,
+        )
+    )
+    print_table(results)
+
+
+if __name__ == "__main__":
+    main()
