@@ -172,6 +172,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "max_argument_chars": 5000,
         "streaming": False,
         "join_replan": True,
+        "grounding": False,  # off for an endpoint unless asked
         "cache": True,
         "cache_adapt": False,
         "recovery": "none",
