@@ -100,8 +100,11 @@ def test_an_older_journals_settings_are_read() -> None:
         "cache_adapt",
         "mcp",
         "approve",
+        "executor",
+        "ray_address",
     }
     assert settings.mcp == ()  # no MCP servers then
+    assert settings.executor == "thread"  # tools ran on threads before there was a choice
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.
     assert settings.prompt_style == "full"
@@ -112,6 +115,15 @@ def test_an_older_journals_settings_are_read() -> None:
         "join_replan": False,
         "grounding": False,
     }
+
+
+def test_the_executor_is_recorded_and_checked() -> None:
+    settings = RunSettings(executor="ray", ray_address="127.0.0.1:6379")
+    assert RunSettings.from_dict(settings.to_dict()) == settings
+    with pytest.raises(UserError, match="executor must be"):
+        RunSettings.from_dict({"executor": "gpu"})
+    with pytest.raises(UserError, match="ray_address must be"):
+        RunSettings.from_dict({"ray_address": 6379})
 
 
 def test_missing_and_unknown_keys() -> None:

@@ -1,19 +1,14 @@
-"""Running one task: argument resolution, timeouts, thread offload for sync tools and worker
-processes for isolated ones."""
+"""Running one task: argument resolution, validation, timeouts and failure classes, the same
+whichever executor backend (`planweave.executors`) runs the call."""
 
 from __future__ import annotations
 
-import functools
-import importlib
 import itertools
 import math
-import os
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
-import anyio.to_process
 
 from .errors import (
     ProjectionError,
@@ -27,8 +22,8 @@ from .errors import (
     ToolRejected,
     ToolTimeout,
     ToolTransient,
-    UserError,
 )
+from .executors import Backends, Call, NotShippable, RemoteFailure, ThreadBackend, failure_kind
 from .plan import MAX_ARGUMENT_CHARS, Task, format_args, resolve
 from .tools import Tool
 
@@ -76,12 +71,13 @@ def _shown(arguments: Mapping[str, Any], limit: int = 300) -> str:
 class Executor:
     """Runs a tool call and turns every way it can fail into a `TaskError`.
 
-    Async tools run on the event loop; sync tools run in worker threads bounded by a
-    `CapacityLimiter`, so a blocking tool never blocks the loop; isolated tools (`@tool(isolate=
-    True)`) run in a pool of at most `max_processes` worker processes.  Every call runs under its
-    timeout (unless that is infinite): a hung async tool is cancelled, a hung sync tool's thread
-    is abandoned, an isolated tool's worker is killed, and the run goes on.  Only isolation stops
-    a tool that never releases the GIL: its thread would starve the event loop and the timeout.
+    Async tools run on the event loop; sync tools run on the executor `backends` route them to:
+    threads of this process (at most `max_threads`, so a blocking tool never blocks the loop),
+    the process pool or Ray.  Every call runs under its timeout (unless that is infinite): a
+    hung async tool is cancelled, a hung sync tool's thread is abandoned, a worker process is
+    killed, a Ray task is cancelled, and the run goes on.  Only an isolated executor stops a
+    tool that never releases the GIL: its thread would starve the event loop and the timeout.
+    A worker that dies fails its task as a ToolCrashed (`cause` WorkerLost).
     """
 
     def __init__(
@@ -89,13 +85,13 @@ class Executor:
         *,
         default_timeout: float = DEFAULT_TIMEOUT,
         max_threads: int = 32,
-        max_processes: int | None = None,
         max_output_chars: int = MAX_OUTPUT_CHARS,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
+        backends: Backends | None = None,
     ) -> None:
         self.default_timeout = default_timeout
-        self.threads = anyio.CapacityLimiter(max_threads)
-        self.processes = anyio.CapacityLimiter(max_processes or os.cpu_count() or 2)
+        self.threads = ThreadBackend(max_threads)
+        self.backends = backends if backends is not None else Backends()
         self.max_output_chars = max_output_chars
         self.max_argument_chars = max_argument_chars
 
@@ -171,71 +167,47 @@ class Executor:
         positional: list[Any],
         keywords: dict[str, Any],
     ) -> Any:
-        if tool.isolate and "__main__" not in sys.modules:
-            # A worker process is running the parent's main script again (as multiprocessing
-            # does) and that script, unguarded, calls the tool: starting another worker would
-            # recurse without end.
-            raise UserError(
-                f"tool {tool.name!r} runs in worker processes, which import the main script "
-                "again: guard the script's top-level code with `if __name__ == '__main__':`"
-            )
         try:
             if tool.is_async:
                 result = await tool.fn(*positional, **keywords)
-            elif tool.isolate:
-                # cancellable: a timeout (or the run's cancellation) kills the worker.
-                result = await anyio.to_process.run_sync(
-                    _call_in_worker,
-                    tool.fn.__module__,
-                    tool.fn.__qualname__,
-                    tuple(positional),
-                    keywords,
-                    cancellable=True,
-                    limiter=self.processes,
-                )
             else:
-                call = functools.partial(tool.fn, *positional, **keywords)
-                result = await anyio.to_thread.run_sync(
-                    call, abandon_on_cancel=True, limiter=self.threads
-                )
+                name = self.backends.route(tool)
+                backend = self.threads if name == "thread" else self.backends.get(name)
+                result = await backend.run(Call(tool, tuple(positional), keywords))
         except TaskError:
             raise
+        except NotShippable as exc:
+            raise ToolArgumentError(
+                f"the arguments cannot be sent to a worker process: {exc}",
+                task_id=task.id,
+                tool=tool.name,
+                arguments=_shown(arguments),
+                cause="not_shippable",
+            ) from exc
         except Exception as exc:
             raise _error_class(exc)(
                 _describe(exc),
                 task_id=task.id,
                 tool=tool.name,
                 arguments=_shown(arguments),
-                cause=type(exc).__name__,
+                cause=exc.cause if isinstance(exc, RemoteFailure) else type(exc).__name__,
             ) from exc
         return self.checked(task, tool, arguments, result)
 
 
-def _call_in_worker(
-    module: str, qualname: str, positional: tuple[Any, ...], keywords: dict[str, Any]
-) -> Any:
-    """In a worker process: import the isolated tool's function again and call it.  (The
-    function cannot be pickled itself: its module's name for it is the `Tool`.)"""
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    fn = target.fn if isinstance(target, Tool) else target
-    return fn(*positional, **keywords)
-
-
 def _describe(exc: Exception) -> str:
-    if isinstance(exc, RetryTool | ToolFailed):
+    if isinstance(exc, RetryTool | ToolFailed | RemoteFailure):
         return str(exc)
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, anyio.BrokenWorkerProcess) and exc.__cause__ is not None:
-        text += f" ({type(exc.__cause__).__name__}: {exc.__cause__})"
-    return text
+    return f"{type(exc).__name__}: {exc}"
+
+
+_CLASSES: dict[str, type[TaskError]] = {
+    "transient": ToolTransient,
+    "rejected": ToolRejected,
+    "crash": ToolCrashed,
+}
 
 
 def _error_class(exc: Exception) -> type[TaskError]:
-    """The failure class of an exception a tool raised."""
-    if isinstance(exc, RetryTool | ConnectionError | TimeoutError):
-        return ToolTransient
-    if isinstance(exc, ToolFailed):
-        return ToolRejected
-    return ToolCrashed
+    """The failure class of an exception a tool raised (or of its worker's death: a crash)."""
+    return _CLASSES[failure_kind(exc)]

@@ -43,6 +43,7 @@ from .events import (
     timings,
 )
 from .executor import DEFAULT_TIMEOUT, Executor
+from .executors import Backends
 from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
@@ -58,7 +59,7 @@ from .redaction import encodable
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings, load_tool_sets, make_llm, recovery_policy
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
-from .tools import ToolRegistry, ToolSource
+from .tools import ExecutorName, ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -187,6 +188,8 @@ class Runtime:
         escalate: EscalationHandler | None = None,
         tracing: TracerProvider | Literal[False] | None = None,
         approve: ApproveMode | None = None,
+        executor: ExecutorName = "thread",
+        ray_address: str | None = None,
     ) -> None:
         """`journal` (a Journal or a path) records every run durably so it can be resumed,
         with `self.settings` (RunSettings): what of this setup settings can describe.  Tools,
@@ -220,7 +223,12 @@ class Runtime:
         `approve` makes a compiled run's tasks wait for a person's yes (`approve`, `reject`;
         `arun(approve=)` for one run): "plan" pauses the run once its first plan is written,
         before any task starts; "side_effects" runs every task but those of tools marked
-        `side_effects=True`, which wait.  Needs the journal, where the pause is kept."""
+        `side_effects=True`, which wait.  Needs the journal, where the pause is kept.
+
+        `executor` is where sync tools run (`planweave.executors`): "thread" (threads of this
+        process), "process" (a pool of worker processes) or "ray" (Ray tasks on the cluster at
+        `ray_address`, env RAY_ADDRESS, else a local Ray); a tool that cannot run there raises
+        UserError now.  `close()` stops the workers."""
         if mode not in ("compiled", "react"):
             raise UserError(f"mode must be 'compiled' or 'react', not {mode!r}")
         if prompt_style not in (None, "full", "compact"):
@@ -232,6 +240,8 @@ class Runtime:
                 "max_argument_chars >= 1"
             )
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.backends = Backends(executor, ray_address=ray_address)
+        self.backends.check(self.tools.values())
         self.llm = llm
         self.mode: Mode = mode
         self.max_replans = max_replans
@@ -269,7 +279,13 @@ class Runtime:
             recovery="default" if recovery is None else "custom",
             budget=self.budget,
             approve=approve,
+            executor=executor,
+            ray_address=ray_address,
         )
+
+    def close(self) -> None:
+        """Stop the executor's worker processes (and a local Ray it started)."""
+        self.backends.close()
 
     def _modes(
         self, examples: str | None, max_repairs: int, react_max_steps: int, grammar: bool
@@ -353,6 +369,8 @@ class Runtime:
             escalate=escalate,
             tracing=tracing,
             approve=settings.approve,
+            executor=settings.executor,
+            ray_address=settings.ray_address,
         )
         runtime.settings = dataclasses.replace(
             settings,
@@ -582,7 +600,11 @@ class Runtime:
             llm,
             bus,
             run_id,
-            Executor(default_timeout=self.tool_timeout, max_argument_chars=self.max_argument_chars),
+            Executor(
+                default_timeout=self.tool_timeout,
+                max_argument_chars=self.max_argument_chars,
+                backends=self.backends,
+            ),
             store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
             gate=self._gate(mode, approve, resume),

@@ -20,7 +20,7 @@ from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
 from .plan import MAX_ARGUMENT_CHARS
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
-from .tools import ToolRegistry, load_tools
+from .tools import EXECUTORS, ExecutorName, ToolRegistry, load_tools
 
 __all__ = [
     "LoadProgress",
@@ -66,7 +66,9 @@ class RunSettings:
     `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
     `cache_adapt` plans a question that only resembles a cached one with that one as example;
     `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
-    "side_effects" (tasks of tools with side effects), null for none.
+    "side_effects" (tasks of tools with side effects), null for none;
+    `executor` is where sync tools run, "thread", "process" or "ray" (a journal from before the
+    option reads "thread"), `ray_address` the Ray cluster (null: env RAY_ADDRESS, else local).
     Invalid values raise UserError naming the field.
     """
 
@@ -96,15 +98,18 @@ class RunSettings:
     llm_chunk_timeout: float | None = _DEADLINES.between_chunks
     llm_call_timeout: float | None = _DEADLINES.call
     approve: ApproveMode | None = None
+    executor: ExecutorName = "thread"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
+        _choice("executor", self.executor, EXECUTORS)
         _choice("recovery", self.recovery, get_args(RecoveryName))
         if self.approve is not None:
             _choice("approve", self.approve, APPROVE_MODES)
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
-        for name in ("model", "base_url", "grammar_field", "files"):
+        for name in ("model", "base_url", "grammar_field", "files", "ray_address"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)

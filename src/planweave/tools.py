@@ -24,7 +24,21 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from .errors import UserError
 
-__all__ = ["Param", "Tool", "ToolRegistry", "load_tools", "tool"]
+__all__ = [
+    "EXECUTORS",
+    "ExecutorName",
+    "Param",
+    "Placement",
+    "Tool",
+    "ToolRegistry",
+    "load_tools",
+    "tool",
+]
+
+# Where a tool's calls run: threads of the runtime's process, a pool of worker processes on this
+# machine, or Ray tasks on a cluster (see `planweave.executors`).
+ExecutorName = Literal["thread", "process", "ray"]
+EXECUTORS: tuple[ExecutorName, ...] = ("thread", "process", "ray")
 
 JOIN = "join"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -103,6 +117,37 @@ class Param:
         return self.default is inspect.Parameter.empty
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What one call of a tool needs from the executor it runs on: `cpus` and `gpus` (Ray's
+    `num_cpus`/`num_gpus`; the process pool counts `cpus` against its workers and has no GPUs),
+    `memory` in bytes (Ray's `memory`; in the process pool the worker's address-space limit for
+    the call) and custom Ray `resources` (a node must offer them)."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory: int | None = None
+    resources: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("cpus", "gpus"):
+            value = getattr(self, name)
+            if not _is_number(value) or value < 0:
+                raise UserError(f"{name} must be a number >= 0, not {value!r}")
+        if self.memory is not None and (
+            isinstance(self.memory, bool) or not isinstance(self.memory, int) or self.memory < 1
+        ):
+            raise UserError(f"memory must be a number of bytes >= 1, not {self.memory!r}")
+        if not isinstance(self.resources, Mapping) or not all(
+            isinstance(k, str) and _is_number(v) and v > 0 for k, v in self.resources.items()
+        ):
+            raise UserError(f"resources must map names to amounts > 0, not {self.resources!r}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @dataclass(eq=False)
 class Tool:
     """A function the planner may call.
@@ -110,10 +155,13 @@ class Tool:
     Build one with `@tool`.  `timeout` bounds every call (seconds; None uses the run's default),
     `max_concurrency` caps how many calls of this tool run at once, and `side_effects` says the
     tool changes the world, so it must never be re-run on a guess (retries and resume read it).
-    `isolate` runs each call in a worker process that is killed when the call times out: for
+    `isolate` runs each call outside the runtime's process, in a worker that is killed when
+    the call times out (the process pool, unless the run's executor isolates already): for
     CPU-bound tools, whose thread a timeout could not stop (a thread that never yields the GIL
-    stops the whole process).  An isolated tool must be a sync function at the top level of a
-    module, so that the worker can import it; its arguments and result must pickle.
+    stops the whole process).  `executor` names where its calls run whatever the run's executor
+    (None: the run's), `placement` what each call needs there.  A tool run outside the process
+    must be a sync function at the top level of a module, so that the worker can import it; its
+    arguments and result must pickle.
     """
 
     fn: Callable[..., Any]
@@ -126,6 +174,8 @@ class Tool:
     side_effects: bool = False
     is_async: bool = False
     isolate: bool = False
+    executor: ExecutorName | None = None
+    placement: Placement = field(default_factory=Placement)
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -133,7 +183,15 @@ class Tool:
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name) or self.name == JOIN:
             raise UserError(f"tool name {self.name!r} is not a valid identifier or is reserved")
-        if self.isolate and (self.is_async or "<locals>" in self.fn.__qualname__):
+        if self.executor is not None and self.executor not in EXECUTORS:
+            raise UserError(
+                f"tool {self.name!r}: executor must be one of {', '.join(EXECUTORS)}, "
+                f"not {self.executor!r}"
+            )
+        if self.isolate and self.executor == "thread":
+            raise UserError(f"tool {self.name!r}: isolate=True cannot run on executor='thread'")
+        elsewhere = self.isolate or self.executor in ("process", "ray")
+        if elsewhere and (self.is_async or "<" in self.fn.__qualname__):
             raise UserError(
                 f"tool {self.name!r} cannot be isolated: only a sync function defined at the top "
                 "level of a module can be imported again in a worker process"
@@ -182,6 +240,8 @@ class Tool:
         max_concurrency: int | None = None,
         side_effects: bool = False,
         isolate: bool = False,
+        executor: ExecutorName | None = None,
+        placement: Placement | None = None,
     ) -> Tool:
         signature = inspect.signature(fn)
         try:
@@ -219,6 +279,8 @@ class Tool:
             side_effects=side_effects,
             is_async=inspect.iscoroutinefunction(fn),
             isolate=isolate,
+            executor=executor,
+            placement=placement or Placement(),
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -345,6 +407,11 @@ def tool(
     max_concurrency: int | None = None,
     side_effects: bool = False,
     isolate: bool = False,
+    executor: ExecutorName | None = None,
+    cpus: float | None = None,
+    gpus: float | None = None,
+    memory: int | None = None,
+    resources: Mapping[str, float] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -356,13 +423,26 @@ def tool(
     max_concurrency: int | None = None,
     side_effects: bool = False,
     isolate: bool = False,
+    executor: ExecutorName | None = None,
+    cpus: float | None = None,
+    gpus: float | None = None,
+    memory: int | None = None,
+    resources: Mapping[str, float] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a planner-callable tool.
 
     The schema comes from the type hints, the description from the docstring's first paragraph
     and each parameter's description from its `Args:` section.  Use bare (`@tool`) or with options
     (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True)`; see `Tool`).
+    `executor` ("thread", "process" or "ray") pins where its calls run; `cpus`, `gpus`, `memory`
+    (bytes) and `resources` (custom Ray resources) are what each call needs there (`Placement`).
     """
+    placement = Placement(
+        cpus=1.0 if cpus is None else cpus,
+        gpus=gpus or 0.0,
+        memory=memory,
+        resources=dict(resources or {}),
+    )
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool.from_function(
@@ -373,6 +453,8 @@ def tool(
             max_concurrency=max_concurrency,
             side_effects=side_effects,
             isolate=isolate,
+            executor=executor,
+            placement=placement,
         )
 
     if fn is not None:

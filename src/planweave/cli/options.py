@@ -23,6 +23,7 @@ from ..llm.base import Deadlines, PromptStyle
 from ..plan import MAX_ARGUMENT_CHARS
 from ..recovery import Budget
 from ..settings import RunSettings
+from ..tools import EXECUTORS
 from .view import labelled, plain_console
 
 __all__ = ["OtelOption", "settings_options", "start_tracing"]
@@ -159,10 +160,25 @@ def _settings(
     llm_call_timeout: Annotated[
         float, typer.Option(help="Seconds one LLM call to an endpoint may take in all.")
     ] = _DEADLINES.call or 0.0,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where sync tools run: `thread` (this process), `process` (a pool of worker "
+            "processes: a crash or hang fails one task) or `ray` (Ray tasks; planweave[ray])."
+        ),
+    ] = "thread",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="The Ray cluster for --executor ray (env RAY_ADDRESS); without one, a local "
+            "Ray on loopback."
+        ),
+    ] = None,
 ) -> RunSettings:
     """The settings the options give; a bad value is the error on stderr and exit status 2."""
     choose("--recovery", recovery, ("default", "none"))
     choose("--prompt-style", prompt_style or "full", ("full", "compact"))
+    choose("--executor", executor, EXECUTORS)
     style: PromptStyle | None = None
     if prompt_style is not None:
         style = "compact" if prompt_style == "compact" else "full"
@@ -194,6 +210,8 @@ def _settings(
         llm_first_token_timeout=llm_first_token_timeout,
         llm_chunk_timeout=llm_chunk_timeout,
         llm_call_timeout=llm_call_timeout,
+        executor="process" if executor == "process" else "ray" if executor == "ray" else "thread",
+        ray_address=ray_address,
     )
 
 
