@@ -112,5 +112,19 @@ def node_id() -> str:
     return str(ray.get_runtime_context().get_node_id())
 
 
-SAFE = [spin, nap, square, add, pid, refuse, divide, hang, flaky]
+@tool(timeout=1.0)
+def hang_recording(path: str) -> int:
+    """Writes its process id to `path`, then holds the GIL far beyond its 1 s timeout."""
+    Path(path).write_text(str(os.getpid()))
+    spin.fn(3600)
+    return 0
+
+
+@tool(memory=1_500_000_000)
+def allocate(megabytes: int) -> int:
+    """Allocates `megabytes` MB; runs with a 1.5 GB address-space limit in the process pool."""
+    return len(bytearray(megabytes * 1_000_000))
+
+
+SAFE = [spin, nap, square, add, pid, refuse, divide, hang, flaky, hang_recording, allocate]
 CRASHING = [hard_exit, segfault]
