@@ -4,7 +4,9 @@ sleeps that report when they ran and where, crashes, hangs and a flaky call."""
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -126,5 +128,13 @@ def allocate(megabytes: int) -> int:
     return len(bytearray(megabytes * 1_000_000))
 
 
-SAFE = [spin, nap, square, add, pid, refuse, divide, hang, flaky, hang_recording, allocate]
+@tool
+def where() -> str:
+    """Where the call ran: "ray" (a Ray worker), "pool" (a worker process), "main"."""
+    if "default_worker" in sys.argv[0]:
+        return "ray"
+    return "pool" if multiprocessing.parent_process() is not None else "main"
+
+
+SAFE = [spin, nap, square, add, pid, refuse, divide, hang, flaky, hang_recording, allocate, where]
 CRASHING = [hard_exit, segfault]

@@ -220,3 +220,20 @@ def test_the_answer_eval_holds_out_a_fixed_part_and_scores_honestly() -> None:
     assert correct(which, "Bergen is further north than Osaka.")
     assert not correct(which, "Osaka is further north than Bergen.")
     assert not correct(which, None)
+
+
+def test_the_executors_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    from benchmarks import executors
+
+    out = tmp_path / "executors.json"
+    executors.main(
+        ["--calls", "2", "--seconds", "0.02", "--noops", "10", "--backends", "thread", "process",
+         "--out", str(out)]
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    assert set(result["backends"]) == {"thread", "process"}
+    assert result["backends"]["thread"]["cpu_speedup_x"] == 1.0
+    for row in result["backends"].values():
+        assert row["cpu_wall_s"] > 0
+        assert row["noop_per_task_ms"] > 0
+    assert "| process |" in executors.table(result)

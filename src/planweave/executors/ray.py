@@ -83,7 +83,8 @@ class RayBackend(Backend):
             num_cpus=self.num_cpus or os.cpu_count() or 2,
             include_dashboard=False,
             log_to_driver=False,
-            logging_level=logging.WARNING,
+            # Quiet: Ray's notes on signal handlers and tokens are not the user's business.
+            logging_level=logging.ERROR,
             _node_ip_address="127.0.0.1",
             runtime_env={"env_vars": {"PYTHONPATH": path}},
         )
