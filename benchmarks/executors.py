@@ -1,7 +1,7 @@
 """Executors compared: CPU-bound tools and no-op tools on `thread`, `process` and `ray`, through
 the real path (plan text -> parser -> scheduler -> executor -> backend).
 
-    python -m benchmarks.executors [--calls 16] [--seconds 0.5] [--noops 1000]
+    python -m benchmarks.executors [--calls 16] [--seconds 0.5] [--noops 1000] [--repeats 3]
                                    [--backends thread process ray]
 
 The CPU set is `--calls` wide calls of a pure-Python loop sized to take `--seconds` alone (a
@@ -10,7 +10,8 @@ under the GIL too).  Reported per backend: the time to start its workers (a firs
 wide plan), the CPU set's wall time, its speed-up over `thread` and its time above the ideal
 per call (the ideal: every CPU busy with loops, `calls * seconds / min(cpus, calls)`), and the
 no-op set's wall time per task (what one call costs the executor).  The load average before and
-after is recorded: the machine may be shared.
+after is recorded: the machine may be shared.  Times are medians over `--repeats` runs on the
+same workers.
 Writes benchmarks/results/executors.json.
 """
 
@@ -81,21 +82,27 @@ def wide(call: str, n: int) -> str:
 
 
 async def measure(
-    name: ExecutorName, calls: int, loops: int, seconds: float, noops: int
+    name: ExecutorName, calls: int, loops: int, seconds: float, noops: int, repeats: int
 ) -> dict[str, Any]:
     backends = Backends(name)
     cpus = os.cpu_count() or 2
+    cpu_walls, loop_times, noop_walls = [], [], []
     try:
         started, _ = await scheduled(wide("noop({i})", cpus * 2), backends)
-        cpu_wall, cpu = await scheduled(wide(f"burn({loops})", calls), backends)
-        noop_wall, _ = await scheduled(wide("noop({i})", noops), backends)
+        for _ in range(repeats):
+            wall, cpu = await scheduled(wide(f"burn({loops})", calls), backends)
+            cpu_walls.append(wall)
+            loop_times.extend(r.result for r in cpu.records.values())
+            noop_walls.append((await scheduled(wide("noop({i})", noops), backends))[0])
     finally:
         backends.close()
+    cpu_wall, noop_wall = statistics.median(cpu_walls), statistics.median(noop_walls)
     ideal = calls * seconds / min(cpus, calls)
     return {
         "start_s": round(started, 3),
         "cpu_wall_s": round(cpu_wall, 3),
-        "cpu_loop_median_s": round(statistics.median(r.result for r in cpu.records.values()), 3),
+        "cpu_walls_s": [round(w, 3) for w in cpu_walls],
+        "cpu_loop_median_s": round(statistics.median(loop_times), 3),
         "cpu_above_ideal_per_call_ms": round((cpu_wall - ideal) / calls * 1000, 1),
         "noop_wall_s": round(noop_wall, 3),
         "noop_per_task_ms": round(noop_wall / noops * 1000, 3),
@@ -107,10 +114,13 @@ def run(
     seconds: float = 0.5,
     noops: int = 1000,
     backends: tuple[ExecutorName, ...] = ("thread", "process", "ray"),
+    repeats: int = 3,
 ) -> dict[str, Any]:
     loops = calibrate(seconds)
     load_before = os.getloadavg()
-    rows = {name: anyio.run(measure, name, calls, loops, seconds, noops) for name in backends}
+    rows = {
+        name: anyio.run(measure, name, calls, loops, seconds, noops, repeats) for name in backends
+    }
     if "thread" in rows:
         for row in rows.values():
             row["cpu_speedup_x"] = round(rows["thread"]["cpu_wall_s"] / row["cpu_wall_s"], 2)
@@ -121,6 +131,7 @@ def run(
         "seconds_per_call": seconds,
         "loops_per_call": loops,
         "noops": noops,
+        "repeats": repeats,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "backends": rows,
@@ -148,10 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--noops", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--backends", nargs="+", default=["thread", "process", "ray"])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    result = run(args.calls, args.seconds, args.noops, tuple(args.backends))
+    result = run(args.calls, args.seconds, args.noops, tuple(args.backends), args.repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))

@@ -7,8 +7,10 @@ import ctypes
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from planweave import RetryTool, ToolFailed, tool
 
@@ -136,5 +138,39 @@ def where() -> str:
     return "pool" if multiprocessing.parent_process() is not None else "main"
 
 
-SAFE = [spin, nap, square, add, pid, refuse, divide, hang, flaky, hang_recording, allocate, where]
+@tool(cpus=2)
+def nap_wide(seconds: float) -> list[float]:
+    """Sleeps like `nap`, holding two CPUs (two of the pool's workers)."""
+    return nap.fn(seconds)
+
+
+@tool
+async def make_lock() -> Any:
+    """An object that cannot be pickled (made on the event loop: an async tool)."""
+    return threading.Lock()
+
+
+@tool
+def describe(x: Any) -> str:
+    """The type of its input."""
+    return type(x).__name__
+
+
+SAFE = [
+    spin,
+    nap,
+    square,
+    add,
+    pid,
+    refuse,
+    divide,
+    hang,
+    flaky,
+    hang_recording,
+    allocate,
+    where,
+    nap_wide,
+    make_lock,
+    describe,
+]
 CRASHING = [hard_exit, segfault]

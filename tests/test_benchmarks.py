@@ -227,7 +227,8 @@ def test_the_executors_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
 
     out = tmp_path / "executors.json"
     executors.main(
-        ["--calls", "2", "--seconds", "0.02", "--noops", "10", "--backends", "thread", "process",
+        ["--calls", "2", "--seconds", "0.02", "--noops", "10", "--repeats", "1", "--backends",
+         "thread", "process",
          "--out", str(out)]
     )  # fmt: skip
     result = json.loads(out.read_text())

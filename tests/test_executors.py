@@ -20,6 +20,7 @@ from planweave import (
     Script,
     ScriptedLLM,
     TaskStatus,
+    ToolArgumentError,
     ToolCrashed,
     ToolRegistry,
     ToolRejected,
@@ -274,3 +275,27 @@ async def test_a_task_needing_a_resource_of_the_second_ray_node_lands_there(
         [executor_tools.on_node2, executor_tools.node_id],
     )
     assert s.records[1].result == s.records[2].result == node2.node_id
+
+
+async def test_a_call_holds_as_many_pool_workers_as_it_needs_cpus(
+    request: pytest.FixtureRequest,
+) -> None:
+    backends = Backends("process", max_processes=2)
+    request.addfinalizer(backends.close)
+    s = await run_plan("1. nap(0.4)\n2. nap_wide(0.4)\n3. nap(0.4)\n4. join()\n", backends)
+    (_, wide_start, wide_end) = s.records[2].result
+    for i in (1, 3):
+        _, start, end = s.records[i].result
+        assert end <= wide_start or start >= wide_end  # never beside the two-CPU call
+
+
+async def test_arguments_that_cannot_travel_are_an_argument_error(
+    request: pytest.FixtureRequest,
+) -> None:
+    s = await run_plan(
+        "1. make_lock()\n2. describe($1)\n3. join()\n", make_backends(request, "process")
+    )
+    err = s.records[2].error
+    assert isinstance(err, ToolArgumentError)
+    assert err.cause == "not_shippable"
+    assert "cannot be sent to a worker process" in err.message

@@ -112,7 +112,9 @@ class ProcessBackend(Backend):
                 return worker
             self._workers.discard(worker)  # died while idle (killed from outside)
             worker.kill()
-        worker = await anyio.to_thread.run_sync(_Worker, self._context)
+        # Shielded: a worker started for a call cancelled meanwhile is still one to stop.
+        with anyio.CancelScope(shield=True):
+            worker = await anyio.to_thread.run_sync(_Worker, self._context)
         self._workers.add(worker)
         return worker
 
