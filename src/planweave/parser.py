@@ -57,7 +57,11 @@ _PATH_PART_RE = re.compile(
     r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
 )
 # `[^\]$]`: a bracket never spans another reference, so many unclosed `${1[` stay linear.
-_CODE_REF_RE = re.compile(r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}|\$(\d+)")
+_CODE_REF_RE = re.compile(
+    r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}"
+    r"|\$(\d+)((?:\s*\.\s*[A-Za-z_]\w*\b(?!\s*\()|\s*\[[^\]$]*\])*)"
+)
+_CODE_PATH_PART_RE = re.compile(r"\s*\.\s*([A-Za-z_]\w*)|\s*(\[[^\]$]*\])")
 _PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|'[^']*'|\"[^\"]*\")\s*\])"
 # A JSON string that is exactly one reference: "$1", "${1}", "$1.population", "${1[0]}".
 _WHOLE_REF_RE = re.compile(rf"\$(?:\{{\s*(\d+)({_PATH}*)\s*\}}|(\d+))({_PATH}*)")
@@ -91,9 +95,14 @@ def _mask_refs(body: str) -> str:
                 out.append(ch)
                 i += 1
             else:
-                braced, path, bare = m.groups()
-                # `${2.population}` reads as `$2.population`: the projection moves outside.
-                out.append(f"{_REF_PREFIX}{braced or bare}{(path or '').strip()}")
+                braced, path, bare, bare_path = m.groups()
+                # `${2.population}` reads as `$2.population`: the projection moves outside,
+                # its names as subscripts, so a key such as `class` is no syntax error.
+                path = "".join(
+                    f'["{attr}"]' if attr else brackets
+                    for attr, brackets in _CODE_PATH_PART_RE.findall(path or bare_path or "")
+                )
+                out.append(f"{_REF_PREFIX}{braced or bare}{path}")
                 i = m.end()
         else:
             out.append(ch)

@@ -97,6 +97,7 @@ class Param:
     default: Any
     description: str
     positional_only: bool
+    keyword_only: bool = False
 
     @property
     def required(self) -> bool:
@@ -164,6 +165,8 @@ class Tool:
                     p.name,
                     inspect.Parameter.POSITIONAL_ONLY
                     if p.positional_only
+                    else inspect.Parameter.KEYWORD_ONLY
+                    if p.keyword_only
                     else inspect.Parameter.POSITIONAL_OR_KEYWORD,
                     default=p.default,
                 )
@@ -200,6 +203,7 @@ class Tool:
                     default=p.default,
                     description=doc_params.get(p.name, ""),
                     positional_only=p.kind is inspect.Parameter.POSITIONAL_ONLY,
+                    keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
                 )
             )
         if max_concurrency is not None and max_concurrency < 1:
@@ -245,7 +249,9 @@ class Tool:
     def signature_text(self) -> str:
         """`name(a: str, b: int = 3) -> float`, as shown to the planner."""
         parts = []
-        for p in self.params:
+        for i, p in enumerate(self.params):
+            if p.keyword_only and not (i and self.params[i - 1].keyword_only):
+                parts.append("*")  # what follows is given by name
             text = f"{p.name}: {_type_name(p.annotation)}"
             if not p.required:
                 text += f" = {p.default!r}"
