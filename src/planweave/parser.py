@@ -344,6 +344,9 @@ class PlanParser:
         # Calls that failed for good in earlier rounds, by (tool, arguments): a replan or repair
         # may not write them again, or a small model repeats the same failing call each round.
         self._failed: dict[tuple[str, str], str] = {}
+        # Accepted calls, by (tool, arguments): a pure tool's same call twice is a mistake (a
+        # small model copying a line), and its result is already `$N`.
+        self._calls: dict[tuple[str, str], int] = {}
 
     @property
     def last_id(self) -> int:
@@ -553,8 +556,9 @@ class PlanParser:
             raise ArgumentError(
                 f"{tool.signature_text()}: {exc}", line=raw, lineno=lineno, task_id=task.id
             ) from None
+        key = _call_key(task.tool, bound)
         if not task.deps:
-            earlier = self._failed.get(_call_key(task.tool, bound))
+            earlier = self._failed.get(key)
             if earlier is not None:
                 raise ArgumentError(
                     f"{task.call_text()} already failed with these arguments ({earlier}); "
@@ -563,6 +567,15 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 )
+        repeated = self._calls.get(key)
+        if repeated is not None and tool.pure:
+            raise ArgumentError(
+                f"{task.call_text()} is the same call as task {repeated}: use ${repeated} for "
+                "its result, or change the arguments",
+                line=raw,
+                lineno=lineno,
+                task_id=task.id,
+            )
         for name, value in bound.items():
             if _has_ref(value):
                 continue  # checked when the reference is resolved
@@ -583,6 +596,7 @@ class PlanParser:
             self.joined = True
         else:
             self._known[task.id] = True
+            self._calls.setdefault(_call_key(task.tool, task.bound), task.id)
 
     def feed_json(self, data: str | list[Any]) -> list[Task]:
         """Accept a plan in the JSON form: `[{"id": 1, "tool": "search", "args": {...} or

@@ -115,6 +115,9 @@ class Tool:
     CPU-bound tools, whose thread a timeout could not stop (a thread that never yields the GIL
     stops the whole process).  An isolated tool must be a sync function at the top level of a
     module, so that the worker can import it; its arguments and result must pickle.
+    `pure` says the same arguments always give the same result and change nothing: a plan may
+    then not call it twice with the same arguments (a small model copying a line by mistake);
+    the first call's result is there to use.
     """
 
     fn: Callable[..., Any]
@@ -127,6 +130,7 @@ class Tool:
     side_effects: bool = False
     is_async: bool = False
     isolate: bool = False
+    pure: bool = False
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -185,6 +189,7 @@ class Tool:
         max_concurrency: int | None = None,
         side_effects: bool = False,
         isolate: bool = False,
+        pure: bool = False,
     ) -> Tool:
         signature = inspect.signature(fn)
         try:
@@ -223,6 +228,7 @@ class Tool:
             side_effects=side_effects,
             is_async=inspect.iscoroutinefunction(fn),
             isolate=isolate,
+            pure=pure and not side_effects,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -351,6 +357,7 @@ def tool(
     max_concurrency: int | None = None,
     side_effects: bool = False,
     isolate: bool = False,
+    pure: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -362,12 +369,14 @@ def tool(
     max_concurrency: int | None = None,
     side_effects: bool = False,
     isolate: bool = False,
+    pure: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a planner-callable tool.
 
     The schema comes from the type hints, the description from the docstring's first paragraph
     and each parameter's description from its `Args:` section.  Use bare (`@tool`) or with options
-    (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True)`; see `Tool`).
+    (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True, pure=True)`; see
+    `Tool`).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -379,6 +388,7 @@ def tool(
             max_concurrency=max_concurrency,
             side_effects=side_effects,
             isolate=isolate,
+            pure=pure,
         )
 
     if fn is not None:

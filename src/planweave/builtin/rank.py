@@ -24,7 +24,7 @@ def _number(value: float, name: str) -> float:
     return float(value)
 
 
-@tool
+@tool(pure=True)
 def rank(
     names: list[str], values: list[float], order: Literal["largest", "smallest"] = "largest"
 ) -> dict[str, Any]:
