@@ -98,16 +98,26 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         return JSONResponse(shape.completion(run))
 
     async def _stream(shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
-        yield _sse(shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id}))
-        sent = ""
-        async for event in service.live.follow(shape.id):
-            if event["kind"] == "answer_delta":
-                sent += event["text"]
-                yield _sse(shape.chunk({"content": event["text"]}))
-            elif event["kind"] == "answer_ungrounded" and sent:
-                # A stream cannot take back what it sent: say so, then the new answer follows.
-                yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
-                sent = ""
+        over = False
+        try:
+            yield _sse(
+                shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id})
+            )
+            sent = ""
+            async for event in service.live.follow(shape.id):
+                if event["kind"] == "answer_delta":
+                    sent += event["text"]
+                    yield _sse(shape.chunk({"content": event["text"]}))
+                elif event["kind"] == "answer_ungrounded" and sent:
+                    # A stream cannot take back what it sent: say so, then the new answer.
+                    yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
+                    sent = ""
+            over = True
+        finally:
+            # Left before the run ended: the client hung up (the response was cancelled) and
+            # nobody else asked for this answer.  The run stops; what it found stays recorded.
+            if not over:
+                service.cancel(shape.id)
         run = journal.show(shape.id)
         if run["status"] != "finished":
             yield _sse(_failed(run))
