@@ -6,6 +6,7 @@ About 6 s."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -154,6 +155,20 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     assert page.evaluate("window.pwned") is None
     page.locator("#tasks tr.task[data-task='3']").click()
     page.locator("#detail-body").filter(has_text="427.7").wait_for()
+    # Click a node of the graph: its arguments and its result, as the tool had and gave them.
+    page.locator("#dag g[data-task='1']").click()
+    page.locator("#detail-title").filter(has_text="task 1").wait_for()
+    shown = json.loads(page.locator("#detail-body").inner_text())
+    assert shown["call"] == 'population("Netherlands", delay=0.6)'
+    assert shown["args"] == {"country": "Netherlands", "delay": 0.6}
+    assert shown["result"] == 17_900_000
+    assert shown["status"] == "done"
+    page.locator("#dag g[data-task='3']").click()
+    page.locator("#detail-title").filter(has_text="task 3").wait_for()
+    shown = json.loads(page.locator("#detail-body").inner_text())
+    assert shown["args"] == {"a": "$1", "b": "$2"}
+    assert shown["inputs"] == {"$1": 17_900_000, "$2": 41_850}  # what $1 and $2 stood for
+    assert shown["result"] == pytest.approx(17_900_000 / 41_850)
     page.screenshot(path="/tmp/planweave-page.png", full_page=True)
 
     # A run that waits for approval: edit an argument, approve, and it runs.

@@ -463,6 +463,11 @@ async function showTask(runId, taskId) {
   $("detail-title").textContent = `task ${taskId}`;
   if (!t) { $("detail-body").textContent = "not recorded yet"; return; }
   const detail = { call: t.call, args: t.args, status: t.status, attempts: t.attempts };
+  // What each $N in the arguments stood for: the results of the tasks it used.
+  const used = (t.dependencies || []).map((d) => (shown.tasks || []).find((x) => x.id === d));
+  if (used.length) {
+    detail.inputs = Object.fromEntries(used.filter((u) => u && "result" in u).map((u) => [`$${u.id}`, u.result]));
+  }
   if ("result" in t) detail.result = t.result;
   if (t.error) detail.error = t.error;
   if (t.recovery) detail.recovery = t.recovery;
