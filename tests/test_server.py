@@ -466,15 +466,15 @@ def test_many_runs_at_once_are_kept_apart(http: httpx.Client) -> None:
     assert {r["id"]: r["question"] for r in listed} == dict(zip(ids, questions, strict=True))
 
 
-def test_a_chat_client_that_hangs_up_mid_stream_cancels_its_run(
-    base: str, http: httpx.Client
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_chat_client_that_hangs_up_cancels_its_run(
+    base: str, http: httpx.Client, stream: bool
 ) -> None:
-    """A real socket asks for a streamed completion and closes once the run is under way:
-    nobody wants that answer any more, so the run ends `cancelled`, keeping what it found."""
+    """A real socket asks for a completion and closes once the run is under way: nobody
+    wants that answer any more, so the run ends `cancelled`, keeping what it found."""
     NAP_S[0] = 30.0
-    body = json.dumps(
-        {"model": "planweave", "stream": True, "messages": [{"role": "user", "content": "hang up"}]}
-    ).encode()
+    messages = [{"role": "user", "content": "hang up"}]
+    body = json.dumps({"model": "planweave", "stream": stream, "messages": messages}).encode()
     host, port = base.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=20) as conn:
         conn.sendall(
@@ -483,14 +483,21 @@ def test_a_chat_client_that_hangs_up_mid_stream_cancels_its_run(
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        received = b""
-        while b"\n\n" not in received.partition(b"data: ")[2]:  # the first chunk, whole
-            data = conn.recv(65536)
-            assert data, received
-            received += data
-        assert received.startswith(b"HTTP/1.1 200")
-        first = json.loads(received.partition(b"data: ")[2].partition(b"\n\n")[0])
-        run_id = first["planweave"]["run_id"]
+        if stream:
+            received = b""
+            while b"\n\n" not in received.partition(b"data: ")[2]:  # the first chunk, whole
+                data = conn.recv(65536)
+                assert data, received
+                received += data
+            assert received.startswith(b"HTTP/1.1 200")
+            first = json.loads(received.partition(b"data: ")[2].partition(b"\n\n")[0])
+            run_id = first["planweave"]["run_id"]
+        else:  # nothing comes back before the answer: the run is the server's only one
+            deadline = time.monotonic() + 20
+            while not (runs := http.get("/runs").json()["runs"]):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            run_id = runs[0]["id"]
         seen: list[dict[str, Any]] = []
         with http.stream("GET", f"/runs/{run_id}/events") as response:
             for line in response.iter_lines():  # until the lookup is done and the nap runs
