@@ -170,3 +170,27 @@ def test_a_tool_error_is_not_a_source() -> None:
     )
     result = Runtime([lookup], ScriptedLLM(script), grounding=True).run("q")
     assert (result.answer or "").startswith("I could not give an answer supported")
+
+
+def test_react_sends_an_ungrounded_answer_back_once() -> None:
+    step = 'Thought: the population.\nAction: population("France")'
+    wrong = "Thought: done.\nAction: Finish(France has 6,837,309 people.)"  # digits retyped wrong
+    right = f"Thought: copied.\nAction: Finish(France has {POPULATION['France']:,} people.)"
+    script = Script.by_purpose(react=[step, wrong, right])
+    result = Runtime(TOOLS, ScriptedLLM(script), mode="react", grounding=True).run("France?")
+    assert result.answer == f"France has {POPULATION['France']:,} people."
+    withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [(["6,837,309"], True)]
+    told = script.requests[-1][-1].content
+    assert told.startswith("Observation: Your answer")
+    assert "call a tool (the calculator) to do it" in told
+    # Twice: the run answers with what was found instead.
+    again = Script.by_purpose(react=[step, wrong, wrong])
+    fallback = Runtime(TOOLS, ScriptedLLM(again), mode="react", grounding=True).run("France?")
+    assert (fallback.answer or "").startswith("I could not give an answer supported by")
+    assert f'population("France") -> {POPULATION["France"]}' in (fallback.answer or "")
+    # Off: the answer stands as written.
+    plain = Script.by_purpose(react=[step, wrong])
+    assert Runtime(TOOLS, ScriptedLLM(plain), mode="react").run("France?").answer == (
+        "France has 6,837,309 people."
+    )

@@ -152,14 +152,15 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     return missing
 
 
-def grounding_note(answer: str, missing: list[str]) -> str:
-    """What the joiner is told when its answer stated numbers from nowhere."""
+def grounding_note(answer: str, missing: list[str], *, react: bool = False) -> str:
+    """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere."""
     listed = ", ".join(missing)
+    compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
     return (
         f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
         "gives. Answer again, copying numbers exactly as the results give them (you may round "
-        "them); if a number must first be computed, compared or counted, Replan to do it with a "
-        "tool; if the results do not tell, say what could not be found."
+        f"them); if a number must first be computed, compared or counted, {compute}; if the "
+        "results do not tell, say what could not be found."
     )
 
 
