@@ -11,7 +11,7 @@ from planweave import RunSettings, Runtime, Script, ScriptedLLM, TaskStatus, too
 from planweave.cli.view import DagView
 from planweave.errors import ToolFailed
 from planweave.events import AnswerDelta, AnswerUngrounded
-from planweave.grounding import numbers, ungrounded
+from planweave.grounding import fallback_answer, numbers, ungrounded
 from planweave.plan import Task
 from planweave.records import TaskRecord
 
@@ -194,3 +194,28 @@ def test_react_sends_an_ungrounded_answer_back_once() -> None:
     assert Runtime(TOOLS, ScriptedLLM(plain), mode="react").run("France?").answer == (
         "France has 6,837,309 people."
     )
+
+
+def test_right_arithmetic_between_a_few_results_is_grounded_and_wrong_is_not() -> None:
+    results = [done(66_000_000, 1), done(10_409_800, 2)]
+    assert ungrounded("France has 55,590,200 more people.", "q", results) == []
+    assert ungrounded("About 6.34 times as many.", "q", results) == []  # 66,000,000 / 10,409,800
+    assert ungrounded("76,409,800 together", "q", results) == []
+    assert ungrounded("France has 55,950,200 more people.", "q", results) == ["55,950,200"]
+    assert ungrounded("About 6.43 times as many.", "q", results) == ["6.43"]
+    assert ungrounded("About 56 million more.", "q", results) == []  # two results: may be round
+    # Among many results a chance match is likely: a round number is not derived, and past
+    # MAX_DERIVED_SOURCES arithmetic is not tried at all.
+    some = [done(float(1000 + 37 * i), i) for i in range(1, 13)]
+    assert ungrounded("The sum is 2,111.", "q", some[:2]) == []  # 1037 + 1074
+    assert ungrounded("The sum is about 2,100.", "q", some[:2]) == []
+    assert ungrounded("The sum is about 2,100.", "q", some) == ["2,100"]
+    many = [done(float(1000 + 37 * i), i) for i in range(1, 40)]
+    assert ungrounded("The sum is 2,111.", "q", many) == ["2,111"]
+
+
+def test_the_fallback_keeps_the_answer_s_words_without_its_numbers() -> None:
+    answer = "France has more people than Portugal, by 55,950,200."
+    text = fallback_answer([done(66_000_000, 1)], ["55,950,200"], answer)
+    assert "The answer without them: France has more people than Portugal, by [?]." in text
+    assert "55,950,200" not in text.split("which no result gives")[1]

@@ -60,7 +60,7 @@ class ReAct:
                     return answer
                 bus.emit(AnswerUngrounded(answer=answer, numbers=missing, retry=not redone))
                 if redone:
-                    return fallback_answer(records, missing)
+                    return fallback_answer(records, missing, answer)
                 redone = True
                 note = grounding_note(answer, missing, react=True)
                 messages = prompts.react_turn(messages, output, note)
