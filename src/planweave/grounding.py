@@ -148,7 +148,7 @@ def _derived(sources: list[float]) -> list[float]:
     distinct = sorted({abs(s) for s in sources if s})
     if len(distinct) > MAX_DERIVED_SOURCES:
         return []
-    out = []
+    out: list[float] = []
     for i, a in enumerate(distinct):
         for b in distinct[i + 1 :]:
             out.extend((a + b, b - a, b / a, a / b, (b - a) / a, (b - a) / b))
