@@ -25,6 +25,7 @@ from planweave.builtin import (
     convert_units,
     country_info,
     current_datetime,
+    rank,
 )
 from planweave.builtin.countries import COUNTRY_FIELDS, LANGUAGE_NAMES
 from planweave.tools import Tool, load_tools
@@ -554,7 +555,7 @@ def test_convert_units_refusals(source: str, target: str, message: str) -> None:
 
 def test_builtin_registry_loads_and_renders() -> None:
     registry = load_tools("planweave.builtin:BUILTIN")
-    names = ["country_info", "city_info", "calculator", "convert_units", "current_datetime"]
+    names = ["country_info", "city_info", "calculator", "rank", "convert_units", "current_datetime"]
     assert list(registry) == names
     assert list(BUILTIN) == names
     rendered = registry.render()
@@ -590,3 +591,30 @@ def test_react_examples_show_what_the_real_tools_return(example: str) -> None:
     result = Runtime(BUILTIN, llm, mode="react").run(example.split("\n", 1)[0][10:])
     assert [r.observation() for r in result.tasks] == shown
     assert result.answer == re.search(r"Action: Finish\((.*)\)$", example).group(1)
+
+
+def test_rank_names_the_largest_and_the_smallest() -> None:
+    largest = rank.invoke({"names": ["Lyon", "Bergen", "Oslo"], "values": [45.76, 60.39, 59.91]})
+    assert largest["largest"] == "Bergen"
+    assert largest["value"] == 60.39
+    assert largest["order"] == ["Bergen", "Oslo", "Lyon"]
+    smallest = rank.invoke(
+        {"names": ["Lyon", "Bergen", "Oslo"], "values": [45.76, 60.39, 59.91], "order": "smallest"}
+    )
+    assert smallest["smallest"] == "Lyon"
+    tie = rank.invoke({"names": ["a", "b"], "values": [2, 2]})
+    assert tie["largest"] == ["a", "b"]  # a tie names both, not the first by chance
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"names": ["a", "b"], "values": [1]}, "one value per name: 2 names but 1 values"),
+        ({"names": [], "values": []}, "at least one name"),
+        ({"names": ["a"], "values": [float("nan")]}, "not a finite number"),
+        ({"names": ["x"] * 1001, "values": [1] * 1001}, "at most 1000"),
+    ],
+)
+def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolFailed, match=message):
+        rank.invoke(arguments)

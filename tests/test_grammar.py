@@ -70,8 +70,8 @@ def test_a_broken_grammar_is_a_clear_error(vocab_model: Any) -> None:
 
 def test_plan_grammar_names_every_tool_and_typed_arguments() -> None:
     text = plan_grammar(REGISTRIES["varied"])
-    assert 'call-varied ::= "varied("' in text
-    assert 'call-no-args ::= "no_args(" ' in text
+    assert 'call-1-varied ::= "varied("' in text
+    assert 'call-2-no-args ::= "no_args(" ")"' in text
     assert '"\\"fast\\""' in text  # Literal values are spelled out
     assert "( int | ref )" in text
-    assert '"maybe="' in text
+    assert '", maybe="' in text

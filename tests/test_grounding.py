@@ -11,7 +11,7 @@ from planweave import RunSettings, Runtime, Script, ScriptedLLM, TaskStatus, too
 from planweave.cli.view import DagView
 from planweave.errors import ToolFailed
 from planweave.events import AnswerDelta, AnswerUngrounded
-from planweave.grounding import numbers, ungrounded
+from planweave.grounding import fallback_answer, numbers, ungrounded
 from planweave.plan import Task
 from planweave.records import TaskRecord
 
@@ -170,3 +170,52 @@ def test_a_tool_error_is_not_a_source() -> None:
     )
     result = Runtime([lookup], ScriptedLLM(script), grounding=True).run("q")
     assert (result.answer or "").startswith("I could not give an answer supported")
+
+
+def test_react_sends_an_ungrounded_answer_back_once() -> None:
+    step = 'Thought: the population.\nAction: population("France")'
+    wrong = "Thought: done.\nAction: Finish(France has 6,837,309 people.)"  # digits retyped wrong
+    right = f"Thought: copied.\nAction: Finish(France has {POPULATION['France']:,} people.)"
+    script = Script.by_purpose(react=[step, wrong, right])
+    result = Runtime(TOOLS, ScriptedLLM(script), mode="react", grounding=True).run("France?")
+    assert result.answer == f"France has {POPULATION['France']:,} people."
+    withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [(["6,837,309"], True)]
+    told = script.requests[-1][-1].content
+    assert told.startswith("Observation: Your answer")
+    assert "call a tool (the calculator) to do it" in told
+    # Twice: the run answers with what was found instead.
+    again = Script.by_purpose(react=[step, wrong, wrong])
+    fallback = Runtime(TOOLS, ScriptedLLM(again), mode="react", grounding=True).run("France?")
+    assert (fallback.answer or "").startswith("I could not give an answer supported by")
+    assert f'population("France") -> {POPULATION["France"]}' in (fallback.answer or "")
+    # Off: the answer stands as written.
+    plain = Script.by_purpose(react=[step, wrong])
+    assert Runtime(TOOLS, ScriptedLLM(plain), mode="react").run("France?").answer == (
+        "France has 6,837,309 people."
+    )
+
+
+def test_right_arithmetic_between_a_few_results_is_grounded_and_wrong_is_not() -> None:
+    results = [done(66_000_000, 1), done(10_409_800, 2)]
+    assert ungrounded("France has 55,590,200 more people.", "q", results) == []
+    assert ungrounded("About 6.34 times as many.", "q", results) == []  # 66,000,000 / 10,409,800
+    assert ungrounded("76,409,800 together", "q", results) == []
+    assert ungrounded("France has 55,950,200 more people.", "q", results) == ["55,950,200"]
+    assert ungrounded("About 6.43 times as many.", "q", results) == ["6.43"]
+    assert ungrounded("About 56 million more.", "q", results) == []  # two results: may be round
+    # Among many results a chance match is likely: a round number is not derived, and past
+    # MAX_DERIVED_SOURCES arithmetic is not tried at all.
+    some = [done(float(1000 + 37 * i), i) for i in range(1, 13)]
+    assert ungrounded("The sum is 2,111.", "q", some[:2]) == []  # 1037 + 1074
+    assert ungrounded("The sum is about 2,100.", "q", some[:2]) == []
+    assert ungrounded("The sum is about 2,100.", "q", some) == ["2,100"]
+    many = [done(float(1000 + 37 * i), i) for i in range(1, 40)]
+    assert ungrounded("The sum is 2,111.", "q", many) == ["2,111"]
+
+
+def test_the_fallback_keeps_the_answer_s_words_without_its_numbers() -> None:
+    answer = "France has more people than Portugal, by 55,950,200."
+    text = fallback_answer([done(66_000_000, 1)], ["55,950,200"], answer)
+    assert "The answer without them: France has more people than Portugal, by [?]." in text
+    assert "55,950,200" not in text.split("which no result gives")[1]

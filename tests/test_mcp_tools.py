@@ -19,6 +19,7 @@ import anyio
 import pytest
 
 from cli_process import run_cli
+from gbnf import Grammar
 from mcp_demo_server import serve_http
 from planweave import (
     MCPServerSpec,
@@ -94,7 +95,7 @@ def test_the_time_servers_tools_are_planned_and_run_with_structured_results() ->
     assert "Returns {source, target, time_difference}" in convert.description
     assert not convert.side_effects  # the server marks it read-only
     grammar = plan_grammar(tools)
-    assert 'call-convert-time ::= "convert_time("' in grammar
+    assert Grammar(grammar).accepts('convert_time("Europe/Paris", "10:00", "Asia/Tokyo")', "call")
 
     plan = (
         '1. get_current_time("Asia/Tokyo")\n'

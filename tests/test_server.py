@@ -62,6 +62,8 @@ def _reply(messages: list[Message], purpose: Purpose) -> Reply | str:
     if "broken" in text:
         return Reply(status=400)  # the endpoint refuses: the run ends without an answer
     if purpose == "planner":
+        if "hang up" in text:  # one quick lookup, one long nap
+            return '1. population("Netherlands")\n2. nap("done")\n3. join()\n<END_OF_PLAN>'
         if "slow" in text:
             return '1. nap("done")\n2. join()\n<END_OF_PLAN>'
         return Reply(PLAN, chunk_size=9, delay=0.005)
@@ -182,7 +184,8 @@ def test_reconnecting_with_last_event_id_gets_exactly_the_rest(http: httpx.Clien
     assert events(http, run_id, **{"Last-Event-ID": whole[-1]["id"]}) == []
     assert [e["id"] for e in events(http, run_id)] == [e["id"] for e in whole]
     bad = http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "x"})
-    assert bad.status_code == 422
+    assert bad.status_code == 400
+    assert bad.json()["error"]["type"] == "invalid_event_id"
 
 
 def test_cancel_a_running_run_then_resume_it(http: httpx.Client) -> None:
@@ -300,7 +303,8 @@ def test_oversized_requests_are_refused(http: httpx.Client) -> None:
     assert long.status_code == 422
     assert "at most 500" in long.json()["error"]["message"]
     assert http.post("/runs", json={"question": "q", "mode": "guess"}).status_code == 422
-    assert http.post("/runs", content=b"{not json").status_code == 422
+    assert http.post("/runs", content=b"{not json").status_code == 415  # not even said to be
+    assert http.post("/runs", json={"question": ""}).status_code == 422
     assert http.get("/runs").json()["runs"] == []
 
 
@@ -460,3 +464,56 @@ def test_many_runs_at_once_are_kept_apart(http: httpx.Client) -> None:
     assert [f["answer"] for f in finals] == ["napped"] * 6 + [ANSWER] * 6
     listed = http.get("/runs", params={"limit": 100}).json()["runs"]
     assert {r["id"]: r["question"] for r in listed} == dict(zip(ids, questions, strict=True))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_chat_client_that_hangs_up_cancels_its_run(
+    base: str, http: httpx.Client, stream: bool
+) -> None:
+    """A real socket asks for a completion and closes once the run is under way: nobody
+    wants that answer any more, so the run ends `cancelled`, keeping what it found."""
+    NAP_S[0] = 30.0
+    messages = [{"role": "user", "content": "hang up"}]
+    body = json.dumps({"model": "planweave", "stream": stream, "messages": messages}).encode()
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as conn:
+        conn.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        if stream:
+            received = b""
+            while b"\n\n" not in received.partition(b"data: ")[2]:  # the first chunk, whole
+                data = conn.recv(65536)
+                assert data, received
+                received += data
+            assert received.startswith(b"HTTP/1.1 200")
+            first = json.loads(received.partition(b"data: ")[2].partition(b"\n\n")[0])
+            run_id = first["planweave"]["run_id"]
+        else:  # nothing comes back before the answer: the run is the server's only one
+            deadline = time.monotonic() + 20
+            while not (runs := http.get("/runs").json()["runs"]):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            run_id = runs[0]["id"]
+        seen: list[dict[str, Any]] = []
+        with http.stream("GET", f"/runs/{run_id}/events") as response:
+            for line in response.iter_lines():  # until the lookup is done and the nap runs
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                    kinds = {(e["kind"], e.get("task_id")) for e in seen}
+                    if {("task_finished", 1), ("task_started", 2)} <= kinds:
+                        break
+        assert http.get(f"/runs/{run_id}").json()["status"] == "running"
+    # The socket is closed; the run notices and stops (its stream ends with run_finished).
+    rest = events(http, run_id)
+    assert rest[-1]["data"]["kind"] == "run_finished"
+    assert rest[-1]["data"]["status"] == "cancelled"
+    run = http.get(f"/runs/{run_id}").json()
+    assert run["status"] == "cancelled"
+    tasks = {t["id"]: t for t in run["tasks"]}
+    assert tasks[1]["status"] == "done"
+    assert tasks[1]["result"] == 17_900_000  # kept: a resume would not look it up again
+    assert tasks[2]["status"] != "done"

@@ -83,7 +83,7 @@ class Compiled:
                     break
                 bus.emit(AnswerUngrounded(answer=decision.text, numbers=missing, retry=not redone))
                 if redone:
-                    return fallback_answer(records, missing)
+                    return fallback_answer(records, missing, decision.text)
                 redone, planned = True, None
                 again = [*notes, grounding_note(decision.text, missing)]
                 decision = await self._join(llm, question, records, last_round, again, bus)

@@ -357,7 +357,12 @@ class ResumeError(UserError):
 
 
 class RunNotFound(ResumeError):
-    """No run in the journal has that id (or starts with that prefix)."""
+    """No run in the journal has that id (or starts with that prefix).  `run_id`: the id asked
+    for, so a server can say so without the message's journal path."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class DecisionNeeded(ResumeError):

@@ -7,6 +7,7 @@ decoding with them; the others ignore them, and the parser's validation still ap
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import types
 import typing
@@ -17,78 +18,172 @@ from .tools import Param, Tool, ToolRegistry
 
 __all__ = ["joiner_grammar", "plan_grammar", "react_grammar"]
 
+# `string` is a Python string literal the parser reads back as written: no raw line break,
+# carriage return or NUL, only the escapes Python and JSON agree on (never a `$` spelled as
+# `\u0024`), and a `$` followed by a plain character, a control character or `${` opening a
+# reference (`${1}`, `${2.name}`, `${3[0]}`).  A dict's `key` holds no reference, not even `$1`.
 _COMMON = r"""
 ws ::= [ ]?
 id ::= [1-9] [0-9]?
 text ::= [^\n]{0,300}
-string ::= "\"" ( [^"\\\n] | "\\" ["\\/nt] )* "\""
-int ::= "-"? [0-9]+
-number ::= "-"? [0-9]+ ( "." [0-9]+ )? ( [eE] "-"? [0-9]+ )?
+string ::= "\"" ( char | dollar )* "$"* "\""
+dollar ::= "$"+ ( [^{"\\\n\r\x00$] | control | "{" [1-9] [0-9]? inner-projection* "}" )
+key ::= "\"" ( char | "$"+ ( [^{"\\\n\r\x00$0-9] | control ) )* "$"* "\""
+control ::= "\\" ( ["\\nt] | "u00" [01] hex | "u007f" )
+char ::= [^"\\\n\r\x00$] | escape
+escape ::= "\\" ( ["\\nt] | "u" code )
+code ::= [1-9a-fA-F] hex hex hex | "0" [1-9a-fA-F] hex hex | "00" code-00
+code-00 ::= [013-9a-fA-F] hex | "2" [0-35-9a-fA-F]
+hex ::= [0-9a-fA-F]
+inner-projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" index "]"
+index ::= "0" | [1-9] [0-9]*
+int ::= "-"? ( "0" | [1-9] [0-9]* )
+number ::= int ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
 bool ::= "True" | "False"
 ref ::= "$" [1-9] [0-9]? projection*
-projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" [0-9]+ "]" | "[\"" [a-zA-Z0-9_ ]+ "\"]"
+projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" index "]" | "[\"" [a-zA-Z0-9_ ]+ "\"]"
 list ::= "[" ws ( value ( "," ws value )* )? ws "]"
-value ::= string | number | bool | "None" | ref | list
+dict ::= "{" ws ( key ":" ws value ( "," ws key ":" ws value )* )? ws "}"
+value ::= string | number | bool | "None" | ref | list | dict
 """
 
 
-def _rule_name(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9-]", "-", text).lower()
+def _literal(text: str) -> str:
+    """`text` as a GBNF terminal."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped.replace(chr(13), chr(92) + "r")}"'
 
 
-def _value_rule(annotation: Any) -> str:
-    """The grammar rule for one parameter's values; a reference is always allowed."""
-    if annotation is inspect.Parameter.empty or annotation is Any:
+def _python_literal(value: Any) -> str | None:
+    """How a plan writes one `Literal[...]` value, as the parser reads it back."""
+    if isinstance(value, str):
+        # JSON's spelling of a string is a Python string literal with the same value.
+        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, bool | int):
+        return repr(value)
+    return None  # bytes and enum members have no spelling in a plan
+
+
+class _Rules:
+    """The grammar rules for one registry's calls, each typed rule written once."""
+
+    def __init__(self) -> None:
+        self.rules: list[str] = []
+        self._named: dict[str, str] = {}
+
+    def _name(self, prefix: str, body: str) -> str:
+        if body not in self._named:
+            name = f"{prefix}-{len(self._named) + 1}"
+            self._named[body] = name
+            self.rules.append(f"{name} ::= {body}")
+        return self._named[body]
+
+    def value(self, annotation: Any) -> str:
+        """The rule for one parameter's values; a reference is always allowed."""
+        if annotation is inspect.Parameter.empty or annotation is Any:
+            return "value"
+        origin = typing.get_origin(annotation)
+        args = typing.get_args(annotation)
+        if origin is typing.Annotated:
+            return self.value(args[0])  # constraints are checked by validation
+        if origin in (typing.Union, types.UnionType):
+            rules = sorted({self.value(a) for a in args if a is not type(None)})
+            if type(None) in args:
+                rules.append('"None"')
+            return "( " + " | ".join(rules) + " )" if len(rules) > 1 else rules[0]
+        if origin is typing.Literal:
+            spelled = [_python_literal(a) for a in args]
+            literals = [_literal(t) for t in spelled if t is not None]
+            return "( " + " | ".join([*literals, "ref"]) + " )"
+        if annotation is bool:
+            return "( bool | ref )"
+        if annotation is int:
+            return "( int | ref )"
+        if annotation is float:
+            return "( number | ref )"
+        if annotation is str:
+            return "( string | ref )"
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            items = ' "," ws '.join(self.value(a) for a in args)
+            return f'( "[" ws {items} ws "]" | ref )'
+        if origin in (list, tuple, set, frozenset) or annotation in (list, tuple, set, frozenset):
+            item = self.value(args[0]) if args else "value"
+            if item == "value":
+                return "( list | ref )"
+            body = f'"[" ws ( {item} ( "," ws {item} )* )? ws "]"'
+            return f"( {self._name('list', body)} | ref )"
+        if origin is dict or annotation is dict:
+            key = "int" if args and args[0] is int else "key"
+            item = self.value(args[1]) if len(args) == 2 else "value"
+            if item == "value" and key == "key":
+                return "( dict | ref )"
+            pair = f'{key} ":" ws {item}'
+            body = f'"{{" ws ( {pair} ( "," ws {pair} )* )? ws "}}"'
+            return f"( {self._name('dict', body)} | ref )"
         return "value"
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        rules = sorted({_value_rule(a) for a in options})
-        if type(None) in typing.get_args(annotation):
-            rules.append('"None"')
-        return "( " + " | ".join(rules) + " )" if len(rules) > 1 else rules[0]
-    if origin is typing.Literal:
-        literals = [
-            f'"\\"{a}\\""' if isinstance(a, str) else f'"{a}"' for a in typing.get_args(annotation)
-        ]
-        return "( " + " | ".join([*literals, "ref"]) + " )"
-    if annotation is bool:
-        return "( bool | ref )"
-    if annotation is int:
-        return "( int | ref )"
-    if annotation is float:
-        return "( number | ref )"
-    if annotation is str:
-        return "( string | ref )"
-    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple):
-        return "( list | ref )"
-    return "value"
+
+    def call(self, index: int, tool: Tool) -> str:
+        """The rule for a call of `tool`: some arguments positional, the rest by keyword (in
+        the declared order) or left out; a positional-only one never by keyword, a
+        keyword-only one never by position.  The choice
+        is factored (`a ( ", " b ... | ", c=" ... )`) so that decoding keeps few stacks."""
+        values = [self.value(p.annotation) for p in tool.params]
+        params = tool.params
+
+        def after(j: int) -> str:
+            # What may follow j positional arguments.
+            rest = list(zip(params[j:], values[j:], strict=True))
+            keywords = [(p, v) for p, v in rest if not p.positional_only]
+            tail = None  # keywords cannot finish the call while a positional-only one is due
+            if not any(p.positional_only and p.required for p, _ in rest):
+                tail = _first_keywords(keywords) if j == 0 else _keywords_text(keywords)
+            more = None
+            if j < len(params) and not params[j].keyword_only:
+                comma = '", " ' if j else ""
+                more = f"{comma}{values[j]} {after(j + 1)}".rstrip()
+            options = [o for o in (more, tail) if o]
+            if not options:
+                return ""
+            text = " | ".join(f"( {o} )" for o in options)
+            # Writing nothing more is allowed when the keyword tail may be empty.
+            return f"( {text} )?" if tail == "" else f"( {text} )"
+
+        name = f"call-{index}-{re.sub(r'[^a-zA-Z0-9]', '-', tool.name).lower()}"
+        body = " ".join(part for part in (_literal(tool.name + "("), after(0), '")"') if part)
+        self.rules.append(f"{name} ::= {body}")
+        return name
 
 
-def _call_rules(tool: Tool) -> tuple[str, list[str]]:
-    name = f"call-{_rule_name(tool.name)}"
-    required: list[Param] = [p for p in tool.params if p.required]
-    optional: list[Param] = [p for p in tool.params if not p.required]
-    pieces: list[str] = []
-    for i, p in enumerate(required):
-        sep = '", " ' if i else ""
-        # A required argument may be written positionally or by keyword.
-        pieces.append(f'{sep}( "{p.name}=" )? {_value_rule(p.annotation)}')
-    for i, p in enumerate(optional):
-        sep = '", " ' if required or i else ""
-        pieces.append(f'( {sep}"{p.name}=" {_value_rule(p.annotation)} )?')
-    body = " ".join(pieces)
-    return name, [f'{name} ::= "{tool.name}(" {body} ")"']
+def _keywords_text(keywords: list[tuple[Param, str]]) -> str:
+    return " ".join(_keywords(keywords, comma=True))
+
+
+def _keywords(keywords: list[tuple[Param, str]], *, comma: bool) -> list[str]:
+    """Keyword arguments in order, each after a comma; the optional ones may be left out."""
+    items = []
+    for p, v in keywords:
+        item = f"{_literal((', ' if comma else '') + p.name + '=')} {v}"
+        items.append(item if p.required else f"( {item} )?")
+        comma = True
+    return items
+
+
+def _first_keywords(keywords: list[tuple[Param, str]]) -> str:
+    """Keyword arguments with nothing before them: the first one written has no comma, so
+    each option starts at a different one (up to the first required one)."""
+    options = []
+    for i, (p, v) in enumerate(keywords):
+        first = f"{_literal(p.name + '=')} {v}"
+        options.append(" ".join([first, *_keywords(keywords[i + 1 :], comma=True)]))
+        if p.required:
+            return " | ".join(f"( {o} )" for o in options)
+    return "( " + " | ".join(f"( {o} )" for o in options) + " )?" if options else ""
 
 
 def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
-    names: list[str] = []
-    rules: list[str] = []
-    for t in tools.values():
-        name, tool_rules = _call_rules(t)
-        names.append(name)
-        rules.extend(tool_rules)
-    return " | ".join(names) if names else '"join()"', rules
+    rules = _Rules()
+    names = [rules.call(i, t) for i, t in enumerate(tools.values(), 1)]
+    return " | ".join(names) if names else '"join()"', rules.rules
 
 
 def _plan_rules(tools: ToolRegistry) -> list[str]:

@@ -6,7 +6,11 @@ prose.  `ungrounded()` finds such numbers: each number of the answer is compared
 rounding its written precision allows, with every number of the question and of the tasks' results
 (numbers in result text included, and the length of every list a result holds, so a count is
 grounded when a tool returned the list).  "17.9 million" reads as 17,900,000; "15.3%" is
-grounded by 15.3 or by 0.153.  Names are not checked: a wrong pick between two named results is a
+grounded by 15.3 or by 0.153.  Where the sources are few, a number is also grounded when it is
+the sum, the difference or a ratio of two of them, if it is written precisely enough for a
+chance match to be unlikely (the fewer the sources, the rounder it may be): a small model's
+right arithmetic in prose stands, its wrong arithmetic does not.
+Names are not checked: a wrong pick between two named results is a
 comparison the planner should hand to a tool, not something this check can see.
 """
 
@@ -42,6 +46,11 @@ _NUMBER_RE = re.compile(
 # returned as a list is grounded anyway (list lengths are sources).
 _FREE_BELOW = 10
 MAX_SOURCE_NUMBERS = 100_000  # a huge result is read up to this many numbers
+# Arithmetic between sources is tried only for a few of them, and only for a number whose
+# relative rounding times the count of derived values stays under this: a number spread
+# log-uniformly over ten decades then matches one by chance about 4 % of the time.
+MAX_DERIVED_SOURCES = 16
+DERIVED_CHANCE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +143,18 @@ def _grounded(number: Number, sources: list[float]) -> bool:
     return False
 
 
+def _derived(sources: list[float]) -> list[float]:
+    """Sums, differences, ratios and relative differences of pairs of a few distinct sources."""
+    distinct = sorted({abs(s) for s in sources if s})
+    if len(distinct) > MAX_DERIVED_SOURCES:
+        return []
+    out: list[float] = []
+    for i, a in enumerate(distinct):
+        for b in distinct[i + 1 :]:
+            out.extend((a + b, b - a, b / a, a / b, (b - a) / a, (b - a) / b))
+    return out
+
+
 def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> list[str]:
     """The numbers `answer` states that neither the question nor any finished task's result
     gives, as written in the answer (each once, in order)."""
@@ -145,27 +166,37 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     if not stated:
         return []
     sources = _sources(question, records)
+    derived: list[float] | None = None
     missing: list[str] = []
     for number in stated:
-        if number.text not in missing and not _grounded(number, sources):
-            missing.append(number.text)
+        if number.text in missing or _grounded(number, sources):
+            continue
+        derived = _derived(sources) if derived is None else derived
+        precise = number.tolerance * len(derived) <= DERIVED_CHANCE * number.value
+        if precise and _grounded(number, derived):
+            continue
+        missing.append(number.text)
     return missing
 
 
-def grounding_note(answer: str, missing: list[str]) -> str:
-    """What the joiner is told when its answer stated numbers from nowhere."""
+def grounding_note(answer: str, missing: list[str], *, react: bool = False) -> str:
+    """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere."""
     listed = ", ".join(missing)
+    compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
     return (
         f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
         "gives. Answer again, copying numbers exactly as the results give them (you may round "
-        "them); if a number must first be computed, compared or counted, Replan to do it with a "
-        "tool; if the results do not tell, say what could not be found."
+        f"them); if a number must first be computed, compared or counted, {compute}; if the "
+        "results do not tell, say what could not be found."
     )
 
 
-def fallback_answer(records: Iterable[TaskRecord], missing: list[str], limit: int = 300) -> str:
-    """The run's answer when the joiner twice stated numbers from nowhere: what was found and
-    what was not, in the results' own words."""
+def fallback_answer(
+    records: Iterable[TaskRecord], missing: list[str], answer: str | None = None, limit: int = 300
+) -> str:
+    """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
+    those numbers taken out (its names and words may still answer the question), then what was
+    found and what was not, in the results' own words."""
     found: list[str] = []
     failed: list[str] = []
     for rec in records:
@@ -177,6 +208,11 @@ def fallback_answer(records: Iterable[TaskRecord], missing: list[str], limit: in
         "I could not give an answer supported by the results (the answer stated "
         f"{', '.join(missing)}, which no result gives)."
     ]
+    if answer:
+        kept = answer[:1000]
+        for text in sorted(missing, key=len, reverse=True):
+            kept = kept.replace(text, "[?]")
+        parts.append(f"The answer without them: {kept.strip()}")
     if found:
         parts.append("What was found: " + "; ".join(found) + ".")
     if failed:

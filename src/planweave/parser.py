@@ -57,7 +57,11 @@ _PATH_PART_RE = re.compile(
     r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
 )
 # `[^\]$]`: a bracket never spans another reference, so many unclosed `${1[` stay linear.
-_CODE_REF_RE = re.compile(r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}|\$(\d+)")
+_CODE_REF_RE = re.compile(
+    r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}"
+    r"|\$(\d+)((?:\s*\.\s*[A-Za-z_]\w*\b(?!\s*\()|\s*\[[^\]$]*\])*)"
+)
+_CODE_PATH_PART_RE = re.compile(r"\s*\.\s*([A-Za-z_]\w*)|\s*(\[[^\]$]*\])")
 _PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|'[^']*'|\"[^\"]*\")\s*\])"
 # A JSON string that is exactly one reference: "$1", "${1}", "$1.population", "${1[0]}".
 _WHOLE_REF_RE = re.compile(rf"\$(?:\{{\s*(\d+)({_PATH}*)\s*\}}|(\d+))({_PATH}*)")
@@ -91,9 +95,14 @@ def _mask_refs(body: str) -> str:
                 out.append(ch)
                 i += 1
             else:
-                braced, path, bare = m.groups()
-                # `${2.population}` reads as `$2.population`: the projection moves outside.
-                out.append(f"{_REF_PREFIX}{braced or bare}{(path or '').strip()}")
+                braced, path, bare, bare_path = m.groups()
+                # `${2.population}` reads as `$2.population`: the projection moves outside,
+                # its names as subscripts, so a key such as `class` is no syntax error.
+                path = "".join(
+                    f'["{attr}"]' if attr else brackets
+                    for attr, brackets in _CODE_PATH_PART_RE.findall(path or bare_path or "")
+                )
+                out.append(f"{_REF_PREFIX}{braced or bare}{path}")
                 i = m.end()
         else:
             out.append(ch)
@@ -335,6 +344,9 @@ class PlanParser:
         # Calls that failed for good in earlier rounds, by (tool, arguments): a replan or repair
         # may not write them again, or a small model repeats the same failing call each round.
         self._failed: dict[tuple[str, str], str] = {}
+        # Accepted calls, by (tool, arguments): a pure tool's same call twice is a mistake (a
+        # small model copying a line), and its result is already `$N`.
+        self._calls: dict[tuple[str, str], int] = {}
 
     @property
     def last_id(self) -> int:
@@ -544,8 +556,9 @@ class PlanParser:
             raise ArgumentError(
                 f"{tool.signature_text()}: {exc}", line=raw, lineno=lineno, task_id=task.id
             ) from None
+        key = _call_key(task.tool, bound)
         if not task.deps:
-            earlier = self._failed.get(_call_key(task.tool, bound))
+            earlier = self._failed.get(key)
             if earlier is not None:
                 raise ArgumentError(
                     f"{task.call_text()} already failed with these arguments ({earlier}); "
@@ -554,6 +567,15 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 )
+        repeated = self._calls.get(key)
+        if repeated is not None and tool.pure:
+            raise ArgumentError(
+                f"{task.call_text()} is the same call as task {repeated}: use ${repeated} for "
+                "its result, or change the arguments",
+                line=raw,
+                lineno=lineno,
+                task_id=task.id,
+            )
         for name, value in bound.items():
             if _has_ref(value):
                 continue  # checked when the reference is resolved
@@ -574,6 +596,7 @@ class PlanParser:
             self.joined = True
         else:
             self._known[task.id] = True
+            self._calls.setdefault(_call_key(task.tool, task.bound), task.id)
 
     def feed_json(self, data: str | list[Any]) -> list[Task]:
         """Accept a plan in the JSON form: `[{"id": 1, "tool": "search", "args": {...} or

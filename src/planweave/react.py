@@ -1,11 +1,14 @@
 """ReAct mode: think, call one tool, read the result, repeat.  The baseline every speed claim
-of the compiled mode is measured against, with the same tools, LLM and records."""
+of the compiled mode is measured against, with the same tools, LLM and records.  With
+`grounding`, a final answer stating numbers no observation gives is sent back once, as the
+compiled mode's joiner's is."""
 
 from __future__ import annotations
 
 from . import prompts
 from .errors import BudgetExceeded, PlanError
-from .events import EventBus
+from .events import AnswerUngrounded, EventBus
+from .grounding import fallback_answer, grounding_note, ungrounded
 from .llm.base import LLMRequest
 from .meter import MeteredLLM
 from .parser import PlanParser, parse_call
@@ -23,11 +26,13 @@ class ReAct:
         max_steps: int = 10,
         max_tokens: int | None = 512,
         grammar: str | None = None,
+        grounding: bool = False,
     ) -> None:
         self.tools = tools
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.grammar = grammar
+        self.grounding = grounding
 
     def system_prompt(self) -> str:
         return prompts.react_system_prompt(self.tools)
@@ -36,6 +41,7 @@ class ReAct:
         """Answer `question`, recording every action in `scheduler` like a compiled plan."""
         messages = prompts.question_messages(self.system_prompt(), question)
         parser = PlanParser(self.tools)
+        redone = False  # an answer with numbers from nowhere is sent back once, as compiled's
         for _ in range(self.max_steps):
             request = LLMRequest(
                 messages=messages,
@@ -47,7 +53,18 @@ class ReAct:
             output = await llm.complete(request)
             call = prompts.parse_action(output)
             if call is None:
-                return prompts.parse_decision(output).text
+                answer = prompts.parse_decision(output).text
+                records = list(scheduler.records.values())
+                missing = ungrounded(answer, question, records) if self.grounding else []
+                if not missing:
+                    return answer
+                bus.emit(AnswerUngrounded(answer=answer, numbers=missing, retry=not redone))
+                if redone:
+                    return fallback_answer(records, missing, answer)
+                redone = True
+                note = grounding_note(answer, missing, react=True)
+                messages = prompts.react_turn(messages, output, note)
+                continue
             task_id = parser.last_id + 1
             try:
                 task = parse_call(call, task_id, parser.known_ids)

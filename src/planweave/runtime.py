@@ -313,6 +313,7 @@ class Runtime:
             self.tools,
             max_steps=react_max_steps,
             grammar=react_grammar(self.tools) if grammar else None,
+            grounding=self.grounding,
         )
         self.compiled = Compiled(
             self.tools,

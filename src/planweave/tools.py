@@ -111,6 +111,7 @@ class Param:
     default: Any
     description: str
     positional_only: bool
+    keyword_only: bool = False
 
     @property
     def required(self) -> bool:
@@ -162,6 +163,9 @@ class Tool:
     (None: the run's), `placement` what each call needs there.  A tool run outside the process
     must be a sync function at the top level of a module, so that the worker can import it; its
     arguments and result must pickle.
+    `pure` says the same arguments always give the same result and change nothing: a plan may
+    then not call it twice with the same arguments (a small model copying a line by mistake);
+    the first call's result is there to use.
     """
 
     fn: Callable[..., Any]
@@ -176,6 +180,7 @@ class Tool:
     isolate: bool = False
     executor: ExecutorName | None = None
     placement: Placement = field(default_factory=Placement)
+    pure: bool = False
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -222,6 +227,8 @@ class Tool:
                     p.name,
                     inspect.Parameter.POSITIONAL_ONLY
                     if p.positional_only
+                    else inspect.Parameter.KEYWORD_ONLY
+                    if p.keyword_only
                     else inspect.Parameter.POSITIONAL_OR_KEYWORD,
                     default=p.default,
                 )
@@ -242,6 +249,7 @@ class Tool:
         isolate: bool = False,
         executor: ExecutorName | None = None,
         placement: Placement | None = None,
+        pure: bool = False,
     ) -> Tool:
         signature = inspect.signature(fn)
         try:
@@ -260,6 +268,7 @@ class Tool:
                     default=p.default,
                     description=doc_params.get(p.name, ""),
                     positional_only=p.kind is inspect.Parameter.POSITIONAL_ONLY,
+                    keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
                 )
             )
         if max_concurrency is not None and max_concurrency < 1:
@@ -281,6 +290,7 @@ class Tool:
             isolate=isolate,
             executor=executor,
             placement=placement or Placement(),
+            pure=pure and not side_effects,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -307,7 +317,9 @@ class Tool:
     def signature_text(self) -> str:
         """`name(a: str, b: int = 3) -> float`, as shown to the planner."""
         parts = []
-        for p in self.params:
+        for i, p in enumerate(self.params):
+            if p.keyword_only and not (i and self.params[i - 1].keyword_only):
+                parts.append("*")  # what follows is given by name
             text = f"{p.name}: {_type_name(p.annotation)}"
             if not p.required:
                 text += f" = {p.default!r}"
@@ -412,6 +424,7 @@ def tool(
     gpus: float | None = None,
     memory: int | None = None,
     resources: Mapping[str, float] | None = None,
+    pure: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -428,14 +441,16 @@ def tool(
     gpus: float | None = None,
     memory: int | None = None,
     resources: Mapping[str, float] | None = None,
+    pure: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a planner-callable tool.
 
     The schema comes from the type hints, the description from the docstring's first paragraph
     and each parameter's description from its `Args:` section.  Use bare (`@tool`) or with options
-    (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True)`; see `Tool`).
-    `executor` ("thread", "process" or "ray") pins where its calls run; `cpus`, `gpus`, `memory`
-    (bytes) and `resources` (custom Ray resources) are what each call needs there (`Placement`).
+    (`@tool(timeout=5, max_concurrency=2, side_effects=True, isolate=True, pure=True)`; see
+    `Tool`).  `executor` ("thread", "process" or "ray") pins where its calls run; `cpus`, `gpus`,
+    `memory` (bytes) and `resources` (custom Ray resources) are what each call needs there
+    (`Placement`).
     """
     placement = Placement(
         cpus=1.0 if cpus is None else cpus,
@@ -455,6 +470,7 @@ def tool(
             isolate=isolate,
             executor=executor,
             placement=placement,
+            pure=pure,
         )
 
     if fn is not None:

@@ -1,5 +1,5 @@
-"""Built-in offline tools: countries, cities, arithmetic, unit conversion, the clock and a
-search over the user's own files.
+"""Built-in offline tools: countries, cities, arithmetic, ranking, unit conversion, the clock
+and a search over the user's own files.
 
     from planweave.builtin import builtin_tools
     tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
@@ -18,6 +18,7 @@ from .cities import city_info
 from .clock import current_datetime
 from .countries import country_info
 from .files import search_files_tool
+from .rank import rank
 from .units import convert_units
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "convert_units",
     "country_info",
     "current_datetime",
+    "rank",
     "search_files_tool",
 ]
 
@@ -37,10 +39,11 @@ __all__ = [
 # The evaluation questions (benchmarks/local_eval.py) are kept out of them.
 EXAMPLES = [
     """Question: Which country has the larger area, Chile or Peru?
-Thought: The two areas are independent lookups.
+Thought: The two areas are independent lookups; rank names the larger.
 1. country_info("Chile", field="area_km2")
 2. country_info("Peru", field="area_km2")
-3. join()
+3. rank(["Chile", "Peru"], [$1, $2])
+4. join()
 <END_OF_PLAN>""",
     """Question: Which has more land per person, Canada or Australia, and how much more?
 Thought: Land per person is area divided by population, for each country.
@@ -92,7 +95,13 @@ def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegist
     Raises UserError when `files_dir` is not an existing folder.
     """
     registry = ToolRegistry(
-        country_info, city_info, calculator, convert_units, current_datetime, examples=EXAMPLES
+        country_info,
+        city_info,
+        calculator,
+        rank,
+        convert_units,
+        current_datetime,
+        examples=EXAMPLES,
     )
     if files_dir is not None:
         registry.add(search_files_tool(files_dir))

@@ -92,7 +92,7 @@ def _check(tree: ast.Expression) -> None:
             raise ToolFailed(f"{type(node).__name__} is not allowed in arithmetic")
 
 
-@tool(isolate=True)
+@tool(isolate=True, pure=True)
 def calculator(expression: str) -> float | int:
     """Evaluate an arithmetic expression such as "(17900000 / 41850) - 300".
 

@@ -205,7 +205,7 @@ def find_city(name: str, country: str | None = None) -> list[City]:
     raise _not_found(name.strip(), key, [p for p in places if p is not None])
 
 
-@tool
+@tool(pure=True)
 def city_info(
     name: str, field: CityField | None = None, country: str | None = None
 ) -> dict[str, Any] | int | float | str:

@@ -263,7 +263,7 @@ def find_country(name: str) -> str:
     return found
 
 
-@tool
+@tool(pure=True)
 def country_info(name: str, field: CountryField | None = None) -> CountryValue:
     """Facts about a country (population, area_km2, capital, region, languages, neighbours).
 

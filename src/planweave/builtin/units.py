@@ -146,7 +146,7 @@ def _units(registry: Any, text: str, temperature: bool = False) -> Any:
     return parsed
 
 
-@tool(isolate=True)
+@tool(isolate=True, pure=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
 

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,44 @@ class LoadReport:
     assemble_s: float
     load_s: float
     cached: bool
+
+
+def _extra_buffers_crash() -> bool:
+    """Whether to load weights without llama.cpp's extra CPU buffer types (AMX tiles,
+    repacked weights).  With them, llama-cpp-python 0.3.36 segfaults on the first prompt of
+    more than one token on a virtual Xeon with AMX (seen on this project's machines), so they
+    are left out where the CPU reports AMX; PLANWEAVE_LLAMA_EXTRA_BUFFERS=1 (or 0) decides."""
+    chosen = os.environ.get("PLANWEAVE_LLAMA_EXTRA_BUFFERS")
+    if chosen in ("0", "1"):
+        return chosen == "0"
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return "amx_tile" in flags.split()
+
+
+@contextmanager
+def _model_params(llama_cpp: Any, *, extra_buffers: bool) -> Iterator[None]:
+    """Load with or without extra buffer types: `Llama` takes no argument for it, so its
+    default model parameters are adjusted while it loads (under the model lock)."""
+    if extra_buffers:
+        yield
+        return
+    low = llama_cpp.llama_cpp
+    original = low.llama_model_default_params
+
+    def params() -> Any:
+        chosen = original()
+        chosen.use_extra_bufts = False
+        return chosen
+
+    low.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = original
 
 
 def _import_llama() -> Any:
@@ -152,15 +191,16 @@ class LocalLLM(LLM):
                     progress("loading", 0, 1)
                 llama_cpp = _import_llama()
                 start = time.monotonic()
-                llama = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
-                    n_batch=256,  # also sizes the logits copy in every cached prompt state
-                    seed=self.seed,
-                    verbose=False,
-                )
+                with _model_params(llama_cpp, extra_buffers=not _extra_buffers_crash()):
+                    llama = llama_cpp.Llama(
+                        model_path=str(path),
+                        n_ctx=self.n_ctx,
+                        n_threads=self.n_threads,
+                        n_threads_batch=self.n_threads,
+                        n_batch=256,  # also sizes the logits copy in every cached prompt state
+                        seed=self.seed,
+                        verbose=False,
+                    )
                 if self.prompt_cache_mb > 0:
                     # Planner and joiner prompts alternate; keeping both prefixes' states in RAM
                     # saves re-reading the long planner prompt on every question (about 4x here).

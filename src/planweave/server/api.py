@@ -13,10 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import UserError
 from .service import RunService
 
-__all__ = ["QuestionTooLong", "RunRequest", "runs_router"]
+__all__ = ["RETRY_MS", "InvalidEventId", "QuestionTooLong", "RunRequest", "runs_router"]
 
 # Runs one page of `GET /runs` may hold.
 MAX_PAGE = 100
+# How long an event stream's client waits before it reconnects (the SSE `retry:` field).
+RETRY_MS = 1000
 
 
 class RunRequest(BaseModel):
@@ -51,6 +53,10 @@ class QuestionTooLong(UserError):
     """A question longer than the server takes."""
 
 
+class InvalidEventId(UserError):
+    """A `Last-Event-ID` (or `?after=`) that is no event of the run."""
+
+
 def check_question(question: str, limit: int) -> str:
     if len(question) > limit:
         raise QuestionTooLong(
@@ -68,6 +74,28 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         return journal.find(run_id)
 
     KnownRun = Annotated[str, Depends(known_run)]
+
+    def resume_point(
+        run_id: KnownRun,
+        last_event_id: Annotated[str | None, Header()] = None,
+        after: Annotated[str | None, Query()] = None,
+    ) -> int:
+        """Where a run's event stream resumes: after the event `Last-Event-ID` (or `?after=`)
+        names, which must be one the stream could have sent (InvalidEventId, 400, before any
+        response)."""
+        given = last_event_id if last_event_id is not None else after
+        if given is None:
+            return 0
+        last = journal.last_seq(run_id)
+        text = given.strip()
+        if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= last:
+            return int(text)
+        shown = repr(given if len(given) <= 40 else given[:40] + "…")
+        name = "Last-Event-ID" if last_event_id is not None else "after"
+        raise InvalidEventId(
+            f"{name} must be the id of an event of this run, a whole number from 0 to {last}; "
+            f"got {shown}"
+        )
 
     @router.get("/healthz")
     async def healthz() -> dict[str, Any]:
@@ -120,13 +148,11 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
 
     @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
     async def run_events(
-        run_id: KnownRun,
-        last_event_id: Annotated[int | None, Header(ge=0)] = None,
-        after: Annotated[int, Query(ge=0)] = 0,
+        run_id: KnownRun, start: Annotated[int, Depends(resume_point)]
     ) -> AsyncIterator[ServerSentEvent]:
         """The run's events as Server-Sent Events, `id:` their sequence numbers; from the
         start, or after `Last-Event-ID` (or `?after=`).  Ends after `run_finished`."""
-        start = after if last_event_id is None else last_event_id
+        yield ServerSentEvent(retry=RETRY_MS)
         async for event in service.live.follow(run_id, after=start):
             seq = event.get("seq")
             yield ServerSentEvent(data=event, id=None if seq is None else str(seq))

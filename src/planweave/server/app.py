@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,10 +24,20 @@ from ..errors import (
 )
 from ..redaction import redact
 from ..runtime import Runtime
-from .api import QuestionTooLong, runs_router
+from .api import InvalidEventId, QuestionTooLong, runs_router
 from .chat import UnknownModel, openai_router
 from .page import PAGE_FILES, page_router
-from .security import Guard, check_bind, error_body
+from .security import (
+    ASGIApp,
+    Guard,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    check_bind,
+    error_body,
+    send_error,
+)
 from .service import RunService
 
 __all__ = ["ServerConfig", "create_app", "serve"]
@@ -74,6 +85,7 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
     app.include_router(page_router())
+    app.add_middleware(_Failures)
     app.add_middleware(
         Guard,
         token=config.token,
@@ -85,31 +97,49 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     return app
 
 
+# What a client hears of a failure of the server itself.
+FAILED = "the server failed to answer this request; its log says why"
+# The longest message an error answer carries (a hostile request can make one echo a lot).
+MAX_MESSAGE_CHARS = 2000
+
+
 def _errors(app: FastAPI) -> None:
-    """Every error as `{"error": {"message", "type", "code"}}`, with no secret in it."""
+    """Every error as `{"error": {"message", "type", "code"}}`, with no secret, no file path
+    and no stack trace in it: a failure of the server itself is logged, and answered with a
+    500 that says only that."""
 
     def answer(status: int, message: str, kind: str, **extra: object) -> JSONResponse:
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 1] + "…"
         return JSONResponse(error_body(status, redact(message), kind, **extra), status)
+
+    def failed(request: Request, exc: BaseException) -> JSONResponse:
+        _log_failure(request.method, request.url.path, exc)
+        return answer(500, FAILED, "server_error")
 
     @app.exception_handler(PlanweaveError)
     async def planweave_error(request: Request, exc: PlanweaveError) -> JSONResponse:
         match exc:
             case RunNotFound():
-                return answer(404, str(exc), "not_found")
+                # The message names the journal's file: not for the client.
+                asked = exc.run_id if exc.run_id is not None else ""
+                shown = repr(asked if len(asked) <= 80 else asked[:80] + "…")
+                return answer(404, f"no run {shown}", "not_found")
             case UnknownModel():
                 return answer(404, str(exc), "model_not_found")
             case DecisionNeeded():
                 return answer(409, str(exc), "decision_needed", tasks=exc.tasks)
             case ResumeError():
                 return answer(409, str(exc), "conflict")
+            case InvalidEventId():
+                return answer(400, str(exc), "invalid_event_id")
             case QuestionTooLong():
                 return answer(422, str(exc), "question_too_long")
             case InvalidApproval():
                 return answer(422, str(exc), "invalid_approval")
             case UserError():
                 return answer(400, str(exc), "invalid_request")
-        log.error("request %s failed: %s", request.url.path, redact(str(exc)))
-        return answer(500, str(exc), "server_error")
+        return failed(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -121,6 +151,38 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         return answer(exc.status_code, str(exc.detail), "http_error")
+
+
+class _Failures:
+    """ASGI middleware, the last word on a request the server itself failed (a bug, a damaged
+    journal): logged with its trace, answered with a bare 500, and not raised on to uvicorn,
+    which would drop the connection.  (Starlette's handler for `Exception` raises it on.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            _log_failure(scope["method"], scope["path"], exc)
+            if started:  # too late for an answer: the connection ends
+                raise
+            await send_error(send, 500, FAILED, "server_error")
+
+
+def _log_failure(method: str, path: str, exc: BaseException) -> None:
+    log.error("%s %s failed:\n%s", method, path, redact("".join(traceback.format_exception(exc))))
 
 
 def serve(

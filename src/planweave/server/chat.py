@@ -3,7 +3,8 @@ running a plan with the server's tools; `/v1/models` names the two ways it can.
 
 Standard clients (the `openai` SDKs, curl) work unchanged; planweave's own detail (the run's
 id, its tasks) rides in a `planweave` field they ignore.  A run that ends without an answer is
-an error (422 `run_failed`; in a stream, an `error` event), never an empty answer.
+an error (422 `run_failed`; in a stream, an `error` event), never an empty answer.  A client
+that hangs up before its answer cancels the run (which keeps what it found, for a resume).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter
+import anyio
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,34 +82,54 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         }
 
     @router.post("/chat/completions", response_model=None)
-    async def chat(request: ChatRequest) -> JSONResponse | StreamingResponse:
-        if request.model not in MODELS:
-            raise UnknownModel(f"no model {request.model!r}; this server has {', '.join(MODELS)}")
-        question = check_question(_question(request.messages), max_question_chars)
-        run_id = await service.start(question, MODELS[request.model])
-        shape = _Shape(run_id, request.model)
-        if request.stream:
-            usage = bool((request.stream_options or {}).get("include_usage"))
+    async def chat(body: ChatRequest, request: Request) -> JSONResponse | StreamingResponse:
+        if body.model not in MODELS:
+            raise UnknownModel(f"no model {body.model!r}; this server has {', '.join(MODELS)}")
+        question = check_question(_question(body.messages), max_question_chars)
+        run_id = await service.start(question, MODELS[body.model])
+        shape = _Shape(run_id, body.model)
+        if body.stream:
+            usage = bool((body.stream_options or {}).get("include_usage"))
             return StreamingResponse(_stream(shape, usage), media_type="text/event-stream")
         final: dict[str, Any] = {}
-        async for event in service.live.follow(run_id):
-            final = event
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_hang_up, request, run_id)
+            async for event in service.live.follow(run_id):
+                final = event
+            group.cancel_scope.cancel()
         run = journal.show(run_id)
         if final.get("kind") != "run_finished" or run["status"] != "finished":
             return JSONResponse(_failed(run), status_code=422)
         return JSONResponse(shape.completion(run))
 
+    async def _cancel_on_hang_up(request: Request, run_id: str) -> None:
+        """Waits for the client to hang up before its answer, then cancels the run: nobody
+        waits for that answer any more (an SDK that timed out asks again, as a new run)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        service.cancel(run_id)
+
     async def _stream(shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
-        yield _sse(shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id}))
-        sent = ""
-        async for event in service.live.follow(shape.id):
-            if event["kind"] == "answer_delta":
-                sent += event["text"]
-                yield _sse(shape.chunk({"content": event["text"]}))
-            elif event["kind"] == "answer_ungrounded" and sent:
-                # A stream cannot take back what it sent: say so, then the new answer follows.
-                yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
-                sent = ""
+        over = False
+        try:
+            yield _sse(
+                shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id})
+            )
+            sent = ""
+            async for event in service.live.follow(shape.id):
+                if event["kind"] == "answer_delta":
+                    sent += event["text"]
+                    yield _sse(shape.chunk({"content": event["text"]}))
+                elif event["kind"] == "answer_ungrounded" and sent:
+                    # A stream cannot take back what it sent: say so, then the new answer.
+                    yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
+                    sent = ""
+            over = True
+        finally:
+            # Left before the run ended: the client hung up (the response was cancelled) and
+            # nobody else asked for this answer.  The run stops; what it found stays recorded.
+            if not over:
+                service.cancel(shape.id)
         run = journal.show(shape.id)
         if run["status"] != "finished":
             yield _sse(_failed(run))

@@ -1,6 +1,7 @@
-"""The web page at `/`: one HTML file, its script and its style, from the package (`page/`);
-no build step, nothing from a CDN.  The page holds no data: it asks for the token and reads
-everything through the API, so it is the one thing served without the token."""
+"""The web page at `/`: one HTML file, its script and its style, and the graph layout library
+(`page/vendor/`, from npm), all from the package; no build step, nothing from a CDN.  The page
+holds no data: it asks for the token and reads everything through the API, so it is the one
+thing served without the token."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ PAGE_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/page.js": ("page.js", "text/javascript; charset=utf-8"),
     "/page.css": ("page.css", "text/css; charset=utf-8"),
+    "/vendor/dagre.min.js": ("vendor/dagre.min.js", "text/javascript; charset=utf-8"),
 }
 
 # Only this origin's own script and style; no inline script, no frames, no forms elsewhere.
@@ -36,7 +38,8 @@ def page_router() -> APIRouter:
     router = APIRouter(include_in_schema=False)
     folder = files(__package__ or "planweave.server").joinpath("page")
     for path, (name, media_type) in PAGE_FILES.items():
-        router.add_api_route(path, _serving(folder.joinpath(name).read_bytes(), media_type))
+        body = folder.joinpath(*name.split("/")).read_bytes()
+        router.add_api_route(path, _serving(body, media_type))
     return router
 
 

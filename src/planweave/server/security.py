@@ -5,7 +5,9 @@
 - Without a token, only requests addressed to a loopback name are taken (`Host`), so a web page
   cannot reach the server through a DNS name rebound to 127.0.0.1.
 - A request from a browser page of another origin (`Origin`) is refused: there is no CORS.
-- Request bodies are bounded (413) before any of them reaches a handler.
+- Request headers (431) and bodies (413) are bounded before any of them reaches a handler; a
+  body is JSON (415 otherwise) of valid Unicode (400 otherwise), so no handler meets bytes,
+  broken JSON or a lone surrogate that the journal could not store.
 - The web page's own files (`public`: no data, no secret) are served without the token, since
   a browser cannot send a header when it opens a page; everything the page reads needs it.
 """
@@ -22,9 +24,20 @@ from urllib.parse import urlsplit
 from ..errors import UserError
 from ..redaction import add_secret
 
-__all__ = ["MIN_TOKEN_CHARS", "Guard", "check_bind", "error_body", "is_loopback"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MIN_TOKEN_CHARS",
+    "Guard",
+    "check_bind",
+    "error_body",
+    "is_loopback",
+    "send_error",
+]
 
 MIN_TOKEN_CHARS = 16
+# All of a request's header names and values together (uvicorn's h11 refuses a head of 16 KiB
+# with a bare 400 before this sees it; httptools would take any size).
+MAX_HEADER_BYTES = 8192
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -84,23 +97,37 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        size = sum(len(k) + len(v) for k, v in scope["headers"])
+        if size > MAX_HEADER_BYTES:
+            await send_error(
+                send,
+                431,
+                f"the request's headers have {size} bytes; this server takes at most "
+                f"{MAX_HEADER_BYTES}",
+                "headers_too_large",
+            )
+            return
         headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
         public = scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
         refusal = self._refusal(headers, token=not public)
         if refusal is not None:
-            await _answer(send, *refusal)
+            await send_error(send, *refusal)
             return
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         body = await self._body(headers, receive)
         if body is None:
-            await _answer(
+            await send_error(
                 send,
                 413,
                 f"the request body is larger than {self.max_body_bytes} bytes",
                 "request_too_large",
             )
+            return
+        problem = _body_problem(headers, body)
+        if problem is not None:
+            await send_error(send, *problem)
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -149,6 +176,38 @@ class Guard:
                 return b"".join(chunks)
 
 
+def _body_problem(headers: dict[str, bytes], body: bytes) -> tuple[int, str, str] | None:
+    """Why a request body cannot be taken (status, message, type), or None.  Every body this
+    server reads is JSON; an empty one is no body."""
+    if not body:
+        return None
+    media = headers.get("content-type", b"").decode("latin-1").partition(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        shown = repr(media[:80]) if media else "none"
+        message = f"send the body as application/json (its Content-Type is {shown})"
+        return 415, message, "unsupported_media_type"
+    try:
+        value = json.loads(body.decode("utf-8"), parse_constant=_not_json)
+        # JSON may escape half a surrogate pair ("\ud800"): no text can hold that.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        return 400, f"the body is not UTF-8 (byte {exc.start} is not valid)", "invalid_json"
+    except UnicodeEncodeError:
+        return 400, "the body's text holds half a surrogate pair (\\uD800-\\uDFFF)", "invalid_json"
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        return 400, f"the body is not valid JSON: {exc.msg} at {where}", "invalid_json"
+    except RecursionError:
+        return 400, "the body is not valid JSON: it nests too deeply", "invalid_json"
+    except ValueError as exc:  # _not_json
+        return 400, f"the body is not valid JSON: {exc}", "invalid_json"
+    return None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     """`receive` that gives `body` first, then what the connection says (a disconnect)."""
     given = False
@@ -163,9 +222,10 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return again
 
 
-async def _answer(
+async def send_error(
     send: Send, status: int, message: str, kind: str, headers: dict[str, str] | None = None
 ) -> None:
+    """Answer with an error (the server's shape) straight from ASGI."""
     payload = json.dumps(error_body(status, message, kind)).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]

@@ -195,7 +195,7 @@ class Journal:
             "SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2", (run_id, run_id + "\uffff")
         )
         if not rows:
-            raise RunNotFound(f"no run {run_id!r} in the journal {self.path}")
+            raise RunNotFound(f"no run {run_id!r} in the journal {self.path}", run_id=run_id)
         if len(rows) > 1:
             raise ResumeError(f"{run_id!r} names more than one run; give more of the id")
         return str(rows[0]["id"])

@@ -1,5 +1,6 @@
 // planweave's page: runs, a question box, and one run's plan as it is compiled and run, built
-// from the run's event stream.  No library, no build step.  Every text a model, a tool or a
+// from the run's event stream.  One library, dagre (page/vendor/, from npm), places the plan's
+// nodes; no build step.  Every text a model, a tool or a
 // person wrote is put in the page with textContent or as an SVG text node's data, never as HTML.
 //
 // The token: asked for here, kept in sessionStorage (this tab only), sent as an Authorization
@@ -54,6 +55,7 @@ function follow(runId, after, onEvent, onEnd) {
   const abort = new AbortController();
   let lastId = after;
   let stopped = false;
+  let retry = 500;  // ms before reconnecting; the server says how long (`retry:`)
   (async () => {
     for (let attempt = 0; !stopped; attempt++) {
       let ended = false;
@@ -75,7 +77,9 @@ function follow(runId, after, onEvent, onEnd) {
             const block = buffer.slice(0, cut);
             buffer = buffer.slice(cut + 2);
             const event = parseBlock(block);
-            if (event === null) continue;
+            if (event.retry !== null) retry = event.retry;
+            if (event.data === null) continue;
+            attempt = -1;  // this connection worked: the next wait starts from `retry` again
             if (event.id !== null) lastId = event.id;
             onEvent(event.data);
           }
@@ -86,7 +90,7 @@ function follow(runId, after, onEvent, onEnd) {
         if (error instanceof Unauthorized) { askToken(error.message); return; }
       }
       if (ended) { onEnd(lastId); return; }
-      await sleep(Math.min(5000, 500 * 2 ** attempt));
+      await sleep(Math.min(5000, retry * 2 ** attempt));
     }
   })();
   return {
@@ -95,8 +99,10 @@ function follow(runId, after, onEvent, onEnd) {
   };
 }
 
+// One block of the stream: its id, retry (ms) and JSON data, each null when absent or unusable.
 function parseBlock(block) {
   let id = null;
+  let retry = null;
   const data = [];
   for (const line of block.split("\n")) {
     if (line.startsWith(":")) continue;
@@ -106,9 +112,13 @@ function parseBlock(block) {
     if (value.startsWith(" ")) value = value.slice(1);
     if (name === "data") data.push(value);
     else if (name === "id") id = value;
+    else if (name === "retry" && /^[0-9]+$/.test(value)) retry = Number(value);
   }
-  if (!data.length) return null;
-  try { return { id, data: JSON.parse(data.join("\n")) }; } catch { return null; }
+  let parsed = null;
+  if (data.length) {
+    try { parsed = JSON.parse(data.join("\n")); } catch { parsed = null; }
+  }
+  return { id, retry, data: parsed };
 }
 
 // ------------------------------------------------------------------ the token
@@ -373,35 +383,60 @@ function renderTasks(run, now) {
   $("tasks").tBodies[0].replaceChildren(...rows);
 }
 
-// Layers by the longest chain of $N references; edges from each task to those it uses.
+// Node placement by dagre (vendored from npm: a layered layout with few crossings), redone only
+// when the plan's shape changes, so that nodes stay put while their colours change.
+const NODE_W = 150, NODE_H = 34;
+let dagLayout = { key: null };
+
+function layoutDag(tasks) {
+  const key = tasks.map((t) => `${t.id}<${t.deps.join(",")}`).join(";");
+  if (key === dagLayout.key) return dagLayout;
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 10, ranksep: 40, marginx: 8, marginy: 8 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const ids = new Set(tasks.map((t) => t.id));
+  for (const t of tasks) g.setNode(String(t.id), { width: NODE_W, height: NODE_H });
+  for (const t of tasks) {
+    for (const d of t.deps) if (ids.has(d)) g.setEdge(String(d), String(t.id));
+  }
+  dagre.layout(g);
+  const at = new Map(tasks.map((t) => {
+    const n = g.node(String(t.id));
+    return [t.id, { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2 }];
+  }));
+  const edges = g.edges().map((e) => g.edge(e).points);
+  const { width, height } = g.graph();
+  dagLayout = { key, at, edges, width, height };
+  return dagLayout;
+}
+
+// Nodes for tasks, coloured by state; edges from each task to those that use its result.
 function renderDag(run) {
   const dag = $("dag");
   const tasks = [...run.tasks.values()].sort((a, b) => a.id - b.id);
-  const layer = new Map();
-  for (const t of tasks) layer.set(t.id, 1 + Math.max(-1, ...t.deps.map((d) => layer.get(d) ?? 0)));
-  const columns = new Map();
-  const at = new Map();
-  const W = 150, H = 34, GAP_X = 40, GAP_Y = 10;
-  for (const t of tasks) {
-    const l = layer.get(t.id);
-    const row = columns.get(l) || 0;
-    columns.set(l, row + 1);
-    at.set(t.id, { x: 8 + l * (W + GAP_X), y: 8 + row * (H + GAP_Y) });
+  if (!tasks.length) {
+    dag.style.height = "0";
+    dag.replaceChildren();
+    return;
   }
-  const rows = Math.max(0, ...columns.values());
-  dag.style.height = tasks.length ? `${16 + rows * (H + GAP_Y)}px` : "0";
-  const nodes = [];
-  for (const t of tasks) {
-    const p = at.get(t.id);
-    for (const d of t.deps) {
-      const q = at.get(d);
-      if (q) nodes.push(svg("line", { x1: q.x + W, y1: q.y + H / 2, x2: p.x, y2: p.y + H / 2 }));
-    }
+  const { at, edges, width, height } = layoutDag(tasks);
+  dag.style.width = `${Math.ceil(width)}px`;
+  dag.style.height = `${Math.ceil(height)}px`;
+  const marker = svg("marker", {
+    id: "arrow", viewBox: "0 0 8 8", refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto",
+  });
+  marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "arrowhead" }));
+  const defs = svg("defs", {});
+  defs.append(marker);
+  const nodes = [defs];
+  for (const points of edges) {
+    const d = points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+    nodes.push(svg("path", { d, class: "edge", "marker-end": "url(#arrow)" }));
   }
   for (const t of tasks) {
     const p = at.get(t.id);
     const g = svg("g", { "data-task": t.id });
-    const rect = svg("rect", { x: p.x, y: p.y, width: W, height: H, rx: 5 });
+    const rect = svg("rect", { x: p.x, y: p.y, width: NODE_W, height: NODE_H, rx: 5 });
     rect.style.fill = `var(--${t.status})`;
     const label = svg("text", { x: p.x + 6, y: p.y + 21 });
     const call = `${t.id}. ${t.call}`;
@@ -428,6 +463,11 @@ async function showTask(runId, taskId) {
   $("detail-title").textContent = `task ${taskId}`;
   if (!t) { $("detail-body").textContent = "not recorded yet"; return; }
   const detail = { call: t.call, args: t.args, status: t.status, attempts: t.attempts };
+  // What each $N in the arguments stood for: the results of the tasks it used.
+  const used = (t.dependencies || []).map((d) => (shown.tasks || []).find((x) => x.id === d));
+  if (used.length) {
+    detail.inputs = Object.fromEntries(used.filter((u) => u && "result" in u).map((u) => [`$${u.id}`, u.result]));
+  }
   if ("result" in t) detail.result = t.result;
   if (t.error) detail.error = t.error;
   if (t.recovery) detail.recovery = t.recovery;
