@@ -169,7 +169,6 @@ SAFE = [
     hang_recording,
     allocate,
     where,
-    nap_wide,
     make_lock,
     describe,
 ]

@@ -45,10 +45,11 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    """Two Ray nodes on this machine: the head (4 CPUs) and a node that alone has
-    the custom resource `node2`.  Started once; shut down after the session."""
+    """Two Ray nodes on this machine: the head (4 CPUs) and a node that alone has the custom
+    resource `node2`.  Started once for this module's tests, shut down after them (it holds
+    a few idle processes the other tests need not share the CPUs with)."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
@@ -298,7 +299,8 @@ async def test_a_call_holds_as_many_pool_workers_as_it_needs_cpus(
 ) -> None:
     backends = Backends("process", max_processes=2)
     request.addfinalizer(backends.close)
-    s = await run_plan("1. nap(0.4)\n2. nap_wide(0.4)\n3. nap(0.4)\n4. join()\n", backends)
+    plan = "1. nap(0.4)\n2. nap_wide(0.4)\n3. nap(0.4)\n4. join()\n"
+    s = await run_plan(plan, backends, [executor_tools.nap, executor_tools.nap_wide])
     (_, wide_start, wide_end) = s.records[2].result
     for i in (1, 3):
         _, start, end = s.records[i].result
