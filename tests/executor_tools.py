@@ -108,6 +108,12 @@ def on_node2() -> str:
     return str(ray.get_runtime_context().get_node_id())
 
 
+@tool(resources={"node3": 1})
+def on_node3() -> str:
+    """Needs a resource no Ray node has."""
+    return "never"
+
+
 @tool
 def node_id() -> str:
     """The Ray node it ran on."""

@@ -294,6 +294,19 @@ async def test_a_task_needing_a_resource_of_the_second_ray_node_lands_there(
     assert s.records[1].result == s.records[2].result == node2.node_id
 
 
+async def test_a_task_no_ray_node_can_hold_fails_at_once(request: pytest.FixtureRequest) -> None:
+    s = await run_plan(
+        "1. on_node3()\n2. node_id()\n3. join()\n",
+        make_backends(request, "ray"),
+        [executor_tools.on_node3, executor_tools.node_id],
+    )
+    err = s.records[1].error
+    assert isinstance(err, ToolCrashed)  # not a timeout: Ray would have queued it for ever
+    assert err.cause == "unplaceable"
+    assert "no node of the Ray cluster has node3=1" in err.message
+    assert s.records[2].status is TaskStatus.DONE
+
+
 async def test_a_call_holds_as_many_pool_workers_as_it_needs_cpus(
     request: pytest.FixtureRequest,
 ) -> None:

@@ -53,6 +53,7 @@ class RayBackend(Backend):
         self._started = False  # a local Ray this backend started (and shuts down)
         self._lock = threading.Lock()
         self._remote: Any = None
+        self._placeable: set[frozenset[tuple[str, float]]] = set()
 
     def connect(self) -> None:
         """Join the cluster, or start the local Ray (blocking; done once, at the first call)."""
@@ -104,6 +105,15 @@ class RayBackend(Backend):
             options["memory"] = placement.memory
         if placement.resources:
             options["resources"] = dict(placement.resources)
+        needs = _needs(options)
+        if needs not in self._placeable:
+            # A task no node can hold would wait in Ray's queue until its timeout: say why now.
+            missing = await anyio.to_thread.run_sync(_unplaceable, ray, needs)
+            if missing:
+                raise RemoteFailure(
+                    f"no node of the Ray cluster has {missing}", "unplaceable", "crash"
+                )
+            self._placeable.add(needs)
         fn = call.tool.fn
         # A function of the main script goes by value: a Ray worker does not run that script.
         target: Target = fn if fn.__module__ == "__main__" else (fn.__module__, fn.__qualname__)
@@ -130,6 +140,27 @@ class RayBackend(Backend):
                 _ray().shutdown()
                 self._started = False
             self._remote = None
+
+
+def _needs(options: dict[str, Any]) -> frozenset[tuple[str, float]]:
+    """What a task asks of one node, in Ray's resource names."""
+    needs = {"CPU": options["num_cpus"], "GPU": options["num_gpus"]}
+    needs["memory"] = options.get("memory", 0)
+    needs.update(options.get("resources", {}))
+    return frozenset((k, float(v)) for k, v in needs.items() if v)
+
+
+def _unplaceable(ray: ModuleType, needs: frozenset[tuple[str, float]]) -> str | None:
+    """None if some live node has all of `needs`; else what the closest node lacks."""
+    shortfalls = []
+    for node in ray.nodes():
+        if node.get("Alive"):
+            have = node.get("Resources", {})
+            shortfalls.append([f"{k}={v:g}" for k, v in sorted(needs) if have.get(k, 0) < v])
+    if not shortfalls:
+        return "no live node"
+    closest = min(shortfalls, key=len)
+    return ", ".join(closest) if closest else None
 
 
 def _translated(ray: ModuleType, exc: Exception) -> Exception:
