@@ -8,7 +8,8 @@ The CPU set is `--calls` wide calls of a pure-Python loop sized to take `--secon
 fixed amount of work, calibrated once here: a loop that ran for a time would finish on time
 under the GIL too).  Reported per backend: the time to start its workers (a first, untimed
 wide plan), the CPU set's wall time, its speed-up over `thread` and its time above the ideal
-per call (the ideal: every CPU busy with loops, `calls * seconds / min(cpus, calls)`), and the
+per call (the ideal: every CPU busy with loops, `calls * seconds / min(cpus, calls)`), the
+cores it got (the loops' calibrated work over the wall time: at most 1 for threads), and the
 no-op set's wall time per task (what one call costs the executor).  The load average before and
 after is recorded: the machine may be shared.  Times are medians over `--repeats` runs on the
 same workers.
@@ -104,6 +105,9 @@ async def measure(
         "cpu_walls_s": [round(w, 3) for w in cpu_walls],
         "cpu_loop_median_s": round(statistics.median(loop_times), 3),
         "cpu_above_ideal_per_call_ms": round((cpu_wall - ideal) / calls * 1000, 1),
+        # The loops' work in quiet-core seconds over the wall time: how many of this machine's
+        # cores the set got (at most 1 for threads, whose loops share the GIL).
+        "cores_used": round(calls * seconds / cpu_wall, 2),
         "noop_wall_s": round(noop_wall, 3),
         "noop_per_task_ms": round(noop_wall / noops * 1000, 3),
     }
@@ -140,14 +144,14 @@ def run(
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        f"| executor | start | {result['calls']} CPU calls, wall | speed-up | above ideal, per "
-        f"call | {result['noops']:,} no-ops | per no-op |",
-        "|---|---|---|---|---|---|---|",
+        f"| executor | start | {result['calls']} CPU calls, wall | speed-up | cores used | above "
+        f"ideal, per call | {result['noops']:,} no-ops | per no-op |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, row in result["backends"].items():
         lines.append(
             f"| {name} | {row['start_s']:.2f} s | {row['cpu_wall_s']:.2f} s | "
-            f"{row.get('cpu_speedup_x', float('nan')):.2f}x | "
+            f"{row.get('cpu_speedup_x', float('nan')):.2f}x | {row['cores_used']:.2f} | "
             f"{row['cpu_above_ideal_per_call_ms']:.0f} ms | "
             f"{row['noop_wall_s']:.2f} s | {row['noop_per_task_ms']:.2f} ms |"
         )
