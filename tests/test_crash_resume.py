@@ -184,7 +184,6 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "llm_call_timeout": 600.0,
         "approve": None,
         "executor": "thread",
-        "ray_address": None,
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves

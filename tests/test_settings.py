@@ -101,7 +101,6 @@ def test_an_older_journals_settings_are_read() -> None:
         "mcp",
         "approve",
         "executor",
-        "ray_address",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.executor == "thread"  # tools ran on threads before there was a choice
@@ -117,13 +116,17 @@ def test_an_older_journals_settings_are_read() -> None:
     }
 
 
-def test_the_executor_is_recorded_and_checked() -> None:
-    settings = RunSettings(executor="ray", ray_address="127.0.0.1:6379")
-    assert RunSettings.from_dict(settings.to_dict()) == settings
+def test_the_executor_is_recorded_and_checked_but_never_a_ray_address() -> None:
+    settings = RunSettings(executor="ray", ray_address="10.0.0.7:6379")
+    data = settings.to_dict()
+    assert data["executor"] == "ray"
+    assert "ray_address" not in data  # a journal must not send a resumed run's calls elsewhere
+    assert RunSettings.from_dict(data) == RunSettings(executor="ray")
+    assert RunSettings.from_dict(data | {"ray_address": "10.6.6.6:6379"}).ray_address is None
     with pytest.raises(UserError, match="executor must be"):
         RunSettings.from_dict({"executor": "gpu"})
     with pytest.raises(UserError, match="ray_address must be"):
-        RunSettings.from_dict({"ray_address": 6379})
+        RunSettings(ray_address=6379)  # type: ignore[arg-type]
 
 
 def test_missing_and_unknown_keys() -> None:

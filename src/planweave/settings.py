@@ -68,7 +68,9 @@ class RunSettings:
     `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
     "side_effects" (tasks of tools with side effects), null for none;
     `executor` is where sync tools run, "thread", "process" or "ray" (a journal from before the
-    option reads "thread"), `ray_address` the Ray cluster (null: env RAY_ADDRESS, else local).
+    option reads "thread"), `ray_address` the Ray cluster (null: env RAY_ADDRESS, else local);
+    the address is never stored: a journal is untrusted, and a Ray cluster is sent the tools'
+    arguments and answers with pickles, so a resumed run joins the cluster its process names.
     Invalid values raise UserError naming the field.
     """
 
@@ -156,6 +158,7 @@ class RunSettings:
         data["tools"] = list(self.tools)
         data["mcp"] = list(self.mcp)
         data["budget"] = {f.name: getattr(self.budget, f.name) for f in fields(self.budget)}
+        del data["ray_address"]
         return data
 
     @classmethod
@@ -166,7 +169,7 @@ class RunSettings:
         if not isinstance(data, Mapping):
             raise UserError(f"run settings must be a JSON object, not {type(data).__name__}")
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in known and k != "ray_address"}
         # Journals from before prompt styles ran with the full prompts, whatever the backend.
         values.setdefault("prompt_style", "full")
         # Runs recorded before the option existed joined and planned in separate calls.
