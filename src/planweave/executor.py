@@ -23,7 +23,15 @@ from .errors import (
     ToolTimeout,
     ToolTransient,
 )
-from .executors import Backends, Call, NotShippable, RemoteFailure, ThreadBackend, failure_kind
+from .executors import (
+    Backend,
+    Backends,
+    Call,
+    NotShippable,
+    RemoteFailure,
+    ThreadBackend,
+    failure_kind,
+)
 from .plan import MAX_ARGUMENT_CHARS, Task, format_args, resolve
 from .tools import Tool
 
@@ -145,11 +153,14 @@ class Executor:
                 tool=tool.name,
                 arguments=_shown(arguments),
             ) from None
+        backend = None if tool.is_async else self._backend(tool)
+        if backend is not None:
+            await backend.ready()  # a cluster's start is not the call's time
         if timeout == math.inf:
             # No deadline to keep: skip the cancel scope, which costs more than a quick call.
-            return await self._call(task, tool, arguments, positional, keywords)
+            return await self._call(task, tool, arguments, positional, keywords, backend)
         with anyio.move_on_after(timeout) as scope:
-            return await self._call(task, tool, arguments, positional, keywords)
+            return await self._call(task, tool, arguments, positional, keywords, backend)
         assert scope.cancelled_caught
         raise ToolTimeout(
             f"no result after {timeout:g} s (timeout)",
@@ -159,6 +170,11 @@ class Executor:
             cause="timeout",
         )
 
+    def _backend(self, tool: Tool) -> Backend:
+        """Where a sync tool's call runs."""
+        name = self.backends.route(tool)
+        return self.threads if name == "thread" else self.backends.get(name)
+
     async def _call(
         self,
         task: Task,
@@ -166,13 +182,12 @@ class Executor:
         arguments: Mapping[str, Any],
         positional: list[Any],
         keywords: dict[str, Any],
+        backend: Backend | None,
     ) -> Any:
         try:
-            if tool.is_async:
+            if backend is None:
                 result = await tool.fn(*positional, **keywords)
             else:
-                name = self.backends.route(tool)
-                backend = self.threads if name == "thread" else self.backends.get(name)
                 result = await backend.run(Call(tool, tuple(positional), keywords))
         except TaskError:
             raise

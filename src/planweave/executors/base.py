@@ -85,6 +85,11 @@ class Backend(ABC):
         if self.isolated:
             check_shippable(tool, self.name)
 
+    async def ready(self) -> None:
+        """Make the backend able to run calls (join a cluster): awaited before a call's timeout
+        starts, so that a slow start is not charged to the first task."""
+        return None
+
     @abstractmethod
     async def run(self, call: Call) -> Any:
         """Run `call`; return its result or raise what the tool raised (`RemoteFailure` when

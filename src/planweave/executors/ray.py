@@ -71,7 +71,7 @@ class RayBackend(Backend):
                             log_to_driver=False,
                             logging_level=logging.WARNING,
                         )
-                except (ConnectionError, RuntimeError, ValueError) as exc:
+                except Exception as exc:  # whatever Ray raises, said once, as ours
                     where = self.address or "a local Ray"
                     raise UserError(f"the ray executor cannot start {where}: {exc}") from exc
             self._remote = ray.remote(max_retries=0, retry_exceptions=False)(call_target)
@@ -91,9 +91,12 @@ class RayBackend(Backend):
         )
         self._started = True
 
-    async def run(self, call: Call) -> Any:
+    async def ready(self) -> None:
         if self._remote is None:
             await anyio.to_thread.run_sync(self.connect)
+
+    async def run(self, call: Call) -> Any:
+        await self.ready()
         ray = _ray()
         placement = call.tool.placement
         options: dict[str, Any] = {
