@@ -29,6 +29,7 @@ from .base import Backend, Call, NotShippable, RemoteFailure, Target, WorkerLost
 __all__ = ["RayBackend"]
 
 _INSTALL = "the ray executor needs Ray: pip install 'planweave[ray]'"
+_LOCAL_CPUS = 8
 
 
 def _ray() -> ModuleType:
@@ -41,7 +42,8 @@ def _ray() -> ModuleType:
 
 class RayBackend(Backend):
     """Runs calls as Ray tasks on the cluster at `address` (None: env RAY_ADDRESS, else a local
-    Ray with `num_cpus` CPUs, default all of this machine's)."""
+    Ray with `num_cpus` CPUs, default this machine's up to 8: Ray starts a worker process per
+    CPU, and a larger machine is better served by a cluster started with `ray start`)."""
 
     name: ClassVar[ExecutorName] = "ray"
     isolated: ClassVar[bool] = True
@@ -81,7 +83,7 @@ class RayBackend(Backend):
         path = os.pathsep.join(p for p in sys.path if p)
         ray.init(
             address="local",
-            num_cpus=self.num_cpus or os.cpu_count() or 2,
+            num_cpus=self.num_cpus or min(os.cpu_count() or 2, _LOCAL_CPUS),
             include_dashboard=False,
             log_to_driver=False,
             # Quiet: Ray's notes on signal handlers and tokens are not the user's business.
