@@ -220,3 +220,28 @@ def test_the_answer_eval_holds_out_a_fixed_part_and_scores_honestly() -> None:
     assert correct(which, "Bergen is further north than Osaka.")
     assert not correct(which, "Osaka is further north than Bergen.")
     assert not correct(which, None)
+    capital = next(q for q in qs if q.template == "capital")
+    assert correct(capital, f"The capital of {capital.text.split()[-1][:-1]} is {capital.gold}.")
+
+
+def test_the_answer_eval_rescores_a_saved_run(tmp_path: Path) -> None:
+    from benchmarks.answer_eval import questions, rescore
+
+    q = next(q for q in questions(5, seed=12) if q.template == "capital")
+    row = {"question": q.text, "answer": f"{q.text.split()[-1][:-1]}'s capital is {q.gold}."}
+    saved = tmp_path / "saved.json"
+    saved.write_text(
+        json.dumps(
+            {
+                "args": {"per_template": 5, "seed": 12},
+                "questions": [{"text": q.text}],
+                "results": [{"model": "m", "mode": "compiled", "grounding": True, "rows": [
+                    {**row, "template": "capital", "heldout": q.heldout, "correct": False,
+                     "wall_s": 1.0, "llm_calls": 2, "withdrawn": 0, "ungrounded": []}
+                ]}],
+            }
+        )
+    )  # fmt: skip
+    rescore(saved, tmp_path / "out.json")
+    rows = json.loads((tmp_path / "out.json").read_text())["results"][0]["rows"]
+    assert rows[0]["correct"] is True
