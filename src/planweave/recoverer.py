@@ -202,6 +202,7 @@ class TaskRecoverer:
             error=error,
             attempt=rec.attempts,
             detail=detail,
+            item=rec.item,
         )
         rec.recovery.append(event.record())
         self.bus.emit(event)

@@ -51,7 +51,7 @@ from .meter import MeteredLLM
 from .plan import MAX_ARGUMENT_CHARS
 from .planner import Planner
 from .react import ReAct
-from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
+from .records import LLMUsage, Recorded, RecordedItem, TaskRecord, partial_text, run_dict
 from .recoverer import TaskRecoverer
 from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
 from .redaction import encodable
@@ -586,6 +586,7 @@ class Runtime:
             Executor(default_timeout=self.tool_timeout, max_argument_chars=self.max_argument_chars),
             store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
+            items=resume.items if resume else None,
             gate=self._gate(mode, approve, resume),
         )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
@@ -751,6 +752,7 @@ class Runtime:
         depth: int = 0,
         store: Callable[[Any], Any] | None = None,
         recorded: Mapping[int, Recorded] | None = None,
+        items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         gate: Gate | None = None,
     ) -> Scheduler:
         """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
@@ -783,6 +785,7 @@ class Runtime:
             recoverer=recoverer,
             store=store,
             recorded=recorded,
+            items=items,
             gate=gate,
         )
 

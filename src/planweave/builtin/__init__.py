@@ -35,7 +35,8 @@ __all__ = [
 
 
 # Worked plans for the planner prompt.  Small models copy the shape of what they are shown, so
-# these cover the common shapes: independent lookups, lookups feeding the calculator, a city.
+# these cover the common shapes: independent lookups, lookups feeding the calculator, a lookup
+# per item of a list result (a fan-out), a city.
 # The evaluation questions (benchmarks/local_eval.py) are kept out of them.
 EXAMPLES = [
     """Question: Which country has the larger area, Chile or Peru?
@@ -55,6 +56,14 @@ Thought: Land per person is area divided by population, for each country.
 6. calculator("${3} / ${4}")
 7. calculator("${5} - ${6}")
 8. join()
+<END_OF_PLAN>""",
+    # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
+    """Question: What is the total population of Belgium's neighbours?
+Thought: Each neighbour's population is looked up once the neighbours are known, all at once.
+1. country_info("Belgium", field="neighbours")
+2. country_info($1[*], field="population")
+3. calculator("sum(${2})")
+4. join()
 <END_OF_PLAN>""",
     """Question: How many times more people live in Osaka than in Kyoto, and how many more?
 1. city_info("Osaka", field="population")
