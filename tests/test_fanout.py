@@ -5,6 +5,7 @@ and real tools with controlled latency."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from rich.console import Console
 
 import demo_tools
 import fanout_tools
@@ -19,6 +21,7 @@ from cli_process import run_cli
 from fanout_tools import FINISH, PLAN, TOOLS
 from planweave import (
     OpenAICompatible,
+    PlanError,
     Runtime,
     Script,
     ScriptedServer,
@@ -26,6 +29,7 @@ from planweave import (
     parse_plan,
     tool,
 )
+from planweave.cli.view import DagView
 from planweave.events import (
     Event,
     EventBus,
@@ -94,6 +98,18 @@ def test_elements_run_at_once_each_a_sub_task_and_results_keep_the_list_order(
     assert [i["call"] for i in shown["items"]] == [
         f'population(country="{c}")' for c in ("Germany", "Czechia", "Slovakia", "Hungary")
     ]
+    # The live view shows each element under its task, as the recorded view does.
+    live = DagView()
+    for event in events:
+        live(event)
+    recorded = DagView.from_tasks([r.to_dict() for r in result.tasks])
+    for view in (live, recorded):
+        console = Console(width=120, record=True)
+        console.print(view.render())
+        text = console.export_text()
+        rows = [line.split()[0] for line in text.splitlines()[1:] if line.strip()]
+        assert rows[:6] == ["1", "2", "2.1", "2.2", "2.3", "2.4"]
+        assert 'population(country="Slovakia")' in text
 
 
 def test_a_failing_element_is_retried_alone(server: ScriptedServer) -> None:
@@ -247,3 +263,39 @@ def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
     assert ran["population Germany"] == ran["population Czechia"] == 2  # in flight when killed
     shown = Journal(tmp_path / "runs.db").show(run_id)
     assert [i["status"] for i in shown["tasks"][1]["items"]] == ["done"] * 4
+
+
+@pytest.mark.parametrize(
+    ("plan", "error"),
+    [
+        ('1. population("x")\n2. population($1[*])', "returns int, not a list"),
+        (
+            '1. neighbours("a")\n2. neighbours("b")\n3. population("${1[*]} ${2[*]}")',
+            "a task fans out over one list, this one names $1[*], $2[*]",
+        ),
+        ('1. neighbours("a")\n2. population($1[*][*])', "one [*] per reference"),
+    ],
+)
+def test_the_parser_refuses_fan_outs_it_can_tell_are_wrong(plan: str, error: str) -> None:
+    with pytest.raises(PlanError, match=re.escape(error)):
+        parse_plan(plan + "\n9. join()", ToolRegistry(TOOL_FNS))
+
+
+def test_fan_out_forms_read_the_same_in_code_strings_and_json() -> None:
+    registry = ToolRegistry(TOOL_FNS)
+    text = parse_plan(
+        '1. neighbours("a")\n2. population($1[*])\n3. population("${1[*]}")\n'
+        '4. population("Land: $1[*]")\n5. population(${1[*]})\n6. join()',
+        registry,
+    )
+    assert [str(t) for t in text[1:5]] == [
+        "2. population($1[*])",
+        '3. population("${1[*]}")',
+        '4. population("Land: ${1[*]}")',
+        "5. population($1[*])",
+    ]
+    assert all(str(t.fan_out) == "$1" for t in text[1:5])
+    assert text[0].fan_out is None
+    # A plan's text form round-trips (the plan cache and approval edits rely on it).
+    again = parse_plan("\n".join(str(t) for t in text), registry)
+    assert [str(t) for t in again] == [str(t) for t in text]

@@ -48,7 +48,7 @@ from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
 from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
-from .plan import MAX_ARGUMENT_CHARS
+from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
 from .planner import Planner
 from .react import ReAct
 from .records import LLMUsage, Recorded, RecordedItem, TaskRecord, partial_text, run_dict
@@ -172,6 +172,7 @@ class Runtime:
         max_concurrency: int = 64,
         tool_timeout: float = DEFAULT_TIMEOUT,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
+        max_fanout: int = MAX_FANOUT,
         streaming: bool = True,
         react_max_steps: int = 10,
         examples: str | None = None,
@@ -197,7 +198,8 @@ class Runtime:
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
         a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
-        one argument once its references are filled in (a ToolArgumentError past it).
+        one argument once its references are filled in (a ToolArgumentError past it), and
+        `max_fanout` the elements of one fan-out (`$N[*]`; a longer list fails the task).
 
         `prompt_style` is how much the planner's and joiner's prompts spell out: "full" (worked
         examples, a thought before every answer: what the embedded model's accuracy was
@@ -238,6 +240,9 @@ class Runtime:
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
         self.max_argument_chars = max_argument_chars
+        if max_fanout < 0:
+            raise UserError(f"max_fanout must be >= 0, not {max_fanout}")
+        self.max_fanout = max_fanout
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.grounding = llm.embedded if grounding is None else grounding
@@ -261,6 +266,7 @@ class Runtime:
             max_repairs=max_repairs,
             tool_timeout=tool_timeout,
             max_argument_chars=max_argument_chars,
+            max_fanout=max_fanout,
             streaming=streaming,
             join_replan=self.join_replan,
             grounding=self.grounding,
@@ -341,6 +347,7 @@ class Runtime:
             max_repairs=settings.max_repairs,
             tool_timeout=settings.tool_timeout,
             max_argument_chars=settings.max_argument_chars,
+            max_fanout=settings.max_fanout,
             streaming=settings.streaming,
             grammar=settings.grammar,
             prompt_style=settings.prompt_style,
@@ -787,6 +794,7 @@ class Runtime:
             recorded=recorded,
             items=items,
             gate=gate,
+            max_fanout=self.max_fanout,
         )
 
     def _finish(
