@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, LLMError, PlanError
 from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
 from .grounding import fallback_answer, grounding_note, ungrounded
-from .joiner import Joiner
+from .joiner import Joiner, fill_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -88,7 +88,7 @@ class Compiled:
                 again = [*notes, grounding_note(decision.text, missing)]
                 decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
-                return decision.text
+                return fill_answer(decision.text, records)
             if last_round:
                 break
             if planned is not None:

@@ -343,7 +343,8 @@ class AnswerUngrounded(Event):
 @dataclass(slots=True, kw_only=True)
 class AnswerDelta(Event):
     """A piece of the answer as the joiner decodes it.  The pieces of a run, in order, add up
-    to its answer (`AnswerEvent` and `RunFinished` still carry it whole); they are not
+    to its answer (`AnswerEvent` and `RunFinished` still carry it whole), but for a `${N}` the
+    joiner wrote to quote a result, filled in only in the whole answer; they are not
     journaled.  A run whose answer comes from ReAct mode sends none."""
 
     kind: ClassVar[str] = "answer_delta"

@@ -245,7 +245,8 @@ _JOINER_COMPACT_FORMAT = (
     + """
 Action: Finish(<the answer to the question>)
 Write no thought before it, unless the answer needs reasoning the results do not show: then
-one line `Thought: <brief reasoning>` before the Action.
+one line `Thought: <brief reasoning>` before the Action.  When the answer is a task's result as
+it stands (the list of texts the question asked for), write Finish(${<id>}): it is filled in.
 
 """
     + _JOINER_RULES

@@ -601,10 +601,12 @@ class Runtime:
         for event in _opening(run_id, question, mode, resume):
             bus.emit(event)
         try:
+            # llm.serving(): the `llm` tool's calls go through the run's meter.
             async with _cancellable(recorder) as cancelled, self._mcp_sessions():
-                result.answer = await self._within_budget(
-                    self._answer(mode, question, llm, scheduler, bus, resume)
-                )
+                with llm.serving():
+                    result.answer = await self._within_budget(
+                        self._answer(mode, question, llm, scheduler, bus, resume)
+                    )
                 result.status = "finished"
             if cancelled():
                 result.status = "cancelled"

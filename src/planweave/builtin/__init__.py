@@ -1,8 +1,10 @@
 """Built-in offline tools: countries, cities, arithmetic, ranking, unit conversion, the clock
-and a search over the user's own files.
+and a search over the user's own files; `llm` and `items` (the ASK set) split one prompt's
+items into parallel calls of the run's own LLM.
 
     from planweave.builtin import builtin_tools
     tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
+    tools.add(ASK)                                  # or: --tools planweave.builtin:ASK
 
 Their data comes from optional packages (`pip install 'planweave[tools]'`), imported only when a
 tool is first called; a missing one raises UserError naming the extra.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..tools import ToolRegistry
+from .ask import items, llm
 from .calculator import calculator
 from .cities import city_info
 from .clock import current_datetime
@@ -22,6 +25,7 @@ from .rank import rank
 from .units import convert_units
 
 __all__ = [
+    "ASK",
     "BUILTIN",
     "builtin_tools",
     "calculator",
@@ -29,6 +33,8 @@ __all__ = [
     "convert_units",
     "country_info",
     "current_datetime",
+    "items",
+    "llm",
     "rank",
     "search_files_tool",
 ]
@@ -118,3 +124,5 @@ def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegist
 
 
 BUILTIN = builtin_tools()
+# Kept out of BUILTIN: a small planner offered a general LLM tool uses it for facts too.
+ASK = ToolRegistry(llm, items)
