@@ -245,3 +245,28 @@ def test_the_answer_eval_rescores_a_saved_run(tmp_path: Path) -> None:
     rescore(saved, tmp_path / "out.json")
     rows = json.loads((tmp_path / "out.json").read_text())["results"][0]["rows"]
     assert rows[0]["correct"] is True
+
+
+@pytest.mark.timeout(120)
+def test_the_fan_out_benchmark_answers_every_list_shape_and_item_count() -> None:
+    from benchmarks import fanout
+
+    questions = fanout.list_questions(1)
+    assert {q.id.split("-")[0] for q in questions} == {"neighbours", "cities", "files"}
+    oracle = fanout.FanOracle(questions, [8], ttft=0.0, tps=2000.0)
+    tools = fanout.list_tools("zero")
+    with oracle.server() as server:
+        rows = [
+            fanout.run_list_contestant(name, q, server.base_url, tools)
+            for q in questions
+            for name in fanout.LIST_CONTESTANTS
+        ]
+        items = fanout.run_items(8, server.base_url)
+    assert all(r["correct"] for r in rows), rows
+    replans = {r["contestant"]: r["replans"] for r in rows}
+    assert replans["compiled-fanout"] == 0
+    assert replans["compiled-replan"] == 1
+    assert all(r["answer_equal"] for r in items), items
+    assert [r["llm_calls"] for r in items] == [1, 10]  # one call; planner, 8 items, joiner
+    summary = fanout.summarize(rows, items)
+    assert summary["items"][8]["answers_equal"] is True
