@@ -43,7 +43,8 @@ import anyio
 import openai
 
 from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry, tool
-from planweave.builtin import ASK
+from planweave.builtin import ask_tools
+from planweave.builtin.ask import LLM_CONCURRENCY
 from planweave.llm.base import Message, Purpose
 from planweave.llm.scripted import Reply
 from planweave.prompts import JOINER_PLAN_HEAD
@@ -376,7 +377,9 @@ def run_list_contestant(
     }
 
 
-def run_items(count: int, base_url: str) -> list[dict[str, Any]]:
+def run_items(count: int, base_url: str, wide: int | None = None) -> list[dict[str, Any]]:
+    """One sequential call, then the fan-out with the `llm` tool's default bound and, with
+    `wide`, with that bound (`ask_tools(max_concurrency=wide)`)."""
     question = item_question(count)
     gold = "\n".join(describe(n) for n in COUNTRIES[:count])
     rows: list[dict[str, Any]] = []
@@ -397,10 +400,12 @@ def run_items(count: int, base_url: str) -> list[dict[str, Any]]:
 
     answer, wall, calls = anyio.run(sequential)
     rows.append(_item_row(count, "sequential", answer, wall, calls, gold))
-    llm = OpenAICompatible(base_url=base_url, model="oracle")
-    runtime = Runtime(ASK, llm, grammar=False, cache=False, max_fanout=64)
-    outcome, _ = _runtime_run(runtime, question)
-    rows.append(_item_row(count, "fanout", outcome.answer, outcome.wall_s, outcome.calls, gold))
+    for bound in (LLM_CONCURRENCY, *([wide] if wide else [])):
+        llm = OpenAICompatible(base_url=base_url, model="oracle")
+        runtime = Runtime(ask_tools(bound), llm, grammar=False, cache=False)
+        outcome, _ = _runtime_run(runtime, question)
+        name = f"fanout-{bound}"
+        rows.append(_item_row(count, name, outcome.answer, outcome.wall_s, outcome.calls, gold))
     return rows
 
 
@@ -434,14 +439,13 @@ def summarize(lists: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
     for count in sorted({r["items"] for r in items}):
         rows = [r for r in items if r["items"] == count]
         seq = statistics.median(r["wall_s"] for r in rows if r["contestant"] == "sequential")
-        fan = statistics.median(r["wall_s"] for r in rows if r["contestant"] == "fanout")
-        per_count[count] = {
-            "sequential_s": round(seq, 3),
-            "fanout_s": round(fan, 3),
-            "speedup": round(seq / fan, 2),
-            "answers_equal": all(r["answer_equal"] for r in rows),
-            "reps": len(rows) // 2,
-        }
+        entry: dict[str, Any] = {"sequential_s": round(seq, 3)}
+        for name in sorted({r["contestant"] for r in rows} - {"sequential"}):
+            fan = statistics.median(r["wall_s"] for r in rows if r["contestant"] == name)
+            entry[name] = {"median_s": round(fan, 3), "speedup": round(seq / fan, 2)}
+        entry["answers_equal"] = all(r["answer_equal"] for r in rows)
+        entry["reps"] = sum(r["contestant"] == "sequential" for r in rows)
+        per_count[count] = entry
     return {"lists": shapes, "items": per_count}
 
 
@@ -450,7 +454,7 @@ def markdown(summary: dict[str, Any], args: argparse.Namespace) -> str:
         "# Fan-out on the oracle",
         "",
         f"`python -m benchmarks.fanout --n {args.n} --items {' '.join(map(str, args.items))} "
-        f"--reps {args.reps}` (ttft {args.ttft} s, {args.tps} tokens/s, prefill "
+        f"--reps {args.reps} --wide {args.wide}` (ttft {args.ttft} s, {args.tps} tokens/s, prefill "
         f"{args.prefill}, tools `{args.profile}` latency).",
         "",
         "## Dependent lists (median seconds; LLM calls and replans per question, mean)",
@@ -473,14 +477,17 @@ def markdown(summary: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         "## One prompt's items (median seconds)",
         "",
-        "| items | one sequential call s | fan-out of `llm` calls s | speedup | answers equal |",
-        "|---|---|---|---|---|",
+        "| items | one sequential call s | fan-out, `llm` bound | s | speedup | answers equal |",
+        "|---|---|---|---|---|---|",
     ]
     for count, c in summary["items"].items():
-        out.append(
-            f"| {count} | {c['sequential_s']} | {c['fanout_s']} | {c['speedup']}x | "
-            f"{c['answers_equal']} ({c['reps']} reps) |"
-        )
+        for name, f in c.items():
+            if not name.startswith("fanout-"):
+                continue
+            out.append(
+                f"| {count} | {c['sequential_s']} | {name.split('-')[1]} at once | "
+                f"{f['median_s']} | {f['speedup']}x | {c['answers_equal']} ({c['reps']} reps) |"
+            )
     return "\n".join(out) + "\n"
 
 
@@ -489,6 +496,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=6, help="questions per list shape")
     parser.add_argument("--items", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--reps", type=int, default=3, help="runs per item count")
+    parser.add_argument(
+        "--wide", type=int, default=32, help="also run the fan-out with this `llm` bound (0: no)"
+    )
     parser.add_argument("--profile", default="web")
     parser.add_argument("--ttft", type=float, default=0.3)
     parser.add_argument("--tps", type=float, default=60.0)
@@ -509,7 +519,7 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         for _ in range(args.reps):
             for count in args.items:
-                for row in run_items(count, server.base_url):
+                for row in run_items(count, server.base_url, args.wide or None):
                     items.append(row)
                     print(json.dumps(row), flush=True)
     summary = summarize(lists, items)

@@ -261,12 +261,13 @@ def test_the_fan_out_benchmark_answers_every_list_shape_and_item_count() -> None
             for q in questions
             for name in fanout.LIST_CONTESTANTS
         ]
-        items = fanout.run_items(8, server.base_url)
+        items = fanout.run_items(8, server.base_url, wide=16)
     assert all(r["correct"] for r in rows), rows
     replans = {r["contestant"]: r["replans"] for r in rows}
     assert replans["compiled-fanout"] == 0
     assert replans["compiled-replan"] == 1
     assert all(r["answer_equal"] for r in items), items
-    assert [r["llm_calls"] for r in items] == [1, 10]  # one call; planner, 8 items, joiner
+    # One call; then planner, 8 items, joiner, with each bound.
+    assert [r["llm_calls"] for r in items] == [1, 10, 10]
     summary = fanout.summarize(rows, items)
     assert summary["items"][8]["answers_equal"] is True

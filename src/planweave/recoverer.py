@@ -148,7 +148,7 @@ class TaskRecoverer:
         return Failure(
             run_id=self.run_id,
             task_id=rec.task.id,
-            call=rec.task.call_text(),
+            call=rec.call or rec.task.call_text(),  # a fan-out element: its own call
             tool=tool,
             arguments=arguments,
             error=err,

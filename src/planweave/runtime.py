@@ -896,8 +896,9 @@ def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:
     """A failed call as a sub-goal for the planner (ADaPT: decompose only when needed)."""
     task = rec.task
     tool = tools[task.tool]
+    call = rec.call or task.call_text()  # a fan-out element's own call
     return (
-        f"Find what `{task.call_text()}` would return ({tool.description or tool.name}). "
+        f"Find what `{call}` would return ({tool.description or tool.name}). "
         f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
         "another way, with other tools or smaller calls, and answer with that result only."
     )

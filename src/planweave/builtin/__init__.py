@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from ..tools import ToolRegistry
-from .ask import items, llm
+from .ask import ask_tools, items, llm
 from .calculator import calculator
 from .cities import city_info
 from .clock import current_datetime
@@ -27,6 +27,7 @@ from .units import convert_units
 __all__ = [
     "ASK",
     "BUILTIN",
+    "ask_tools",
     "builtin_tools",
     "calculator",
     "city_info",
@@ -125,4 +126,4 @@ def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegist
 
 BUILTIN = builtin_tools()
 # Kept out of BUILTIN: a small planner offered a general LLM tool uses it for facts too.
-ASK = ToolRegistry(llm, items)
+ASK = ask_tools()

@@ -9,7 +9,8 @@ Together with a fan-out they split one prompt's independent parts into parallel 
 
 Each `llm` call goes through the run's meter (`meter.current_llm`): counted, budgeted, retried
 by the recovery policy and journaled like the planner's calls, with the purpose `tool`.  With an
-HTTP endpoint the calls run at once, at most `LLM_CONCURRENCY` (the tool's `max_concurrency`);
+HTTP endpoint the calls run at once, at most `LLM_CONCURRENCY` (the tool's `max_concurrency`;
+`ask_tools(max_concurrency=)` for another bound);
 with the embedded model they queue on the one model, one after another, so a fan-out of `llm`
 calls saves nothing there.  Text that is a known secret (an API key, a token from the
 environment) is masked before it reaches the prompt.
@@ -17,6 +18,7 @@ environment) is masked before it reaches the prompt.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..errors import (
@@ -31,9 +33,9 @@ from ..llm.base import LLMRequest, Message
 from ..meter import current_llm
 from ..plan import render_text
 from ..redaction import redact
-from ..tools import tool
+from ..tools import ToolRegistry, tool
 
-__all__ = ["LLM_CONCURRENCY", "LLM_TOOL_HEAD", "MAX_ANSWER_TOKENS", "items", "llm"]
+__all__ = ["LLM_CONCURRENCY", "LLM_TOOL_HEAD", "MAX_ANSWER_TOKENS", "ask_tools", "items", "llm"]
 
 LLM_CONCURRENCY = 8
 MAX_ANSWER_TOKENS = 512
@@ -76,3 +78,8 @@ def items(values: list[Any]) -> list[Any]:
         values: the items, e.g. ["first", "second"]
     """
     return values
+
+
+def ask_tools(max_concurrency: int = LLM_CONCURRENCY) -> ToolRegistry:
+    """`llm`, at most `max_concurrency` calls at once (what the endpoint takes), and `items`."""
+    return ToolRegistry(dataclasses.replace(llm, max_concurrency=max_concurrency), items)
