@@ -211,6 +211,27 @@ def test_an_element_that_fails_for_good_fails_the_task_after_the_others_end() ->
     assert list(_items(bus.events, TaskFailed)) == [2]
 
 
+def test_two_lists_go_pairwise_and_must_be_as_long() -> None:
+    @tool
+    def pair(a: str, b: int) -> str:
+        """Both."""
+        return f"{a}={b}"
+
+    @tool
+    def nums(n: int) -> list[int]:
+        """A list."""
+        return list(range(n))
+
+    plan = '1. neighbours("Austria")\n2. nums(4)\n3. pair($1[*], $2[*])\n4. nums(3)\n'
+    plan += "5. pair($1[*], b=$4[*])\n6. join()"
+    scheduler, _ = anyio.run(lambda: _plan(plan, [*TOOL_FNS, pair, nums]))
+    assert scheduler.records[3].result == ["Germany=0", "Czechia=1", "Slovakia=2", "Hungary=3"]
+    error = scheduler.records[5].error
+    assert error is not None
+    assert error.cause == "fan_out_lengths"
+    assert "they differ in length ($1[*] 4, $4[*] 3)" in error.message
+
+
 def test_the_json_form_fans_out_too() -> None:
     plan = json.dumps(
         [
@@ -269,10 +290,6 @@ def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
     ("plan", "error"),
     [
         ('1. population("x")\n2. population($1[*])', "returns int, not a list"),
-        (
-            '1. neighbours("a")\n2. neighbours("b")\n3. population("${1[*]} ${2[*]}")',
-            "a task fans out over one list, this one names $1[*], $2[*]",
-        ),
         ('1. neighbours("a")\n2. population($1[*][*])', "one [*] per reference"),
     ],
 )
@@ -299,3 +316,14 @@ def test_fan_out_forms_read_the_same_in_code_strings_and_json() -> None:
     # A plan's text form round-trips (the plan cache and approval edits rely on it).
     again = parse_plan("\n".join(str(t) for t in text), registry)
     assert [str(t) for t in again] == [str(t) for t in text]
+
+
+def test_the_plan_grammar_allows_the_fan_out_forms_and_one_star_per_reference() -> None:
+    from gbnf import Grammar
+    from planweave.grammar import plan_grammar
+
+    grammar = Grammar(plan_grammar(ToolRegistry(TOOL_FNS)))
+    head = '1. neighbours("Austria")\n'
+    for line in ("2. population($1[*])", '2. population("${1[*]}")', "2. total($1[*].n)"):
+        assert grammar.accepts(f"{head}{line}\n3. join()<END_OF_PLAN>"), line
+    assert not grammar.accepts(f"{head}2. population($1[*][*])\n3. join()<END_OF_PLAN>")
