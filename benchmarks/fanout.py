@@ -440,7 +440,8 @@ def summarize(lists: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
         rows = [r for r in items if r["items"] == count]
         seq = statistics.median(r["wall_s"] for r in rows if r["contestant"] == "sequential")
         entry: dict[str, Any] = {"sequential_s": round(seq, 3)}
-        for name in sorted({r["contestant"] for r in rows} - {"sequential"}):
+        fanouts = {r["contestant"] for r in rows} - {"sequential"}
+        for name in sorted(fanouts, key=lambda n: int(n.split("-")[1])):
             fan = statistics.median(r["wall_s"] for r in rows if r["contestant"] == name)
             entry[name] = {"median_s": round(fan, 3), "speedup": round(seq / fan, 2)}
         entry["answers_equal"] = all(r["answer_equal"] for r in rows)
