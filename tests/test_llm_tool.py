@@ -13,7 +13,9 @@ import pytest
 from planweave import (
     Journal,
     OpenAICompatible,
+    Recovery,
     Reply,
+    Retry,
     RunResult,
     Runtime,
     Script,
@@ -21,7 +23,7 @@ from planweave import (
     UserError,
 )
 from planweave.builtin import ASK
-from planweave.events import Event, LLMCallFinished, LLMCallStarted
+from planweave.events import Event, LLMCallFinished, LLMCallStarted, LLMRetry
 from planweave.llm.base import Message, Purpose
 
 WORDS = [f"word{i}" for i in range(12)]
@@ -103,3 +105,32 @@ def test_known_secrets_never_reach_the_prompt(
 def test_the_tool_needs_a_run() -> None:
     with pytest.raises(UserError, match="only runs inside a planweave run"):
         anyio.run(lambda: ASK["llm"].fn("hello"))
+
+
+def test_a_refused_llm_call_is_retried_like_any_call() -> None:
+    refused: list[str] = []
+
+    def route(messages: list[Message], purpose: Purpose) -> Reply | str:
+        if purpose == "tool" and not refused:
+            refused.append(messages[-1].content)
+            return Reply("", status=429, retry_after=0.01)
+        return _route(messages, purpose)
+
+    seen: list[Event] = []
+    with ScriptedServer(Script.routed(route)) as server:
+
+        async def go() -> RunResult:
+            llm = OpenAICompatible(base_url=server.base_url, model="m", max_retries=0)
+            try:
+                recovery = Recovery().on("llm.rate_limit", Retry(2, base=0.01))
+                runtime = Runtime(ASK, llm, recovery=recovery)
+                return await runtime.arun(QUESTION, subscribers=[seen.append])
+            finally:
+                await llm.aclose()
+
+        result = anyio.run(go)
+    assert result.status == "finished", result.error
+    assert result.answer == "\n".join(f"le {w}" for w in WORDS)
+    retries = [e for e in seen if isinstance(e, LLMRetry)]
+    assert [(e.purpose, e.category) for e in retries] == [("tool", "llm.rate_limit")]
+    assert result.llm.calls == 14  # the retry is part of its call
