@@ -86,7 +86,8 @@ def _population(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str,
 
 def _capital(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
     a = r.choice(COUNTRIES)
-    return f"What is the capital of {a}?", str(d.country(a)["capital"]), (a,)
+    # The country is no rival answer: "Kenya's capital is Nairobi" names it first, rightly.
+    return f"What is the capital of {a}?", str(d.country(a)["capital"]), ()
 
 
 def _more_people(r: random.Random, d: Data) -> tuple[str, str | float, tuple[str, ...]]:
@@ -321,6 +322,20 @@ def print_table(results: list[dict[str, Any]]) -> None:
         print(f"| {t} | " + " | ".join(cells) + " |")
 
 
+def rescore(saved: Path, out: Path) -> None:
+    """Score a saved run's answers with today's questions and scoring (same seed and size)."""
+    data = json.loads(saved.read_text())
+    saved_args = data["args"]
+    by_text = {q.text: q for q in questions(saved_args["per_template"], saved_args["seed"])}
+    for result in data["results"]:
+        for row in result["rows"]:
+            row["correct"] = correct(by_text[row["question"]], row["answer"])
+    data["questions"] = [asdict(by_text[q["text"]]) for q in data["questions"]]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1))
+    print_table(data["results"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
@@ -332,9 +347,17 @@ def main() -> None:
     parser.add_argument("--wall", type=float, default=180.0, help="budget per question, s")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
     parser.add_argument("--list", action="store_true", help="print the questions and stop")
+    parser.add_argument("--templates", nargs="+", choices=sorted(TEMPLATES), help="only these")
+    parser.add_argument(
+        "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
+    )
     args = parser.parse_args()
+    if args.rescore:
+        rescore(args.rescore, args.out)
+        return
     qs = questions(args.per_template, args.seed)
     chosen = [q for q in qs if args.part == "all" or q.heldout == (args.part == "heldout")]
+    chosen = [q for q in chosen if not args.templates or q.template in args.templates]
     if args.list:
         for q in chosen:
             print(f"{q.template:18} {'H' if q.heldout else 'T'} {q.text} -> {q.gold}")

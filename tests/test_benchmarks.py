@@ -220,6 +220,57 @@ def test_the_answer_eval_holds_out_a_fixed_part_and_scores_honestly() -> None:
     assert correct(which, "Bergen is further north than Osaka.")
     assert not correct(which, "Osaka is further north than Bergen.")
     assert not correct(which, None)
+    capital = next(q for q in qs if q.template == "capital")
+    assert correct(capital, f"The capital of {capital.text.split()[-1][:-1]} is {capital.gold}.")
+
+
+def test_the_answer_eval_rescores_a_saved_run(tmp_path: Path) -> None:
+    from benchmarks.answer_eval import questions, rescore
+
+    q = next(q for q in questions(5, seed=12) if q.template == "capital")
+    row = {"question": q.text, "answer": f"{q.text.split()[-1][:-1]}'s capital is {q.gold}."}
+    saved = tmp_path / "saved.json"
+    saved.write_text(
+        json.dumps(
+            {
+                "args": {"per_template": 5, "seed": 12},
+                "questions": [{"text": q.text}],
+                "results": [{"model": "m", "mode": "compiled", "grounding": True, "rows": [
+                    {**row, "template": "capital", "heldout": q.heldout, "correct": False,
+                     "wall_s": 1.0, "llm_calls": 2, "withdrawn": 0, "ungrounded": []}
+                ]}],
+            }
+        )
+    )  # fmt: skip
+    rescore(saved, tmp_path / "out.json")
+    rows = json.loads((tmp_path / "out.json").read_text())["results"][0]["rows"]
+    assert rows[0]["correct"] is True
+
+
+@pytest.mark.timeout(120)
+def test_the_fan_out_benchmark_answers_every_list_shape_and_item_count() -> None:
+    from benchmarks import fanout
+
+    questions = fanout.list_questions(1)
+    assert {q.id.split("-")[0] for q in questions} == {"neighbours", "cities", "files"}
+    oracle = fanout.FanOracle(questions, [8], ttft=0.0, tps=2000.0)
+    tools = fanout.list_tools("zero")
+    with oracle.server() as server:
+        rows = [
+            fanout.run_list_contestant(name, q, server.base_url, tools)
+            for q in questions
+            for name in fanout.LIST_CONTESTANTS
+        ]
+        items = fanout.run_items(8, server.base_url, wide=16)
+    assert all(r["correct"] for r in rows), rows
+    replans = {r["contestant"]: r["replans"] for r in rows}
+    assert replans["compiled-fanout"] == 0
+    assert replans["compiled-replan"] == 1
+    assert all(r["answer_equal"] for r in items), items
+    # One call; then planner, 8 items, joiner, with each bound.
+    assert [r["llm_calls"] for r in items] == [1, 10, 10]
+    summary = fanout.summarize(rows, items)
+    assert summary["items"][8]["answers_equal"] is True
 
 
 def test_the_executors_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:

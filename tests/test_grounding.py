@@ -219,3 +219,16 @@ def test_the_fallback_keeps_the_answer_s_words_without_its_numbers() -> None:
     text = fallback_answer([done(66_000_000, 1)], ["55,950,200"], answer)
     assert "The answer without them: France has more people than Portugal, by [?]." in text
     assert "55,950,200" not in text.split("which no result gives")[1]
+
+
+def test_the_joiner_asked_again_may_quote_results_by_id() -> None:
+    wrong = finish("France has 6,837,309 people.")  # digits retyped wrong
+    quoted = finish("France has ${1} people, Belgium ${2}.")
+    script = Script.by_purpose(planner=[PLAN], joiner=[wrong, quoted])
+    result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run("France and Belgium?")
+    assert (
+        result.answer
+        == f"France has {POPULATION['France']} people, Belgium {POPULATION['Belgium']}."
+    )
+    assert "writing ${<id>} where a task's result goes" in script.requests[-1][-1].content
+    assert len([e for e in result.events if isinstance(e, AnswerUngrounded)]) == 1

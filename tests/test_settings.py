@@ -93,6 +93,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "llm_chunk_timeout",
         "llm_call_timeout",
         "max_argument_chars",
+        "max_fanout",
         "prompt_style",
         "join_replan",
         "grounding",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, LLMError, PlanError
 from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
 from .grounding import fallback_answer, grounding_note, ungrounded
-from .joiner import Joiner
+from .joiner import Joiner, fill_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -78,17 +78,19 @@ class Compiled:
                 decision = await self._join(llm, question, records, last_round, notes, bus)
                 planned = None
             while self.grounding and decision.action == "finish":
-                missing = ungrounded(decision.text, question, records)
+                # The answer as the user gets it: a `${N}` it quotes is the result itself.
+                answer = fill_answer(decision.text, records)
+                missing = ungrounded(answer, question, records)
                 if not missing:
                     break
-                bus.emit(AnswerUngrounded(answer=decision.text, numbers=missing, retry=not redone))
+                bus.emit(AnswerUngrounded(answer=answer, numbers=missing, retry=not redone))
                 if redone:
-                    return fallback_answer(records, missing, decision.text)
+                    return fallback_answer(records, missing, answer)
                 redone, planned = True, None
-                again = [*notes, grounding_note(decision.text, missing)]
+                again = [*notes, grounding_note(answer, missing)]
                 decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
-                return decision.text
+                return fill_answer(decision.text, records)
             if last_round:
                 break
             if planned is not None:

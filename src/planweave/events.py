@@ -130,6 +130,7 @@ class TaskRecovery(Event):
     error: str
     attempt: int
     detail: dict[str, Any] = field(default_factory=dict)
+    item: int | None = None  # the element of a fan-out it acted on (see TaskStarted)
 
     def record(self) -> dict[str, Any]:
         """The entry in the task's `recovery` list."""
@@ -160,7 +161,11 @@ class TaskPlanned(Event):
 
 @dataclass(slots=True, kw_only=True)
 class TaskStarted(Event):
-    """A tool call begins (`attempt` counts this task's calls so far, this one included)."""
+    """A tool call begins (`attempt` counts this task's calls so far, this one included).
+
+    A fan-out task (`$N[*]`) starts with `items`, how many elements its list has, then each
+    element is a call of its own: its events carry `item` (1, 2, ...; shown as `3.1`, `3.2`),
+    and its own arguments, attempts and outcome.  The task ends once every element has."""
 
     kind: ClassVar[str] = "task_started"
     task_id: int
@@ -168,6 +173,8 @@ class TaskStarted(Event):
     arguments: dict[str, Any] = field(repr=False)
     start: float = 0.0
     attempt: int = 1
+    item: int | None = None
+    items: int | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -181,6 +188,7 @@ class TaskEnded(Event):
     start: float | None = None
     end: float | None = None
     attempts: int = 0
+    item: int | None = None  # an element of a fan-out (see TaskStarted)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -335,7 +343,8 @@ class AnswerUngrounded(Event):
 @dataclass(slots=True, kw_only=True)
 class AnswerDelta(Event):
     """A piece of the answer as the joiner decodes it.  The pieces of a run, in order, add up
-    to its answer (`AnswerEvent` and `RunFinished` still carry it whole); they are not
+    to its answer (`AnswerEvent` and `RunFinished` still carry it whole), but for a `${N}` the
+    joiner wrote to quote a result, filled in only in the whole answer; they are not
     journaled.  A run whose answer comes from ReAct mode sends none."""
 
     kind: ClassVar[str] = "answer_delta"

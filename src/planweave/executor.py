@@ -32,7 +32,7 @@ from .executors import (
     ThreadBackend,
     failure_kind,
 )
-from .plan import MAX_ARGUMENT_CHARS, Task, format_args, resolve
+from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Task, format_args, resolve
 from .tools import Tool
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor"]
@@ -104,14 +104,20 @@ class Executor:
         self.max_argument_chars = max_argument_chars
 
     def resolve_arguments(
-        self, task: Task, planned: Mapping[str, Any], results: Mapping[int, Any]
+        self,
+        task: Task,
+        planned: Mapping[str, Any],
+        results: Mapping[int, Any],
+        *,
+        item: Any = NO_ITEM,
     ) -> dict[str, Any]:
-        """Substitute results for the references in a task's bound, planned arguments."""
+        """Substitute results for the references in a task's bound, planned arguments (`item`:
+        the element of a fan-out's list this call is for)."""
         if not task.deps:
             return dict(planned)
         limit = self.max_argument_chars
         try:
-            return {name: resolve(value, results, limit) for name, value in planned.items()}
+            return {name: resolve(value, results, limit, item) for name, value in planned.items()}
         except (ProjectionError, ToolArgumentError) as err:
             err.task_id, err.tool = task.id, task.tool
             err.arguments = format_args(task.args, task.kwargs)

@@ -183,11 +183,20 @@ def grounding_note(answer: str, missing: list[str], *, react: bool = False) -> s
     """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere."""
     listed = ", ".join(missing)
     compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
+    # The joiner may quote a result by its task id (`${N}` is filled in): no digit to retype.
+    copy = (
+        "copying numbers exactly as the results give them"
+        if react
+        else (
+            "writing ${<id>} where a task's result goes (it is filled in), or copying numbers "
+            "exactly as the results give them"
+        )
+    )
     return (
         f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
-        "gives. Answer again, copying numbers exactly as the results give them (you may round "
-        f"them); if a number must first be computed, compared or counted, {compute}; if the "
-        "results do not tell, say what could not be found."
+        f"gives. Answer again, {copy} (you may round them); if a number must first be "
+        f"computed, compared or counted, {compute}; if the results do not tell, say what could "
+        "not be found."
     )
 
 

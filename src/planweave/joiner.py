@@ -3,18 +3,42 @@ Its prompt and the parser of its replies live in `prompts`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 
 from . import prompts
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
-from .plan import END_OF_PLAN
+from .plan import END_OF_PLAN, render_text
 from .prompts import AnswerStream, JoinDecision, TaskOutcome, parse_decision
+from .records import TaskRecord, TaskStatus
 from .tools import ToolRegistry
 
 # parse_decision is re-exported: the runtime reads the joiner's replies through it.
-__all__ = ["Joiner", "parse_decision"]
+__all__ = ["Joiner", "fill_answer", "parse_decision"]
+
+_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,7})\s*\}")
+
+
+def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
+    """The joiner's answer with each `${N}` of a finished task replaced by its result whole
+    (a list of texts one per line): an answer that is the items of a fan-out of `llm` calls
+    is not written out again token by token."""
+    if "${" not in text:
+        return text
+    done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
+
+    def filled(m: re.Match[str]) -> str:
+        task_id = int(m.group(1))
+        if task_id not in done:
+            return m.group(0)
+        value = done[task_id]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return "\n".join(value)
+        return render_text(value)
+
+    return _QUOTED_RE.sub(filled, text)
 
 
 class Joiner:

@@ -5,20 +5,33 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from contextlib import aclosing, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
 
-from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled
+from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled, UserError
 from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
 from .redaction import encodable
 
-__all__ = ["MeteredLLM", "request_hash"]
+__all__ = ["MeteredLLM", "current_llm", "request_hash"]
+
+# The run's meter while it answers, for tools that call the run's LLM (the `llm` built-in):
+# their calls are counted, budgeted, retried and journaled like the planner's.
+_CURRENT: ContextVar[MeteredLLM | None] = ContextVar("planweave_run_llm", default=None)
+
+
+def current_llm() -> MeteredLLM:
+    """The LLM of the run this code is part of; UserError outside a run."""
+    llm = _CURRENT.get()
+    if llm is None:
+        raise UserError("this tool calls the run's LLM, so it only runs inside a planweave run")
+    return llm
 
 
 def request_hash(request: LLMRequest) -> str:
@@ -215,6 +228,15 @@ class MeteredLLM:
                 finish_reason=finish_reason,
             )
         )
+
+    @contextmanager
+    def serving(self) -> Iterator[MeteredLLM]:
+        """A scope in which `current_llm()` is this meter (tasks started inside inherit it)."""
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            _CURRENT.reset(token)
 
     async def complete(self, request: LLMRequest) -> str:
         parts = []

@@ -144,7 +144,8 @@ class RunTrace:
         self._epoch_ns = 0
         self._run: Span | None = None
         self._calls: dict[int, Span] = {}
-        self._tasks: dict[int, _Task] = {}
+        # By task id; a fan-out's elements are calls of their own, keyed "3.1", "3.2"...
+        self._tasks: dict[int | str, _Task] = {}
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted | RunResumed):
@@ -322,15 +323,15 @@ class RunTrace:
         self._tasks[event.task_id] = _Task(event.tool, list(event.deps))
 
     def _started(self, event: TaskStarted) -> None:
-        task = self._tasks.setdefault(event.task_id, _Task(event.tool, []))
+        task = self._tasks.setdefault(_key(event), _Task(event.tool, []))
         task.arguments = event.arguments
-        self._call(event.task_id, task, event.tool, event.attempt, event.start)
+        self._call(_key(event), task, event.tool, event.attempt, event.start)
 
     def _recovery(self, event: TaskRecovery) -> None:
-        task = self._tasks.get(event.task_id)
+        task = self._tasks.get(_key(event))
         if task is None:
             return
-        span = self._in_flight(event.task_id, task, event.attempt)
+        span = self._in_flight(_key(event), task, event.attempt)
         if span is None:
             return
         attributes: dict[str, Any] = {
@@ -350,14 +351,14 @@ class RunTrace:
         task.calling = str(event.detail.get("to") or task.calling)
 
     def _ended(self, event: TaskFinished | TaskFailed | TaskCancelled) -> None:
-        task = self._tasks.setdefault(event.task_id, _Task(event.tool, []))
+        task = self._tasks.setdefault(_key(event), _Task(event.tool, []))
         end = event.end if event.end is not None else event.t
         if getattr(event, "reused", False):
             start = event.start if event.start is not None else end
-            span = self._call(event.task_id, task, event.tool, event.attempts, start)
+            span = self._call(_key(event), task, event.tool, event.attempts, start)
             span.set_attribute("planweave.task.reused", True)
         else:
-            found = self._in_flight(event.task_id, task, event.attempts)
+            found = self._in_flight(_key(event), task, event.attempts)
             if found is None:
                 return  # a pattern's result, or its failure, without another call
             span = found
@@ -382,7 +383,7 @@ class RunTrace:
         span.end(self._ns(end))
         task.span = None
 
-    def _call(self, task_id: int, task: _Task, tool: str, attempt: int, start: float) -> Span:
+    def _call(self, task_id: int | str, task: _Task, tool: str, attempt: int, start: float) -> Span:
         """Open the span of one call of a task's tool, linked to the calls whose results it
         takes (`$N`)."""
         links = [
@@ -411,7 +412,7 @@ class RunTrace:
         task.last = span.get_span_context()
         return span
 
-    def _in_flight(self, task_id: int, task: _Task, attempt: int) -> Span | None:
+    def _in_flight(self, task_id: int | str, task: _Task, attempt: int) -> Span | None:
         """The span of the task's call numbered `attempt`: the one open, or the call made
         after a recovery (opened from when it began); None when no further call was made."""
         if task.span is not None:
@@ -450,6 +451,13 @@ class RunTrace:
         TaskFailed: _ended,
         TaskCancelled: _ended,
     }
+
+
+def _key(
+    event: TaskStarted | TaskRecovery | TaskFinished | TaskFailed | TaskCancelled,
+) -> int | str:
+    """The call an event is about: its task, or one element of a fan-out task ("3.1")."""
+    return event.task_id if event.item is None else f"{event.task_id}.{event.item}"
 
 
 def _fail(span: Span, kind: str, message: str, end_ns: int | None = None) -> None:

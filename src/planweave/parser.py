@@ -6,8 +6,12 @@ JSON form.  Both forms compile to the `Task` model of `plan`.
 from __future__ import annotations
 
 import ast
+import collections.abc
+import inspect
 import json
 import re
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,10 +25,10 @@ from .errors import (
     ToolRejected,
     UnknownToolError,
 )
-from .plan import END_OF_PLAN, Ref, Task, Template
+from .plan import END_OF_PLAN, Ref, Task, Template, fan_outs
 from .records import TaskRecord
 from .redaction import encodable
-from .tools import ToolRegistry
+from .tools import ToolRegistry, _type_name
 
 __all__ = [
     "MAX_JSON_PLAN_CHARS",
@@ -49,20 +53,25 @@ _TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
 _THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE)
 _REF_PREFIX = "__pw_ref_"
 # Inside strings: ${N}, ${N.key[0]} (strict) and bare $N (only when N is an earlier task).
+# `$N[*]` (bare) and `${N[*]...}` fan out over task N's list.
 _STRING_REF_RE = re.compile(
-    r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*-?\d+\s*\]|\s*\[\s*(?:'[^']*'|\"[^\"]*\")\s*\])*)\s*\}"
-    r"|\$(\d+)(?![\d.]*\d)"
+    r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|\*|'[^']*'|\"[^\"]*\")\s*\])*)\s*\}"
+    r"|\$(\d+)(\[\s*\*\s*\])?(?![\d.]*\d)"
 )
 _PATH_PART_RE = re.compile(
     r"\.\s*([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]"
+    r"|\[\s*(\*)\s*\]"
 )
+_STAR_RE = re.compile(r"\[\s*\*\s*\]")
+_EACH = "__pw_each__"  # what `[*]` reads as for `ast`: a key no tool result has
+_EACH_KEY = f'["{_EACH}"]'
 # `[^\]$]`: a bracket never spans another reference, so many unclosed `${1[` stay linear.
 _CODE_REF_RE = re.compile(
     r"\$\{\s*(\d+)((?:\s*\.\s*[A-Za-z_]\w*|\s*\[[^\]$]*\])*)\s*\}"
     r"|\$(\d+)((?:\s*\.\s*[A-Za-z_]\w*\b(?!\s*\()|\s*\[[^\]$]*\])*)"
 )
 _CODE_PATH_PART_RE = re.compile(r"\s*\.\s*([A-Za-z_]\w*)|\s*(\[[^\]$]*\])")
-_PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|'[^']*'|\"[^\"]*\")\s*\])"
+_PATH = r"(?:\s*\.\s*[A-Za-z_]\w*|\s*\[\s*(?:-?\d+|\*|'[^']*'|\"[^\"]*\")\s*\])"
 # A JSON string that is exactly one reference: "$1", "${1}", "$1.population", "${1[0]}".
 _WHOLE_REF_RE = re.compile(rf"\$(?:\{{\s*(\d+)({_PATH}*)\s*\}}|(\d+))({_PATH}*)")
 _JSON_NAMES = {
@@ -97,27 +106,40 @@ def _mask_refs(body: str) -> str:
             else:
                 braced, path, bare, bare_path = m.groups()
                 # `${2.population}` reads as `$2.population`: the projection moves outside,
-                # its names as subscripts, so a key such as `class` is no syntax error.
+                # its names as subscripts, so a key such as `class` is no syntax error; `[*]`
+                # as a subscript no result has.
                 path = "".join(
-                    f'["{attr}"]' if attr else brackets
+                    _EACH_KEY
+                    if _STAR_RE.fullmatch(brackets)
+                    else f'["{attr}"]'
+                    if attr
+                    else brackets
                     for attr, brackets in _CODE_PATH_PART_RE.findall(path or bare_path or "")
                 )
                 out.append(f"{_REF_PREFIX}{braced or bare}{path}")
                 i = m.end()
+        elif ch == "[" and (star := _STAR_RE.match(body, i)) is not None:
+            out.append(_EACH_KEY)
+            i = star.end()
         else:
             out.append(ch)
             i += 1
     return "".join(out)
 
 
-def _parse_path(text: str) -> tuple[str | int, ...]:
-    path: list[str | int] = []
+_STAR: Any = object()  # `[*]` in a parsed path, until `_Converter.ref` splits the path there
+
+
+def _parse_path(text: str) -> tuple[Any, ...]:
+    path: list[Any] = []
     for m in _PATH_PART_RE.finditer(text):
-        attr, index, sq, dq = m.groups()
+        attr, index, sq, dq, star = m.groups()
         if attr is not None:
             path.append(attr)
         elif index is not None:
             path.append(int(index))
+        elif star is not None:
+            path.append(_STAR)
         else:
             path.append(sq if sq is not None else dq)
     return tuple(path)
@@ -131,9 +153,16 @@ class _Converter:
         self.known = known
         self.deps: set[int] = set()
 
-    def ref(self, task_id: int, path: tuple[str | int, ...] = ()) -> Ref:
+    def ref(self, task_id: int, path: tuple[Any, ...] = ()) -> Ref:
+        """The reference; a `[*]` in `path` makes it a fan-out over the list before it."""
         self.deps.add(task_id)
-        return Ref(task_id, path)
+        stars = [i for i, p in enumerate(path) if p is _STAR]
+        if not stars:
+            return Ref(task_id, path)
+        if len(stars) > 1:
+            raise ValueError(f"${task_id}: one [*] per reference (a fan-out maps one list)")
+        at = stars[0]
+        return Ref(task_id, path[:at], path[at + 1 :])
 
     def string(self, text: str) -> str | Template:
         # Escapes in a literal ("\ud800") can spell text no file or terminal can hold.
@@ -143,13 +172,13 @@ class _Converter:
         parts: list[str | Ref] = []
         pos = 0
         for m in _STRING_REF_RE.finditer(text):
-            braced, path_text, bare = m.groups()
+            braced, path_text, bare, star = m.groups()
             if bare is not None:
                 ref_id = _bounded_id(bare)
                 # A bare "$5" in prose is only a reference when task 5 is an earlier task.
                 if ref_id is None or ref_id >= self.task_id or ref_id not in self.known:
                     continue
-                ref = self.ref(ref_id)
+                ref = self.ref(ref_id, (_STAR,) if star else ())
             else:
                 ref = self.ref(_ref_id(braced), _parse_path(path_text or ""))
             if m.start() > pos:
@@ -199,7 +228,7 @@ class _Converter:
                 return _JSON_NAMES[node.id]
             raise ValueError(f"bare name {node.id!r} is not a value (quote strings)")
         if isinstance(node, ast.Attribute | ast.Subscript):
-            path: list[str | int] = []
+            path: list[Any] = []
             cur: ast.expr = node
             while isinstance(cur, ast.Attribute | ast.Subscript):
                 if isinstance(cur, ast.Attribute):
@@ -211,7 +240,7 @@ class _Converter:
                         key = None
                     if isinstance(key, bool) or not isinstance(key, int | str):
                         raise ValueError(f"unsupported projection {ast.unparse(node)}")
-                    path.append(key)
+                    path.append(_STAR if key == _EACH else key)
                 cur = cur.value
             if isinstance(cur, ast.Name) and cur.id.startswith(_REF_PREFIX):
                 return self.ref(_ref_id(cur.id[len(_REF_PREFIX) :]), tuple(reversed(path)))
@@ -576,6 +605,7 @@ class PlanParser:
                 lineno=lineno,
                 task_id=task.id,
             )
+        self._check_fan_out(task)
         for name, value in bound.items():
             if _has_ref(value):
                 continue  # checked when the reference is resolved
@@ -588,6 +618,22 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 ) from None
+
+    def _check_fan_out(self, task: Task) -> None:
+        """A fan-out's list must be a list where the tool's return type says so."""
+        for ref in fan_outs(task.bound.values()):
+            source = self.tasks.get(ref.task_id)
+            if ref.path or source is None or source.fan_out is not None:
+                continue  # a fan-out's result is a list; a projection's type is not known
+            returns = self.tools[source.tool].returns if source.tool in self.tools else None
+            if _not_a_list(returns):
+                raise InvalidReferenceError(
+                    f"{ref}[*] fans out over the result of {source.tool}, which returns "
+                    f"{_type_name(returns)}, not a list",
+                    line=task.line,
+                    lineno=task.lineno,
+                    task_id=task.id,
+                )
 
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task
@@ -669,6 +715,29 @@ class PlanParser:
         self.validate(task)
         self._accept(task)
         return task
+
+
+def _not_a_list(annotation: Any) -> bool:
+    """Whether a tool's return annotation rules out a list (unknown types do not)."""
+    if annotation is None or annotation is inspect.Parameter.empty or annotation is Any:
+        return False
+    options = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    return not any(_may_be_list(a) for a in options)
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _may_be_list(annotation: Any) -> bool:
+    if annotation is Any or isinstance(annotation, typing.TypeVar | str):
+        return True
+    origin = typing.get_origin(annotation) or annotation
+    if not isinstance(origin, type):
+        return True  # Annotated, NewType, aliases: not worth guessing
+    return issubclass(origin, list | tuple | collections.abc.Sequence) and not issubclass(
+        origin, str | bytes
+    )
 
 
 def _call_key(tool: str, bound: Mapping[str, Any]) -> tuple[str, str]:

@@ -14,6 +14,10 @@ and validation live in `parser`):
 is interpolated as text.  Projections `$2.population` and `$2[0]` reach into structured results:
 mapping keys, list/tuple/str indices and the public fields of dataclasses, pydantic models and
 named tuples, nothing else.
+
+`$N[*]` fans out: the task runs once per element of task N's list result (`$N.cities[*].name`
+projects each element), all elements at once; its result is the list of their results in
+order.  Starred references to different lists in one task go through them pairwise (`zip`).
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ from .tools import JOIN
 __all__ = [
     "END_OF_PLAN",
     "MAX_ARGUMENT_CHARS",
+    "MAX_FANOUT",
+    "NO_ITEM",
     "Ref",
     "Task",
     "Template",
+    "fan_outs",
     "format_args",
     "project",
     "render_text",
@@ -45,6 +52,8 @@ END_OF_PLAN = "<END_OF_PLAN>"
 # One argument once its references are filled in: `"${1}${1}${1}..."` over a chain of tasks
 # would otherwise grow the text exponentially with the plan's length.
 MAX_ARGUMENT_CHARS = 1_000_000
+# Elements one fan-out (`$N[*]`) may run by default: a list result is untrusted input too.
+MAX_FANOUT = 64
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
@@ -55,13 +64,22 @@ def _path_text(path: tuple[str | int, ...]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Ref:
-    """A reference to task `task_id`'s result, optionally projected by `path`."""
+    """A reference to task `task_id`'s result, optionally projected by `path`.  With `each`
+    (a fan-out, `$N.path[*].each`), the list at `path` is mapped: the reference stands for
+    one element at a time, projected by `each`."""
 
     task_id: int
     path: tuple[str | int, ...] = ()
+    each: tuple[str | int, ...] | None = None
+
+    @property
+    def listed(self) -> Ref:
+        """The list a fan-out reference maps over."""
+        return Ref(self.task_id, self.path)
 
     def __str__(self) -> str:
-        return f"${self.task_id}{_path_text(self.path)}"
+        star = "" if self.each is None else f"[*]{_path_text(self.each)}"
+        return f"${self.task_id}{_path_text(self.path)}{star}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +92,7 @@ class Template:
         out = []
         for part in self.parts:
             if isinstance(part, Ref):
-                out.append(f"${{{part.task_id}{_path_text(part.path)}}}")
+                out.append(f"${{{str(part)[1:]}}}")
             else:
                 out.append(part)
         return "".join(out)
@@ -97,6 +115,11 @@ class Task:
     @property
     def is_join(self) -> bool:
         return self.tool == JOIN
+
+    @property
+    def fan_out(self) -> Ref | None:
+        """The list this task maps over (`$N[*]` in an argument), or None."""
+        return next(iter(fan_outs([*self.args, *self.kwargs.values()])), None)
 
     def call_text(self) -> str:
         return f"{self.tool}({format_args(self.args, self.kwargs)})"
@@ -240,24 +263,60 @@ def _too_large(limit: int) -> ToolArgumentError:
     )
 
 
-def resolve(value: Any, results: Mapping[int, Any], max_chars: int = MAX_ARGUMENT_CHARS) -> Any:
-    """Substitute references in an argument value with the results they name.
+def fan_outs(values: Iterable[Any]) -> list[Ref]:
+    """The lists that fan-out references in `values` map over, each once, in order."""
+    found: dict[Ref, None] = {}
+    stack = list(values)[::-1]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Ref):
+            if v.each is not None:
+                found.setdefault(v.listed)
+        elif isinstance(v, Template):
+            stack.extend(reversed(v.parts))
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+    return list(found)
+
+
+NO_ITEM: Any = object()  # `resolve` outside a fan-out
+
+
+def resolve(
+    value: Any,
+    results: Mapping[int, Any],
+    max_chars: int = MAX_ARGUMENT_CHARS,
+    item: Any = NO_ITEM,
+) -> Any:
+    """Substitute references in an argument value with the results they name; a fan-out
+    reference (`$N[*]`) takes its element of this call from `item`, by the list it names
+    (`Ref.listed`).
 
     Raises ProjectionError when a projection does not resolve, and ToolArgumentError when the
     argument would be more than `max_chars` characters (checked while it is built).
     """
-    resolved = _resolve(value, results, max_chars)
+    resolved = _resolve(value, results, max_chars, item)
     if _size(resolved, max_chars) > max_chars:
         raise _too_large(max_chars)
     return resolved
 
 
-def _render(template: Template, results: Mapping[int, Any], max_chars: int) -> str:
+def _value(ref: Ref, results: Mapping[int, Any], item: Any) -> Any:
+    if ref.each is None:
+        return project(results[ref.task_id], ref)
+    if item is NO_ITEM:
+        raise ProjectionError(f"{ref} names one element of a list outside a fan-out")
+    return project(item[ref.listed], Ref(ref.task_id, ref.each))
+
+
+def _render(template: Template, results: Mapping[int, Any], max_chars: int, item: Any) -> str:
     out: list[str] = []
     total = 0
     for part in template.parts:
         if isinstance(part, Ref):
-            value = project(results[part.task_id], part)
+            value = _value(part, results, item)
             if not isinstance(value, str) and _size(value, max_chars - total) > max_chars - total:
                 raise _too_large(max_chars)
             part = render_text(value)
@@ -268,15 +327,15 @@ def _render(template: Template, results: Mapping[int, Any], max_chars: int) -> s
     return "".join(out)
 
 
-def _resolve(value: Any, results: Mapping[int, Any], max_chars: int) -> Any:
+def _resolve(value: Any, results: Mapping[int, Any], max_chars: int, item: Any) -> Any:
     if isinstance(value, Ref):
-        return project(results[value.task_id], value)
+        return _value(value, results, item)
     if isinstance(value, Template):
-        return _render(value, results, max_chars)
+        return _render(value, results, max_chars, item)
     if isinstance(value, list):
-        return [_resolve(v, results, max_chars) for v in value]
+        return [_resolve(v, results, max_chars, item) for v in value]
     if isinstance(value, tuple):
-        return tuple(_resolve(v, results, max_chars) for v in value)
+        return tuple(_resolve(v, results, max_chars, item) for v in value)
     if isinstance(value, dict):
-        return {k: _resolve(v, results, max_chars) for k, v in value.items()}
+        return {k: _resolve(v, results, max_chars, item) for k, v in value.items()}
     return value

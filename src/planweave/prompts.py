@@ -105,6 +105,7 @@ Rules:
 - One task per line: `<id>. <tool>(<arguments>)`, optionally after a line `Thought: <reason>`.
 - Arguments are literals or results of earlier tasks: $<id> is the result of task <id>,
   $<id>.field a part of it; inside a string write "${<id>}".
+- $<id>[*] calls the tool once per item of task <id>'s list, all at once (the result is a list).
 - Ids count up from {first_id}; a task may only use results of earlier tasks.
 - Tasks that do not need each other's results run at the same time.
 - End with `<id>. join()` and {end}.  Do not compute the final answer in the plan: it is
@@ -244,7 +245,8 @@ _JOINER_COMPACT_FORMAT = (
     + """
 Action: Finish(<the answer to the question>)
 Write no thought before it, unless the answer needs reasoning the results do not show: then
-one line `Thought: <brief reasoning>` before the Action.
+one line `Thought: <brief reasoning>` before the Action.  When the answer is a task's result as
+it stands (the list of texts the question asked for), write Finish(${<id>}): it is filled in.
 
 """
     + _JOINER_RULES
@@ -267,8 +269,8 @@ Action: Replan(<what to find out next>)
 <id>. join()
 {end}
 One task per line, ids counting up from {first}.  Arguments are literals or $<id>, the result of
-a task above or of an earlier line ("${<id>}" inside a string).  Tasks that do not need each
-other's results run at the same time.
+a task above or of an earlier line ("${<id>}" inside a string); $<id>[*] calls the tool once per
+item of a list result.  Tasks that do not need each other's results run at the same time.
 
 Tools:
 {tools}"""

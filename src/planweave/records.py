@@ -9,7 +9,7 @@ that the store depends on records, not on the scheduler or an LLM backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -17,15 +17,18 @@ from typing import Any, Literal
 from pydantic_core import to_jsonable_python
 
 from .errors import TaskError
-from .plan import Ref, Task, Template, render_text
+from .plan import Ref, Task, Template, format_args, render_text
 
 __all__ = [
     "LLMUsage",
     "Recorded",
+    "RecordedItem",
     "RecordedTask",
     "Replay",
     "TaskRecord",
     "TaskStatus",
+    "item_call",
+    "item_dict",
     "jsonable",
     "partial_text",
     "plan_json",
@@ -86,9 +89,10 @@ def task_dict(
     error: dict[str, Any] | None = None,
     thought: str | None = None,
     recovery: list[dict[str, Any]] | None = None,
+    items: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A task as `--json` shows it: `result` only when it finished, the optional keys only when
-    they say something."""
+    they say something (`items`: a fan-out's elements, as `item_dict` shows them)."""
     data: dict[str, Any] = {
         "id": id,
         "tool": tool,
@@ -107,6 +111,38 @@ def task_dict(
         data["error"] = error
     if thought:
         data["thought"] = thought
+    if recovery:
+        data["recovery"] = recovery
+    if items:
+        data["items"] = items
+    return data
+
+
+def item_dict(
+    *,
+    item: int,
+    call: str,
+    status: str,
+    start: float | None,
+    end: float | None,
+    attempts: int,
+    result: Any = None,
+    error: dict[str, Any] | None = None,
+    recovery: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A fan-out element as `--json` shows it, in its task's `items`."""
+    data: dict[str, Any] = {
+        "item": item,
+        "call": call,
+        "status": status,
+        "start": start,
+        "end": end,
+        "attempts": attempts,
+    }
+    if status == TaskStatus.DONE:
+        data["result"] = result
+    if error is not None:
+        data["error"] = error
     if recovery:
         data["recovery"] = recovery
     return data
@@ -167,6 +203,10 @@ class TaskRecord:
     recovery: list[dict[str, Any]] = field(default_factory=list)
     waiting: int = 0
     dependents: list[TaskRecord] = field(default_factory=list)
+    # A fan-out's element `item` (1-based) has a record of its own; its task is the fan-out's.
+    item: int | None = None
+    call: str = ""  # an element's call, its arguments resolved (`item_call`)
+    items: list[TaskRecord] = field(default_factory=list)  # a fan-out's elements
 
     @property
     def ended(self) -> bool:
@@ -204,6 +244,22 @@ class TaskRecord:
             result=jsonable(self.result) if self.status is TaskStatus.DONE else _NO_RESULT,
             error=None if self.error is None else self.error.to_dict(),
             thought=task.thought,
+            recovery=self.recovery,
+            items=[sub.item_dict() for sub in self.items],
+        )
+
+    def item_dict(self) -> dict[str, Any]:
+        """This fan-out element as `--json` shows it."""
+        assert self.item is not None
+        return item_dict(
+            item=self.item,
+            call=self.call or self.task.call_text(),
+            status=self.status.value,
+            start=self.start,
+            end=self.end,
+            attempts=self.attempts,
+            result=jsonable(self.result),
+            error=None if self.error is None else self.error.to_dict(),
             recovery=self.recovery,
         )
 
@@ -260,6 +316,24 @@ class Recorded:
     start: float | None = None
     end: float | None = None
     attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedItem:
+    """A fan-out element an earlier session finished: reused when the element's call
+    (`item_call`: its tool and resolved arguments) is the same again."""
+
+    call: str
+    result: Any = None
+    stored: Any = None
+    start: float | None = None
+    end: float | None = None
+    attempts: int = 0
+
+
+def item_call(tool: str, arguments: Mapping[str, Any]) -> str:
+    """A fan-out element's call, with its arguments resolved: its identity on resume."""
+    return f"{tool}({format_args((), arguments)})"
 
 
 @dataclass(frozen=True, slots=True)

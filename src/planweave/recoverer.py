@@ -148,7 +148,7 @@ class TaskRecoverer:
         return Failure(
             run_id=self.run_id,
             task_id=rec.task.id,
-            call=rec.task.call_text(),
+            call=rec.call or rec.task.call_text(),  # a fan-out element: its own call
             tool=tool,
             arguments=arguments,
             error=err,
@@ -202,6 +202,7 @@ class TaskRecoverer:
             error=error,
             attempt=rec.attempts,
             detail=detail,
+            item=rec.item,
         )
         rec.recovery.append(event.record())
         self.bus.emit(event)

@@ -49,10 +49,10 @@ from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
 from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
-from .plan import MAX_ARGUMENT_CHARS
+from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
 from .planner import Planner
 from .react import ReAct
-from .records import LLMUsage, Recorded, TaskRecord, partial_text, run_dict
+from .records import LLMUsage, Recorded, RecordedItem, TaskRecord, partial_text, run_dict
 from .recoverer import TaskRecoverer
 from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
 from .redaction import encodable
@@ -173,6 +173,7 @@ class Runtime:
         max_concurrency: int = 64,
         tool_timeout: float = DEFAULT_TIMEOUT,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
+        max_fanout: int = MAX_FANOUT,
         streaming: bool = True,
         react_max_steps: int = 10,
         examples: str | None = None,
@@ -200,7 +201,8 @@ class Runtime:
         retries for transient failures; `Recovery.none()` turns recovery off); `budget` limits
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
         a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
-        one argument once its references are filled in (a ToolArgumentError past it).
+        one argument once its references are filled in (a ToolArgumentError past it), and
+        `max_fanout` the elements of one fan-out (`$N[*]`; a longer list fails the task).
 
         `prompt_style` is how much the planner's and joiner's prompts spell out: "full" (worked
         examples, a thought before every answer: what the embedded model's accuracy was
@@ -248,6 +250,9 @@ class Runtime:
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
         self.max_argument_chars = max_argument_chars
+        if max_fanout < 0:
+            raise UserError(f"max_fanout must be >= 0, not {max_fanout}")
+        self.max_fanout = max_fanout
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.grounding = llm.embedded if grounding is None else grounding
@@ -271,6 +276,7 @@ class Runtime:
             max_repairs=max_repairs,
             tool_timeout=tool_timeout,
             max_argument_chars=max_argument_chars,
+            max_fanout=max_fanout,
             streaming=streaming,
             join_replan=self.join_replan,
             grounding=self.grounding,
@@ -357,6 +363,7 @@ class Runtime:
             max_repairs=settings.max_repairs,
             tool_timeout=settings.tool_timeout,
             max_argument_chars=settings.max_argument_chars,
+            max_fanout=settings.max_fanout,
             streaming=settings.streaming,
             grammar=settings.grammar,
             prompt_style=settings.prompt_style,
@@ -608,6 +615,7 @@ class Runtime:
             ),
             store=encode if recorder is not None else None,
             recorded=resume.recorded if resume else None,
+            items=resume.items if resume else None,
             gate=self._gate(mode, approve, resume),
         )
         result = RunResult(run_id, question, mode, "failed", None, [], llm.usage, 0.0)
@@ -615,10 +623,12 @@ class Runtime:
         for event in _opening(run_id, question, mode, resume):
             bus.emit(event)
         try:
+            # llm.serving(): the `llm` tool's calls go through the run's meter.
             async with _cancellable(recorder) as cancelled, self._mcp_sessions():
-                result.answer = await self._within_budget(
-                    self._answer(mode, question, llm, scheduler, bus, resume)
-                )
+                with llm.serving():
+                    result.answer = await self._within_budget(
+                        self._answer(mode, question, llm, scheduler, bus, resume)
+                    )
                 result.status = "finished"
             if cancelled():
                 result.status = "cancelled"
@@ -773,6 +783,7 @@ class Runtime:
         depth: int = 0,
         store: Callable[[Any], Any] | None = None,
         recorded: Mapping[int, Recorded] | None = None,
+        items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         gate: Gate | None = None,
     ) -> Scheduler:
         """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
@@ -805,7 +816,9 @@ class Runtime:
             recoverer=recoverer,
             store=store,
             recorded=recorded,
+            items=items,
             gate=gate,
+            max_fanout=self.max_fanout,
         )
 
     def _finish(
@@ -905,8 +918,9 @@ def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:
     """A failed call as a sub-goal for the planner (ADaPT: decompose only when needed)."""
     task = rec.task
     tool = tools[task.tool]
+    call = rec.call or task.call_text()  # a fan-out element's own call
     return (
-        f"Find what `{task.call_text()}` would return ({tool.description or tool.name}). "
+        f"Find what `{call}` would return ({tool.description or tool.name}). "
         f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
         "another way, with other tools or smaller calls, and answer with that result only."
     )

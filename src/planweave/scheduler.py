@@ -30,8 +30,9 @@ from .events import (
     TaskStarted,
 )
 from .executor import Executor
-from .plan import Task, format_args
-from .records import BROKEN, Recorded, TaskRecord, TaskStatus, plan_json
+from .fanout import FanOut
+from .plan import MAX_FANOUT, Task, format_args
+from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
@@ -81,10 +82,13 @@ class Scheduler:
         recorded: Mapping[int, Recorded] | None = None,
         recoverer: TaskRecoverer | None = None,
         gate: Gate | None = None,
+        items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
+        max_fanout: int = MAX_FANOUT,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
-        `recorded` holds outcomes to reuse from an earlier session of the run; `gate` says
-        which tasks wait for a person's approval, and applies the approvals given."""
+        `recorded` holds outcomes to reuse from an earlier session of the run, `items` the
+        fan-out elements it finished; `gate` says which tasks wait for a person's approval,
+        and applies the approvals given; `max_fanout` bounds the elements of one fan-out."""
         self.tools = tools
         self.store = store
         self.recoverer = recoverer
@@ -102,6 +106,16 @@ class Scheduler:
             for t in tools.values()
             if t.max_concurrency is not None
         }
+        self._fan_out = FanOut(
+            executor,
+            bus,
+            recoverer=recoverer,
+            limiters=self._tool_limiters,
+            released=self._tool_released,
+            store=self._stored,
+            recorded=items,
+            max_items=max_fanout,
+        )
         self._tg: TaskGroup | None = None
         self._ready: deque[TaskRecord] = deque()
         # Ready tasks whose tool is at its own limit, by tool, until one of its calls ends.
@@ -204,7 +218,9 @@ class Scheduler:
             while self._ready:
                 rec = self._ready.popleft()
                 tool = rec.task.tool
-                tool_limiter = self._tool_limiters.get(tool)
+                # A fan-out's elements take the tool's slots one by one (FanOut).
+                fan_out = rec.task.fan_out is not None
+                tool_limiter = None if fan_out else self._tool_limiters.get(tool)
                 if tool_limiter is not None:
                     try:
                         tool_limiter.acquire_nowait()
@@ -232,6 +248,12 @@ class Scheduler:
             self._workers -= 1
             self._limiter.release()
 
+    def _tool_released(self, tool: str) -> None:
+        """A fan-out's element gave a slot of `tool` back: the first task parked on it runs."""
+        parked = self._parked.get(tool)
+        if parked:
+            self._dispatch(parked.popleft())
+
     def _reuse(self, rec: TaskRecord, earlier: Recorded) -> None:
         rec.reused = True
         rec.start, rec.end, rec.attempts = earlier.start, earlier.end, earlier.attempts
@@ -249,22 +271,26 @@ class Scheduler:
         rec.start = self.bus.now()
         rec.attempts += 1
         try:
-            arguments = self.executor.resolve_arguments(task, task.bound, self.results)
-            # Recorded before the tool is called (write-ahead): a crash from here on leaves
-            # the task marked as in flight.
-            self.bus.emit(
-                TaskStarted(
-                    task_id=task.id,
-                    tool=task.tool,
-                    arguments=arguments,
-                    start=rec.start,
-                    attempt=rec.attempts,
-                )
-            )
-            if self.recoverer is None:
-                result = await self.executor.execute(task, tool, arguments)
+            if task.fan_out is not None:
+                arguments: dict[str, Any] = {}
+                result = await self._fan_out.run(rec, tool, self.results)
             else:
-                result = await self.recoverer.call(rec, tool, arguments)
+                arguments = self.executor.resolve_arguments(task, task.bound, self.results)
+                # Recorded before the tool is called (write-ahead): a crash from here on leaves
+                # the task marked as in flight.
+                self.bus.emit(
+                    TaskStarted(
+                        task_id=task.id,
+                        tool=task.tool,
+                        arguments=arguments,
+                        start=rec.start,
+                        attempt=rec.attempts,
+                    )
+                )
+                if self.recoverer is None:
+                    result = await self.executor.execute(task, tool, arguments)
+                else:
+                    result = await self.recoverer.call(rec, tool, arguments)
             stored = self._stored(rec, arguments, result)
         except TaskError as err:
             rec.end = self.bus.now()

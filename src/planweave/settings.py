@@ -18,7 +18,7 @@ from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
-from .plan import MAX_ARGUMENT_CHARS
+from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .tools import EXECUTORS, ExecutorName, ToolRegistry, load_tools
 
@@ -87,6 +87,7 @@ class RunSettings:
     max_repairs: int = 2
     tool_timeout: float = DEFAULT_TIMEOUT
     max_argument_chars: int = MAX_ARGUMENT_CHARS
+    max_fanout: int = MAX_FANOUT
     streaming: bool = True
     join_replan: bool | None = None
     grounding: bool | None = None
@@ -128,6 +129,7 @@ class RunSettings:
         for name in ("max_replans", "max_repairs"):
             _count(name, getattr(self, name), at_least=0)
         _count("max_argument_chars", self.max_argument_chars, at_least=1)
+        _count("max_fanout", self.max_fanout, at_least=0)
         if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
             raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
         for name in ("llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"):

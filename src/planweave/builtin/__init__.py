@@ -1,8 +1,10 @@
 """Built-in offline tools: countries, cities, arithmetic, ranking, unit conversion, the clock
-and a search over the user's own files.
+and a search over the user's own files; `llm` and `items` (the ASK set) split one prompt's
+items into parallel calls of the run's own LLM.
 
     from planweave.builtin import builtin_tools
     tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
+    tools.add(ASK)                                  # or: --tools planweave.builtin:ASK
 
 Their data comes from optional packages (`pip install 'planweave[tools]'`), imported only when a
 tool is first called; a missing one raises UserError naming the extra.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 
 from ..tools import ToolRegistry
+from .ask import ask_tools, items, llm
 from .calculator import calculator
 from .cities import city_info
 from .clock import current_datetime
@@ -22,20 +25,25 @@ from .rank import rank
 from .units import convert_units
 
 __all__ = [
+    "ASK",
     "BUILTIN",
+    "ask_tools",
     "builtin_tools",
     "calculator",
     "city_info",
     "convert_units",
     "country_info",
     "current_datetime",
+    "items",
+    "llm",
     "rank",
     "search_files_tool",
 ]
 
 
 # Worked plans for the planner prompt.  Small models copy the shape of what they are shown, so
-# these cover the common shapes: independent lookups, lookups feeding the calculator, a city.
+# these cover the common shapes: independent lookups, lookups feeding the calculator, a lookup
+# per item of a list result (a fan-out), a city.
 # The evaluation questions (benchmarks/local_eval.py) are kept out of them.
 EXAMPLES = [
     """Question: Which country has the larger area, Chile or Peru?
@@ -55,6 +63,14 @@ Thought: Land per person is area divided by population, for each country.
 6. calculator("${3} / ${4}")
 7. calculator("${5} - ${6}")
 8. join()
+<END_OF_PLAN>""",
+    # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
+    """Question: What is the total population of Belgium's neighbours?
+Thought: Each neighbour's population is looked up once the neighbours are known, all at once.
+1. country_info("Belgium", field="neighbours")
+2. country_info($1[*], field="population")
+3. calculator("sum(${2})")
+4. join()
 <END_OF_PLAN>""",
     """Question: How many times more people live in Osaka than in Kyoto, and how many more?
 1. city_info("Osaka", field="population")
@@ -109,3 +125,5 @@ def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegist
 
 
 BUILTIN = builtin_tools()
+# Kept out of BUILTIN: a small planner offered a general LLM tool uses it for facts too.
+ASK = ask_tools()

@@ -54,6 +54,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "log": _log,
     "exp": math.exp,
+    "sum": sum,
 }
 _ALLOWED_OPS = {
     ast.Add: operator.add,
@@ -69,9 +70,24 @@ _ALLOWED_OPS = {
 
 
 def _check(tree: ast.Expression) -> None:
-    """Refuse, with a readable reason, anything but numbers, operators and allowed calls."""
+    """Refuse, with a readable reason, anything but numbers, operators and allowed calls.  A
+    list (a fan-out's results, "sum(${2})") may only be a function's argument: `[1] * 10**9`
+    would build a huge one."""
+    listed = {
+        id(a)
+        for node in ast.walk(tree.body)
+        if isinstance(node, ast.Call)
+        for a in node.args
+        if isinstance(a, ast.List | ast.Tuple)
+    }
     for node in ast.walk(tree.body):
-        if isinstance(node, ast.BinOp | ast.UnaryOp):
+        if isinstance(node, ast.List | ast.Tuple):
+            if id(node) not in listed:
+                raise ToolFailed(
+                    "a list may only be a function's argument, as in sum([1, 2]); write "
+                    "numbers without thousands separators"
+                )
+        elif isinstance(node, ast.BinOp | ast.UnaryOp):
             if type(node.op) not in _ALLOWED_OPS:
                 raise ToolFailed(f"operator {type(node.op).__name__} is not allowed")
         elif isinstance(node, ast.Constant):
@@ -88,7 +104,7 @@ def _check(tree: ast.Expression) -> None:
                 raise ToolFailed("functions take positional arguments only")
         elif isinstance(node, ast.Attribute):
             raise ToolFailed("attribute access is not allowed")
-        elif not isinstance(node, ast.operator | ast.unaryop | ast.Load):
+        elif not isinstance(node, ast.operator | ast.unaryop | ast.Load | ast.expr_context):
             raise ToolFailed(f"{type(node).__name__} is not allowed in arithmetic")
 
 
@@ -97,9 +113,10 @@ def calculator(expression: str) -> float | int:
     """Evaluate an arithmetic expression such as "(17900000 / 41850) - 300".
 
     Knows + - * / // % ** (also written ^), parentheses, abs, round, min, max, sqrt, log (natural,
-    or log(x, base)), exp, pi and e. Integers stay integers except through `/`, which always
-    gives a float (10 / 2 is 5.0). Write numbers without thousands separators (17900000 or
-    17_900_000); scientific notation like 1.5e6 works.
+    or log(x, base)), exp, pi and e; sum, min and max also take a list: sum([1, 2, 3]).
+    Integers stay integers except through `/`, which always gives a float (10 / 2 is 5.0).
+    Write numbers without thousands separators (17900000 or 17_900_000); scientific notation
+    like 1.5e6 works.
 
     Args:
         expression: numbers without thousands separators, + - * / ** ( ), sqrt, round, min, max
@@ -122,7 +139,8 @@ def calculator(expression: str) -> float | int:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ToolFailed(f"not an arithmetic expression: {expression!r}") from None
     _check(tree)
-    evaluator = simpleeval.SimpleEval(
+    # The compound evaluator for list literals only: `_check` refused every other compound.
+    evaluator = simpleeval.EvalWithCompoundTypes(
         operators=dict(_ALLOWED_OPS), functions=dict(_FUNCTIONS), names=dict(_NAMES)
     )
     try:

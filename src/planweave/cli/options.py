@@ -20,7 +20,7 @@ import typer
 
 from ..errors import PlanweaveError
 from ..llm.base import Deadlines, PromptStyle
-from ..plan import MAX_ARGUMENT_CHARS
+from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
 from ..recovery import Budget
 from ..settings import RunSettings
 from ..tools import EXECUTORS
@@ -95,6 +95,9 @@ def _settings(
         int,
         typer.Option(help="Largest argument of one tool call once references are filled in."),
     ] = MAX_ARGUMENT_CHARS,
+    max_fanout: Annotated[
+        int, typer.Option(help="Most elements one fan-out ($N[*]) runs; a longer list fails it.")
+    ] = MAX_FANOUT,
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
@@ -194,6 +197,7 @@ def _settings(
         max_replans=max_replans,
         tool_timeout=timeout,
         max_argument_chars=max_argument_chars,
+        max_fanout=max_fanout,
         streaming=stream_dispatch,
         join_replan=join_replan,
         grounding=grounding,

@@ -31,6 +31,7 @@ from ..events import (
     TaskSkipped,
     TaskStarted,
 )
+from ..records import item_call
 
 # Control characters (but tab and newline) a model or a tool wrote must not reach the terminal:
 # ESC starts escape sequences that retitle the window, move the cursor or worse.  Each becomes
@@ -72,6 +73,8 @@ def labelled(label: str, style: str, text: object) -> Text:
     return Text.assemble((label, style), " ", terminal_safe(str(text)))
 
 
+_SHOWN_ITEMS = 8  # a fan-out's elements in the live view: a wide one would fill the terminal
+
 STYLE = {
     "pending": "dim",
     "running": "yellow",
@@ -84,7 +87,7 @@ STYLE = {
 
 @dataclass
 class _Row:
-    task_id: int
+    task_id: int | str  # a fan-out's element reads "3.1"
     tool: str
     call: str
     deps: list[int]
@@ -99,35 +102,51 @@ class DagView:
     """The live terminal view, built from nothing but the event stream."""
 
     rows: dict[int, _Row] = field(default_factory=dict)
+    # A fan-out's elements by task id and item, shown under their task.
+    items: dict[int, dict[int, _Row]] = field(default_factory=dict)
     llm_state: str = ""
     notes: list[str] = field(default_factory=list)
     now: float = 0.0
     # The answer as it streams; the whole answer is printed apart once the run has it.
     answer: str = ""
 
+    def _row(self, event: Event) -> _Row:
+        """The row an event of a task is about: the task's, or one of its elements'."""
+        task_id: int = getattr(event, "task_id")  # noqa: B009 - every task event has one
+        item: int | None = getattr(event, "item", None)
+        if item is None:
+            return self.rows[task_id]
+        task = self.rows[task_id]
+        rows = self.items.setdefault(task_id, {})
+        if item not in rows:
+            rows[item] = _Row(f"{task_id}.{item}", task.tool, task.call, [])
+        return rows[item]
+
     def __call__(self, event: Event) -> None:
         self.now = event.t
+        if isinstance(event, TaskStarted) and event.item is not None:
+            self._row(event).call = item_call(event.tool, event.arguments)
         match event:
             case TaskPlanned():
                 self.rows[event.task_id] = _Row(event.task_id, event.tool, event.call, event.deps)
             case TaskStarted():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.status, row.start = "running", event.t
             case TaskFinished():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.status, row.end = "done", event.t
             case TaskFailed():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.status, row.end, row.note = (
                     "failed",
                     event.t,
                     str(event.error.get("message", "")),
                 )
             case TaskSkipped():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.status, row.note = "skipped", str(event.error.get("message", ""))
             case TaskCancelled():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.status, row.end = "cancelled", event.t if row.start is not None else None
             case LLMCallStarted():
                 self.llm_state = f"{event.purpose} ({event.model}) streaming…"
@@ -136,7 +155,7 @@ class DagView:
             case PlanInvalid():
                 self.notes.append(f"invalid plan: {event.error.get('text')}")
             case TaskRecovery():
-                row = self.rows[event.task_id]
+                row = self._row(event)
                 row.note = f"{event.pattern} after {event.category}: {event.error}"
             case LLMRetry():
                 self.notes.append(
@@ -186,7 +205,27 @@ class DagView:
                 t["end"],
                 str(t.get("error", {}).get("message", "")),
             )
+            for i in t.get("items", ()):
+                view.items.setdefault(t["id"], {})[i["item"]] = _Row(
+                    f"{t['id']}.{i['item']}",
+                    t["tool"],
+                    i["call"],
+                    [],
+                    i["status"],
+                    i["start"],
+                    i["end"],
+                    str(i.get("error", {}).get("message", "")),
+                )
         return view
+
+    def _ordered(self) -> list[_Row]:
+        """Each task's row, then its elements' rows (the first few of a wide fan-out)."""
+        out: list[_Row] = []
+        for task_id, row in self.rows.items():
+            out.append(row)
+            items = self.items.get(task_id, {})
+            out.extend(items[k] for k in sorted(items)[:_SHOWN_ITEMS])
+        return out
 
     def render(self) -> Group:
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -195,7 +234,7 @@ class DagView:
         table.add_column("needs")
         table.add_column("status")
         table.add_column("time", justify="right")
-        for row in self.rows.values():
+        for row in self._ordered():
             if row.start is None:
                 took = ""
             else:
@@ -210,6 +249,8 @@ class DagView:
                 str(row.task_id), Text(call), ",".join(f"${d}" for d in row.deps), status, took
             )
         parts: list[Any] = [table]
+        if any(len(rows) > _SHOWN_ITEMS for rows in self.items.values()):
+            parts.append(Text(f"(the first {_SHOWN_ITEMS} elements of a fan-out)", style="dim"))
         parts.extend(Text(terminal_safe(note), style="yellow") for note in self.notes[-3:])
         if self.llm_state:
             parts.append(Text(self.llm_state, style="cyan"))

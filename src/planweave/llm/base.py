@@ -30,8 +30,9 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant"]
 
-Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "other"]
-"""What a request is for: each call's events and journal entry carry it, and fakes route by it."""
+Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "tool", "other"]
+"""What a request is for: each call's events and journal entry carry it, and fakes route by it
+(`tool`: the `llm` built-in tool's calls)."""
 
 PromptStyle = Literal["full", "compact"]
 """How much the planner's and joiner's prompts spell out: `full` (worked examples, a thought

@@ -42,7 +42,16 @@ from ..events import (
     TaskStarted,
     timings,
 )
-from ..records import RecordedTask, Replay, jsonable, run_dict, task_dict
+from ..records import (
+    RecordedItem,
+    RecordedTask,
+    Replay,
+    item_call,
+    item_dict,
+    jsonable,
+    run_dict,
+    task_dict,
+)
 from .codec import Unstorable, decode, encode
 from .schema import connect
 
@@ -323,6 +332,9 @@ class Journal:
             self._apply_task(conn, run_id, event)
 
     def _apply_task(self, conn: sqlite3.Connection, run_id: str, event: Event) -> None:
+        if getattr(event, "item", None) is not None:
+            _apply_item(conn, run_id, event)
+            return
         key = (run_id, getattr(event, "task_id", None))
         match event:
             case TaskPlanned():
@@ -486,6 +498,46 @@ class Journal:
             for r in rows
         }
 
+    def recorded_items(self, run_id: str) -> dict[int, dict[int, RecordedItem]]:
+        """The fan-out elements that finished, by task id and item; `result` is left to the
+        caller to decode from `stored`."""
+        rows = self._read(
+            "SELECT * FROM task_items WHERE run_id = ? AND status = 'done' ORDER BY task_id, item",
+            (run_id,),
+        )
+        found: dict[int, dict[int, RecordedItem]] = {}
+        for r in rows:
+            found.setdefault(r["task_id"], {})[r["item"]] = RecordedItem(
+                call=r["call"],
+                stored=_loads(r["result"]),
+                start=r["started"],
+                end=r["ended"],
+                attempts=r["attempts"],
+            )
+        return found
+
+    def items(self, run_id: str) -> dict[int, list[dict[str, Any]]]:
+        """Each fan-out task's elements as `--json` shows them, by task id."""
+        rows = self._read(
+            "SELECT * FROM task_items WHERE run_id = ? ORDER BY task_id, item", (run_id,)
+        )
+        found: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            found.setdefault(r["task_id"], []).append(
+                item_dict(
+                    item=r["item"],
+                    call=r["call"],
+                    status=r["status"],
+                    start=r["started"],
+                    end=r["ended"],
+                    attempts=r["attempts"],
+                    result=_shown_result(r["status"], r["result"]),
+                    error=_loads(r["error"]),
+                    recovery=_loads(r["recovery"]),
+                )
+            )
+        return found
+
     def recorded_calls(self, run_id: str) -> dict[int, Replay]:
         """Each call number's latest finished response, to replay."""
         rows = self._read(
@@ -578,8 +630,9 @@ class Journal:
         it awaits approval, `awaiting`: the mode and the waiting tasks)."""
         run_id = self.find(run_id)
         run = self._read("SELECT * FROM runs WHERE id = ?", (run_id,))[0]
+        items = self.items(run_id)
         tasks = [
-            _task_dict(r)
+            _task_dict(r, items.get(r["id"]))
             for r in self._read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
         ]
         calls = [
@@ -657,6 +710,43 @@ def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> Non
     )
 
 
+def _apply_item(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
+    """A fan-out element's event, on its own row: the task's row is the whole fan-out's."""
+    key = (run_id, getattr(event, "task_id", None), getattr(event, "item", None))
+    match event:
+        case TaskStarted():
+            call = item_call(event.tool, event.arguments)
+            conn.execute(
+                "INSERT INTO task_items (run_id, task_id, item, call, status, attempts, "
+                "arguments, started) VALUES (?, ?, ?, ?, 'running', ?, ?, ?) "
+                "ON CONFLICT (run_id, task_id, item) DO UPDATE SET call = excluded.call, "
+                "status = 'running', attempts = excluded.attempts, arguments = "
+                "excluded.arguments, started = excluded.started, ended = NULL, result = NULL, "
+                "error = NULL",
+                (*key, call, event.attempt, _dumps(_storable(event.arguments)), event.start),
+            )
+        case TaskFinished(reused=False):
+            conn.execute(
+                "UPDATE task_items SET status = 'done', result = ?, error = NULL, ended = ?, "
+                "attempts = ? WHERE run_id = ? AND task_id = ? AND item = ?",
+                (_dumps(event.stored), event.end, event.attempts, *key),
+            )
+        case TaskFailed(reused=False) | TaskCancelled():
+            status = "failed" if isinstance(event, TaskFailed) else "cancelled"
+            error = _dumps(event.error) if isinstance(event, TaskFailed) else None
+            conn.execute(
+                "UPDATE task_items SET status = ?, error = ?, ended = ?, attempts = ? "
+                "WHERE run_id = ? AND task_id = ? AND item = ?",
+                (status, error, event.end, event.attempts, *key),
+            )
+        case TaskRecovery():
+            conn.execute(
+                "UPDATE task_items SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
+                "json(?)) WHERE run_id = ? AND task_id = ? AND item = ?",
+                (_dumps(event.record()), *key),
+            )
+
+
 def _storable(value: Any) -> Any:
     try:
         return encode(value)
@@ -691,13 +781,16 @@ def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str
     }
 
 
-def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
-    result: Any = None
-    if r["status"] == "done":
-        try:
-            result = jsonable(decode(_loads(r["result"])))
-        except Unstorable:
-            result = _loads(r["result"])
+def _shown_result(status: str, text: str | None) -> Any:
+    if status != "done":
+        return None
+    try:
+        return jsonable(decode(_loads(text)))
+    except Unstorable:
+        return _loads(text)
+
+
+def _task_dict(r: sqlite3.Row, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return task_dict(
         id=r["id"],
         tool=r["tool"],
@@ -709,8 +802,9 @@ def _task_dict(r: sqlite3.Row) -> dict[str, Any]:
         end=r["ended"],
         plan_round=r["plan_round"],
         attempts=r["attempts"],
-        result=result,
+        result=_shown_result(r["status"], r["result"]),
         error=_loads(r["error"]),
         thought=r["thought"],
         recovery=_loads(r["recovery"]),
+        items=items,
     )

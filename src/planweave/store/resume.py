@@ -12,7 +12,7 @@ from ..approval import ApproveMode
 from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
 from ..events import PlanApproved
 from ..parser import PlanParser, parse_call
-from ..records import Recorded, RecordedTask, Replay
+from ..records import Recorded, RecordedItem, RecordedTask, Replay
 from ..tools import ToolRegistry
 from .codec import Unstorable, decode
 from .journal import Journal
@@ -33,6 +33,8 @@ class ResumeState:
     session: int
     created: float
     recorded: dict[int, Recorded] = field(default_factory=dict)
+    # The fan-out elements that finished, by task id and item: only the others run again.
+    items: dict[int, dict[int, RecordedItem]] = field(default_factory=dict)
     replay: dict[int, Replay] = field(default_factory=dict)
     rerun: list[int] = field(default_factory=list)
     cache: dict[str, Any] | None = None  # what the plan cache did when the run began
@@ -112,6 +114,7 @@ def prepare(
                 tasks=undecided,
             )
         state.recorded = {t.id: r for t in tasks.values() if (r := _outcome(run_id, t))}
+        state.items = _items(run_id, journal.recorded_items(run_id))
     except BaseException:
         journal.pause(run_id, "awaiting_approval" if approving else "paused")
         raise
@@ -155,6 +158,24 @@ def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegis
                 f"{task.id} `{task.call}` no longer fits: {err.message} (tools now: "
                 f"{', '.join(sorted(tools)) or 'none'})"
             ) from err
+
+
+def _items(
+    run_id: str, recorded: dict[int, dict[int, RecordedItem]]
+) -> dict[int, dict[int, RecordedItem]]:
+    """The finished fan-out elements with their results read back."""
+    out: dict[int, dict[int, RecordedItem]] = {}
+    for task_id, items in recorded.items():
+        for item, rec in items.items():
+            try:
+                value = decode(rec.stored)
+            except Unstorable as exc:
+                raise ResumeError(
+                    f"run {run_id} cannot be resumed: the recorded result of task "
+                    f"{task_id}.{item} `{rec.call}` cannot be read back: {exc}"
+                ) from exc
+            out.setdefault(task_id, {})[item] = dataclasses.replace(rec, result=value)
+    return out
 
 
 def _outcome(run_id: str, task: RecordedTask) -> Recorded | None:

@@ -112,6 +112,25 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX plan_templates_by_use ON plan_templates (used DESC)",
         "ALTER TABLE runs ADD COLUMN cache TEXT",
     ],
+    # 5: the elements of fan-out tasks (`$N[*]`), each its own step keyed by (run, task, item);
+    # `call` is the element's tool and resolved arguments, its identity on resume.
+    [
+        """CREATE TABLE task_items (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            task_id INTEGER NOT NULL,
+            item INTEGER NOT NULL,
+            call TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            arguments TEXT,
+            result TEXT,
+            error TEXT,
+            recovery TEXT,
+            started REAL,
+            ended REAL,
+            PRIMARY KEY (run_id, task_id, item)
+        )""",
+    ],
 ]
 
 

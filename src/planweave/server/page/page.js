@@ -255,10 +255,17 @@ function apply(run, e) {
     case "run_resumed": run.status = "running"; run.awaiting = null; break;
     case "task_planned": Object.assign(task(run, e.task_id), {
       tool: e.tool, call: e.call, deps: e.deps || [], status: "pending", note: "" }); break;
-    case "task_started": Object.assign(task(run, e.task_id), {
+    case "task_started":
+      if (e.item != null) break;  // a fan-out's element: its task's row counts them as they end
+      Object.assign(task(run, e.task_id), {
       status: "running", start: e.start, end: null }); break;
     case "task_finished": case "task_failed": case "task_skipped": case "task_cancelled": {
       const t = task(run, e.task_id);
+      if (e.item != null) {
+        t.itemsDone = (t.itemsDone || 0) + 1;
+        t.note = `${t.itemsDone} element(s) ended` + (e.kind === "task_failed" ? ", one failed" : "");
+        break;
+      }
       t.status = e.kind.slice(5).replace("finished", "done");
       if (e.start != null) t.start = e.start;
       t.end = e.end != null ? e.end : (t.start != null ? e.t : null);

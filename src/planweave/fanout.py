@@ -1,0 +1,214 @@
+"""Fan-out: a task with `$N[*]` in an argument calls its tool once per element of task N's list.
+
+Every element is a call of its own, all at once: its own `task_started`/`task_finished` events
+(with `item`, 1-based, shown as `3.1`, `3.2`), attempts and recovery, and its own journal record,
+so that a resumed run calls again only the elements that had not finished.  The tool's own
+concurrency limit (`@tool(max_concurrency=)`) holds across elements and the rest of the plan;
+the run's `max_concurrency` counts the fan-out once.  The task's result is the list of the
+elements' results in the list's order (an empty list gives an empty list); once every element
+has ended, the first failed one, if any, fails the task.  Starred references to several lists
+go through them pairwise; lists of different lengths fail the task.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .errors import ProjectionError, TaskError, ToolArgumentError
+from .events import EventBus, TaskCancelled, TaskFailed, TaskFinished, TaskStarted
+from .executor import Executor
+from .plan import MAX_FANOUT, Ref, Task, fan_outs, format_args, project
+from .records import RecordedItem, TaskRecord, TaskStatus, item_call, plan_json
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from .recoverer import TaskRecoverer
+
+__all__ = ["FanOut"]
+
+
+class FanOut:
+    """Runs fan-out tasks for a scheduler.  `released(tool)` is called each time an element
+    gives its tool's slot back, so that a task the scheduler parked on that limit can run;
+    `store` turns a result into its journal form; `recorded` holds, by task id and item, the
+    elements an earlier session of the run finished."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        bus: EventBus,
+        *,
+        recoverer: TaskRecoverer | None,
+        limiters: Mapping[str, anyio.CapacityLimiter],
+        released: Callable[[str], None],
+        store: Callable[[TaskRecord, Mapping[str, Any], Any], Any],
+        recorded: Mapping[int, Mapping[int, RecordedItem]] | None = None,
+        max_items: int = MAX_FANOUT,
+    ) -> None:
+        self.executor = executor
+        self.bus = bus
+        self.recoverer = recoverer
+        self.limiters = limiters
+        self.released = released
+        self.store = store
+        self.recorded = recorded or {}
+        self.max_items = max_items
+
+    def elements(self, task: Task, results: Mapping[int, Any]) -> list[dict[Ref, Any]]:
+        """Each call's elements, by the list they come from; a TaskError when a list is not
+        one, is too long, or is not as long as the others."""
+        try:
+            lists = {ref: self._list(ref, results) for ref in fan_outs(task.bound.values())}
+            if len({len(v) for v in lists.values()}) > 1:
+                sizes = ", ".join(f"{ref}[*] {len(v)}" for ref, v in lists.items())
+                raise ToolArgumentError(
+                    f"a task fans out over its lists pairwise, but they differ in length ({sizes})",
+                    cause="fan_out_lengths",
+                )
+        except TaskError as err:
+            err.task_id, err.tool = task.id, task.tool
+            err.arguments = format_args(task.args, task.kwargs)
+            raise
+        columns = zip(*lists.values(), strict=True)
+        return [dict(zip(lists, values, strict=True)) for values in columns]
+
+    def _list(self, ref: Ref, results: Mapping[int, Any]) -> list[Any]:
+        value = project(results[ref.task_id], ref)
+        if not isinstance(value, list | tuple):
+            raise ProjectionError(
+                f"{ref}[*] fans out over a list, but {ref} is a {type(value).__name__}",
+                cause="not_a_list",
+            )
+        if len(value) > self.max_items:
+            raise ToolArgumentError(
+                f"{ref}[*] has {len(value)} items; one task fans out over at most "
+                f"{self.max_items} (max_fanout): narrow the list, or split it with "
+                f"projections such as ${ref.task_id}[0]",
+                cause="fan_out_too_wide",
+            )
+        return list(value)
+
+    async def run(self, rec: TaskRecord, tool: Tool, results: Mapping[int, Any]) -> list[Any]:
+        """Call `tool` once per element, all at once; the results in order, or the first
+        failed element's error once every element has ended."""
+        task = rec.task
+        values = self.elements(task, results)
+        self.bus.emit(
+            TaskStarted(
+                task_id=task.id,
+                tool=task.tool,
+                arguments={name: plan_json(v) for name, v in task.bound.items()},
+                start=rec.start or 0.0,
+                attempt=rec.attempts,
+                items=len(values),
+            )
+        )
+        rec.items = [TaskRecord(task, rec.plan_round, item=k) for k in range(1, len(values) + 1)]
+        out: list[Any] = [None] * len(values)
+        async with anyio.create_task_group() as tg:
+            for sub, value in zip(rec.items, values, strict=True):
+                tg.start_soon(self._element, sub, tool, value, results, out)
+        failed = next((sub for sub in rec.items if sub.error is not None), None)
+        if failed is not None:
+            assert failed.error is not None
+            assert failed.item is not None
+            raise _for_task(failed.error, failed.item, len(values))
+        return out
+
+    async def _element(
+        self, sub: TaskRecord, tool: Tool, value: Any, results: Mapping[int, Any], out: list[Any]
+    ) -> None:
+        task, item = sub.task, sub.item
+        assert item is not None
+        try:
+            arguments = self.executor.resolve_arguments(task, task.bound, results, item=value)
+        except TaskError as err:
+            self._failed(sub, err)
+            return
+        sub.call = item_call(task.tool, arguments)
+        earlier = self.recorded.get(task.id, {}).get(item)
+        if earlier is not None and earlier.call == sub.call:
+            self._reused(sub, earlier, out)
+            return
+        sub.status, sub.start = TaskStatus.RUNNING, self.bus.now()
+        sub.attempts += 1
+        self.bus.emit(
+            TaskStarted(
+                task_id=task.id,
+                tool=task.tool,
+                arguments=arguments,
+                start=sub.start,
+                attempt=sub.attempts,
+                item=item,
+            )
+        )
+        try:
+            result = await self._call(sub, tool, arguments)
+            stored = self.store(sub, arguments, result)
+        except TaskError as err:
+            sub.end = self.bus.now()
+            self._failed(sub, err)
+            return
+        except anyio.get_cancelled_exc_class():
+            sub.end, sub.status = self.bus.now(), TaskStatus.CANCELLED
+            self.bus.emit(TaskCancelled(**_ended(sub)))
+            raise
+        sub.end, sub.status, sub.result = self.bus.now(), TaskStatus.DONE, result
+        out[item - 1] = result
+        self.bus.emit(
+            TaskFinished(**_ended(sub), duration=sub.duration, result=result, stored=stored)
+        )
+
+    async def _call(self, sub: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        limiter = self.limiters.get(tool.name)
+        if limiter is not None:
+            await limiter.acquire()
+        try:
+            if self.recoverer is None:
+                return await self.executor.execute(sub.task, tool, arguments)
+            return await self.recoverer.call(sub, tool, arguments)
+        finally:
+            if limiter is not None:
+                limiter.release()
+                self.released(tool.name)
+
+    def _reused(self, sub: TaskRecord, earlier: RecordedItem, out: list[Any]) -> None:
+        assert sub.item is not None
+        sub.reused, sub.status, sub.result = True, TaskStatus.DONE, earlier.result
+        sub.start, sub.end, sub.attempts = earlier.start, earlier.end, earlier.attempts
+        out[sub.item - 1] = earlier.result
+        self.bus.emit(
+            TaskFinished(
+                **_ended(sub),
+                duration=sub.duration,
+                result=earlier.result,
+                stored=earlier.stored,
+                reused=True,
+            )
+        )
+
+    def _failed(self, sub: TaskRecord, err: TaskError) -> None:
+        sub.status, sub.error = TaskStatus.FAILED, err
+        self.bus.emit(TaskFailed(**_ended(sub), duration=sub.duration, error=err.to_dict()))
+
+
+def _ended(sub: TaskRecord) -> dict[str, Any]:
+    return {
+        "task_id": sub.task.id,
+        "tool": sub.task.tool,
+        "start": sub.start,
+        "end": sub.end,
+        "attempts": sub.attempts,
+        "item": sub.item,
+    }
+
+
+def _for_task(err: TaskError, item: int, items: int) -> TaskError:
+    """An element's failure as its fan-out task's: the same class, naming the element."""
+    whole = copy.copy(err)
+    whole.args = (f"item {item} of {items}: {err.message}",)
+    return whole
