@@ -232,3 +232,13 @@ def test_the_joiner_asked_again_may_quote_results_by_id() -> None:
     )
     assert "writing ${<id>} where a task's result goes" in script.requests[-1][-1].content
     assert len([e for e in result.events if isinstance(e, AnswerUngrounded)]) == 1
+
+
+def test_a_quoted_value_that_is_no_task_id_reads_as_the_value() -> None:
+    from planweave.joiner import fill_answer
+
+    failed = TaskRecord(task=Task(id=2, tool="t"), status=TaskStatus.FAILED)
+    records = [done(377_930, 1), failed]
+    assert fill_answer("Japan: ${1} km²", records) == "Japan: 377930 km²"
+    assert fill_answer("Japan: ${377930} km²", records) == "Japan: 377930 km²"
+    assert fill_answer("Greece: ${2}", records) == "Greece: ${2}"  # a task that gave nothing

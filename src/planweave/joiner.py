@@ -28,11 +28,13 @@ def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
     if "${" not in text:
         return text
     done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
+    ids = {r.task.id for r in records}
 
     def filled(m: re.Match[str]) -> str:
         task_id = int(m.group(1))
         if task_id not in done:
-            return m.group(0)
+            # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
+            return m.group(0) if task_id in ids else m.group(1)
         value = done[task_id]
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return "\n".join(value)
