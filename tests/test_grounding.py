@@ -110,7 +110,7 @@ def test_twice_ungrounded_answers_with_what_was_found_and_what_was_not() -> None
     assert answer.startswith("I could not give an answer supported by the results")
     assert f'population("France") -> {POPULATION["France"]}' in answer
     assert 'What could not be found: population("Atlantis") -> ERROR: no country named' in answer
-    assert "42" not in answer.split("which no result gives")[1]
+    assert "42" not in answer  # the invented number is not repeated, not even to disown it
 
 
 def test_the_asked_again_joiner_may_replan_to_compute_the_number() -> None:
@@ -218,7 +218,7 @@ def test_the_fallback_keeps_the_answer_s_words_without_its_numbers() -> None:
     answer = "France has more people than Portugal, by 55,950,200."
     text = fallback_answer([done(66_000_000, 1)], ["55,950,200"], answer)
     assert "The answer without them: France has more people than Portugal, by [?]." in text
-    assert "55,950,200" not in text.split("which no result gives")[1]
+    assert "55,950,200" not in text
 
 
 def test_the_joiner_asked_again_may_quote_results_by_id() -> None:

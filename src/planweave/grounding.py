@@ -213,9 +213,11 @@ def fallback_answer(
             continue
         line = f"{rec.task.call_text()} -> {rec.observation(limit)}"
         (found if rec.status is TaskStatus.DONE else failed).append(line)
+    # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
+    # answer states no number that no result gives, not even to disown it.
     parts = [
-        "I could not give an answer supported by the results (the answer stated "
-        f"{', '.join(missing)}, which no result gives)."
+        f"I could not give an answer supported by the results: it stated {len(missing)} "
+        f"number{'s' if len(missing) > 1 else ''} that no result gives."
     ]
     if answer:
         kept = answer[:1000]
