@@ -53,12 +53,12 @@ Thought: The two areas are independent lookups; rank names the larger.
 3. rank(["Chile", "Peru"], [$1, $2])
 4. join()
 <END_OF_PLAN>""",
-    """Question: Which has more land per person, Canada or Australia, and how much more?
-Thought: Land per person is area divided by population, for each country.
-1. country_info("Canada", field="area_km2")
-2. country_info("Canada", field="population")
-3. country_info("Australia", field="area_km2")
-4. country_info("Australia", field="population")
+    """Question: Which has more people per square kilometre, Uruguay or Paraguay, and by how much?
+Thought: People per square kilometre is the population divided by the area, for each country.
+1. country_info("Uruguay", field="population")
+2. country_info("Uruguay", field="area_km2")
+3. country_info("Paraguay", field="population")
+4. country_info("Paraguay", field="area_km2")
 5. calculator("${1} / ${2}")
 6. calculator("${3} / ${4}")
 7. calculator("${5} - ${6}")
