@@ -43,7 +43,6 @@ import argparse
 import contextlib
 import json
 import statistics
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,9 +51,9 @@ from typing import Any
 import anyio
 import openai
 
-from planweave import OpenAICompatible, PromptStyle, RunFailed, Runtime, ToolRegistry
+from planweave import OpenAICompatible, PromptStyle, Runtime, ToolRegistry
 
-from .native import Outcome, native_run
+from .native import Outcome, native_run, planweave_run
 from .oracle import PREFILL, Exchange, Oracle, prompt_tokens, tokens_of
 from .overhead import machine_info
 from .peers.client import PEERS, PeerRunner, available
@@ -108,13 +107,7 @@ def run_contestant(
             react_max_steps=100,
             **CONTESTANTS[name],  # type: ignore[arg-type]
         )
-    began = time.monotonic()
-    try:
-        result = runtime.run(question)
-    except RunFailed as failed:
-        result = failed.result
-    tokens = result.llm.prompt_tokens + result.llm.completion_tokens
-    return Outcome(result.answer, result.wall_s, result.llm.calls, tokens, began)
+    return planweave_run(runtime, question)[0]
 
 
 def correct(q: Question, answer: str | None) -> bool:

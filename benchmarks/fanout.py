@@ -42,14 +42,14 @@ from typing import Any
 import anyio
 import openai
 
-from planweave import OpenAICompatible, RunFailed, Runtime, ToolRegistry, tool
+from planweave import OpenAICompatible, Runtime, ToolRegistry, tool
 from planweave.builtin import ask_tools
 from planweave.builtin.ask import LLM_CONCURRENCY
 from planweave.llm.base import Message, Purpose
 from planweave.llm.scripted import Reply
 from planweave.prompts import JOINER_PLAN_HEAD
 
-from .native import Outcome, native_run
+from .native import Outcome, native_run, planweave_run
 from .oracle import _REQUEST, Oracle
 from .overhead import machine_info
 from .workloads import Question, mentions
@@ -337,13 +337,7 @@ PARAMS = {
 
 
 def _runtime_run(runtime: Runtime, question: str) -> tuple[Outcome, int]:
-    began = time.monotonic()
-    try:
-        result = runtime.run(question)
-    except RunFailed as failed:
-        result = failed.result
-    tokens = result.llm.prompt_tokens + result.llm.completion_tokens
-    outcome = Outcome(result.answer, result.wall_s, result.llm.calls, tokens, began)
+    outcome, result = planweave_run(runtime, question)
     return outcome, result.replans
 
 

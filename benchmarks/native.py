@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import openai
 
-from planweave import ToolRegistry
+from planweave import RunFailed, RunResult, Runtime, ToolRegistry
 
 NATIVE_HEAD = "You answer questions by calling the provided functions."
 
@@ -27,6 +27,18 @@ class Outcome:
     calls: int
     tokens: int
     began: float | None = None
+
+
+def planweave_run(runtime: Runtime, question: str) -> tuple[Outcome, RunResult]:
+    """Run one question through a planweave runtime, timed like every contestant; a failed
+    run counts with what it has (no answer)."""
+    began = time.monotonic()
+    try:
+        result = runtime.run(question)
+    except RunFailed as failed:
+        result = failed.result
+    tokens = result.llm.prompt_tokens + result.llm.completion_tokens
+    return Outcome(result.answer, result.wall_s, result.llm.calls, tokens, began), result
 
 
 async def native_run(
