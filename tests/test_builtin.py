@@ -274,6 +274,13 @@ def test_city_not_found(geo: Any) -> None:
         ("1.5e3 * 2", 3000.0),
         ("2e-3", 0.002),
         ("3 × 4 ÷ 2", 6.0),
+        ('len(["Andorra", "Belgium", "Germany"])', 3),
+        ("count([4, 5])", 2),
+        ("mean([1, 2, 6])", 3.0),
+        ("sum(1, 2, 3) / 3", 2.0),  # sum(a, b, c) as people write it, not Python's sum(it, start)
+        ("mean(66078000, 11225469, 60769102)", 46024190.333333336),
+        ("sum([1.5, 2])", 3.5),
+        ("average([2, 4]) / 2", 1.5),
     ],
 )
 def test_calculator_operations(expression: str, expected: float) -> None:
@@ -316,6 +323,13 @@ def test_calculator_keeps_whole_floats_as_floats() -> None:
         ("1 +", "not an arithmetic expression"),
         ("", "empty"),
         ("1 + " * 200 + "1", "too long"),
+        ('sum(["a", "b"])', "only numbers are allowed"),  # texts only inside len's list
+        ('len("abc")', "only numbers are allowed"),
+        ('len([["a"] * 10])', "a list may only be a function.s argument"),
+        ("len(3)", "len counts the items of a list"),
+        ("mean([])", "mean needs numbers"),
+        ("sum()", "sum needs numbers"),
+        ('mean(["a"])', "only numbers are allowed"),
     ],
 )
 def test_calculator_refusals(expression: str, message: str) -> None:

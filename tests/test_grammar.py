@@ -56,11 +56,30 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     registry = REGISTRIES[name]
     check_grammar(vocab_model, plan_grammar(registry))
     check_grammar(vocab_model, react_grammar(registry))
-    check_grammar(vocab_model, joiner_grammar(registry))  # a Replan carrying a plan
+    check_grammar(vocab_model, joiner_grammar("full", registry))  # a Replan carrying a plan
 
 
 def test_joiner_grammar_parses(vocab_model: Any) -> None:
     check_grammar(vocab_model, joiner_grammar())
+    check_grammar(vocab_model, joiner_grammar("compact", finish_only=True))
+
+
+@pytest.mark.parametrize("style", ["full", "compact"])
+def test_the_last_round_s_joiner_grammar_only_answers(style: Any) -> None:
+    from gbnf import Grammar
+
+    finish = "Thought: nothing more can run.\nAction: Finish(Paris, as far as was found.)"
+    replan = "Thought: the population is missing.\nAction: Replan(the population)"
+    with_plan = f'{replan}\n1. population("France")\n2. join()\n<END_OF_PLAN>'
+    tools = ToolRegistry(TOOLS)
+    usual = Grammar(joiner_grammar(style, tools))
+    last = Grammar(joiner_grammar(style, tools, finish_only=True))
+    assert usual.accepts(finish)
+    assert usual.accepts(replan)
+    assert usual.accepts(with_plan)
+    assert last.accepts(finish)
+    assert not last.accepts(replan)
+    assert not last.accepts(with_plan)
 
 
 def test_a_broken_grammar_is_a_clear_error(vocab_model: Any) -> None:

@@ -228,7 +228,7 @@ def test_the_joiner_asked_again_may_quote_results_by_id() -> None:
     result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run("France and Belgium?")
     assert (
         result.answer
-        == f"France has {POPULATION['France']} people, Belgium {POPULATION['Belgium']}."
+        == f"France has {POPULATION['France']:,} people, Belgium {POPULATION['Belgium']:,}."
     )
     assert "writing ${<id>} where a task's result goes" in script.requests[-1][-1].content
     assert len([e for e in result.events if isinstance(e, AnswerUngrounded)]) == 1
@@ -239,6 +239,31 @@ def test_a_quoted_value_that_is_no_task_id_reads_as_the_value() -> None:
 
     failed = TaskRecord(task=Task(id=2, tool="t"), status=TaskStatus.FAILED)
     records = [done(377_930, 1), failed]
-    assert fill_answer("Japan: ${1} km²", records) == "Japan: 377930 km²"
+    assert fill_answer("Japan: ${1} km²", records) == "Japan: 377,930 km²"
     assert fill_answer("Japan: ${377930} km²", records) == "Japan: 377930 km²"
+    # Any length: a population of eight digits stayed `${11225469}` in an answer.
+    assert fill_answer("Belgium has ${11225469} people", records) == "Belgium has 11225469 people"
     assert fill_answer("Greece: ${2}", records) == "Greece: ${2}"  # a task that gave nothing
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (60_769_102, "60,769,102"),
+        (403.3725169, "403.37"),
+        (1964375.0, "1,964,375"),
+        (0.002479, "0.002479"),
+        (0.5, "0.5"),
+        (-35.6617, "-35.66"),
+        (1.2e20, "1.2e+20"),
+    ],
+)
+def test_a_quoted_number_reads_as_an_answer_writes_it_and_stays_grounded(
+    value: float, text: str
+) -> None:
+    from planweave.joiner import fill_answer
+
+    records = [done(value, 1)]
+    answer = fill_answer("It is ${1}.", records)
+    assert answer == f"It is {text}."
+    assert ungrounded(answer, "q", records) == []

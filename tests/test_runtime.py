@@ -232,6 +232,32 @@ def test_a_replan_may_not_repeat_a_call_that_already_failed(join_replan: bool) -
     assert result.results[5] == pytest.approx(POPULATION["France"] / POPULATION["Belgium"])
 
 
+@pytest.mark.parametrize("join_replan", [True, False])
+def test_a_replan_may_not_read_a_task_that_gave_no_result(join_replan: bool) -> None:
+    # Task 2 fails and task 3, reading it, is skipped; the 1.5B model then wrote plans over
+    # `$2` and `$3` round after round, each skipped at once.
+    first = (
+        '1. population("France")\n2. population("Belgia")\n3. divide($1, $2)\n'
+        "4. join()\n<END_OF_PLAN>"
+    )
+    again = "5. divide($1, $3)\n6. join()\n<END_OF_PLAN>"
+    fixed = '5. population("Belgium")\n6. divide($1, $5)\n7. join()\n<END_OF_PLAN>'
+    replan = "Thought: x\nAction: Replan(the ratio is missing)"
+    if join_replan:
+        script = Script.by_purpose(
+            planner=[first], joiner=[f"{replan}\n{again}", FINISH], repair=[fixed]
+        )
+    else:
+        script = Script.by_purpose(planner=[first, again], joiner=[replan, FINISH], repair=[fixed])
+    result = Runtime(TOOLS, ScriptedLLM(script), join_replan=join_replan).run("q")
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.error["type"] for e in invalid] == ["InvalidReferenceError"]
+    message = invalid[0].error["message"]
+    assert message.startswith("$3 has no result (task 3: not run because task 2")
+    assert "has no result" in script.requests[-2][-1].content  # the repair prompt says why
+    assert result.results[6] == pytest.approx(POPULATION["France"] / POPULATION["Belgium"])
+
+
 def test_a_pure_tool_called_twice_the_same_way_is_repaired() -> None:
     # The 1.5B model copied `divide($1, $2)` where it meant `divide($3, $4)`.
     pure_divide = Tool.from_function(divide.fn, pure=True)

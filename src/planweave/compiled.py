@@ -168,7 +168,7 @@ class Compiled:
         """The joiner's decision; with `bus` (the run's own question, not a sub-goal), the
         answer streams onto it as `AnswerDelta`s while it is decoded."""
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
-        return await self.joiner.decide(llm, messages, _deltas(bus))
+        return await self.joiner.decide(llm, messages, _deltas(bus), last_round=last_round)
 
     async def _join_and_plan(
         self,

@@ -205,22 +205,26 @@ def plan_grammar(tools: ToolRegistry) -> str:
     return "\n".join(["root ::= plan", *_plan_rules(tools)]) + _COMMON
 
 
-def joiner_grammar(style: PromptStyle = "full", tools: ToolRegistry | None = None) -> str:
+def joiner_grammar(
+    style: PromptStyle = "full", tools: ToolRegistry | None = None, *, finish_only: bool = False
+) -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
     style the thought may be left out; with `tools`, a Replan line may be followed by the next
-    plan (the plan grammar's lines)."""
+    plan (the plan grammar's lines).  `finish_only`, for the last round, when no plan can run
+    any more: the reply must be an answer (saying what could not be found, if so)."""
     # With the plan's rules, whose `text` is a plan thought's, the joiner's is `reason`.
     text = "text" if tools is None else "reason"
     thought = f'"Thought: " {text} "\\n"'
     head = [
         f'root ::= {f"( {thought} )?" if style == "compact" else thought} "Action: " action',
-        'action ::= "Finish(" answer ")" | "Replan(" answer ")"'
-        + (' ( "\\n" plan )?' if tools is not None else ""),
+        'action ::= "Finish(" answer ")"'
+        + ("" if finish_only else ' | "Replan(" answer ")"')
+        + (' ( "\\n" plan )?' if tools is not None and not finish_only else ""),
         "answer ::= [^\\n]{1,600}",
         # Bounded, so a small model caught in a loop must still come to its Action.
         f"{text} ::= [^\\n]{{0,400}}",
     ]
-    if tools is None:
+    if tools is None or finish_only:
         return "\n".join(head) + "\n"
     return "\n".join([*head, *_plan_rules(tools)]) + _COMMON
 

@@ -3,6 +3,7 @@ Its prompt and the parser of its replies live in `prompts`."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
@@ -18,7 +19,20 @@ from .tools import ToolRegistry
 # parse_decision is re-exported: the runtime reads the joiner's replies through it.
 __all__ = ["Joiner", "fill_answer", "parse_decision"]
 
-_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,7})\s*\}")
+_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30})\s*\}")
+
+
+def readable_number(value: float) -> str:
+    """A result number as an answer writes it: thousands separated, a fraction rounded to two
+    decimals (four significant digits below 1); what the grounding check accepts as it."""
+    whole = math.isfinite(value) and float(value).is_integer() and abs(value) < 1e15
+    if isinstance(value, int) or whole:
+        return f"{int(value):,}"
+    if not math.isfinite(value) or abs(value) >= 1e15:
+        return repr(value)
+    if abs(value) >= 1:
+        return f"{value:,.2f}"
+    return f"{value:.4g}"
 
 
 def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
@@ -38,6 +52,8 @@ def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
         value = done[task_id]
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return "\n".join(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return readable_number(value)
         return render_text(value)
 
     return _QUOTED_RE.sub(filled, text)
@@ -59,6 +75,7 @@ class Joiner:
         plan_tools: ToolRegistry | None = None,
         plan_max_tokens: int | None = 1024,
         plan_grammar: str | None = None,
+        finish_grammar: str | None = None,
     ) -> None:
         self.max_tokens = max_tokens
         self.observation_limit = observation_limit
@@ -67,6 +84,7 @@ class Joiner:
         self.plan_tools = plan_tools
         self.plan_max_tokens = plan_max_tokens
         self.plan_grammar = plan_grammar
+        self.finish_grammar = finish_grammar
 
     def messages(
         self,
@@ -88,14 +106,19 @@ class Joiner:
             next_id=next_id,
         )
 
-    def request(self, messages: list[Message], *, plan: bool = False) -> LLMRequest:
+    def request(
+        self, messages: list[Message], *, plan: bool = False, last_round: bool = False
+    ) -> LLMRequest:
         """The request for `messages`; `plan`: its reply may carry a plan (then it stops at
-        the plan's end)."""
+        the plan's end); `last_round`: it may only answer (`finish_grammar`, where set)."""
+        grammar = self.plan_grammar if plan else self.grammar
+        if last_round and self.finish_grammar is not None:
+            grammar = self.finish_grammar
         return LLMRequest(
             messages=messages,
             stop=[END_OF_PLAN] if plan else [],
             max_tokens=self.plan_max_tokens if plan else self.max_tokens,
-            grammar=self.plan_grammar if plan else self.grammar,
+            grammar=grammar,
             purpose="joiner",
         )
 
@@ -104,11 +127,14 @@ class Joiner:
         llm: MeteredLLM,
         messages: list[Message],
         answer: Callable[[str], object] | None = None,
+        *,
+        last_round: bool = False,
     ) -> JoinDecision:
         """Ask the joiner and read its decision; a finishing reply's answer goes to `answer`
         piece by piece as it is decoded (the pieces add up to the decision's text)."""
         reading = AnswerStream()
-        async with aclosing(llm.stream(self.request(messages))) as stream:
+        request = self.request(messages, last_round=last_round)
+        async with aclosing(llm.stream(request)) as stream:
             async for text in stream:
                 piece = reading.feed(text)
                 if piece and answer is not None:

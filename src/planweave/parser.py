@@ -26,7 +26,7 @@ from .errors import (
     UnknownToolError,
 )
 from .plan import END_OF_PLAN, Ref, Task, Template, fan_outs
-from .records import TaskRecord
+from .records import BROKEN, TaskRecord
 from .redaction import encodable
 from .tools import ToolRegistry, _type_name
 
@@ -373,6 +373,9 @@ class PlanParser:
         # Calls that failed for good in earlier rounds, by (tool, arguments): a replan or repair
         # may not write them again, or a small model repeats the same failing call each round.
         self._failed: dict[tuple[str, str], str] = {}
+        # Tasks of earlier rounds that gave no result: a later plan may not read them (a small
+        # model wrote `${4} / 3` over a failed task 4 round after round).
+        self._no_result: dict[int, str] = {}
         # Accepted calls, by (tool, arguments): a pure tool's same call twice is a mistake (a
         # small model copying a line), and its result is already `$N`.
         self._calls: dict[tuple[str, str], int] = {}
@@ -390,11 +393,15 @@ class PlanParser:
     def remember_failures(self, records: Iterable[TaskRecord]) -> None:
         """Refuse, from now on, a call that already failed for good with the same literal
         arguments (the tool rejected them, or they did not fit its schema); a call reading
-        another task's result may get other values, so it stays allowed."""
+        another task's result may get other values, so it stays allowed.  A task that gave no
+        result may not be read by later tasks."""
         for rec in records:
             task = rec.task
             if isinstance(rec.error, ToolRejected | ToolArgumentError) and not task.deps:
                 self._failed.setdefault(_call_key(task.tool, task.bound), rec.error.message)
+            if rec.status in BROKEN and not task.is_join:
+                why = rec.error.message if rec.error is not None else rec.status.value
+                self._no_result.setdefault(task.id, why)
 
     def start_plan(self) -> None:
         """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
@@ -554,6 +561,14 @@ class PlanParser:
             if dep >= task.id:
                 raise InvalidReferenceError(
                     f"${dep} refers to a task that is not earlier than task {task.id}",
+                    line=raw,
+                    lineno=lineno,
+                    task_id=task.id,
+                )
+            if dep in self._no_result:
+                raise InvalidReferenceError(
+                    f"${dep} has no result (task {dep}: {self._no_result[dep][:200]}); get the "
+                    "value another way, with its inputs written out",
                     line=raw,
                     lineno=lineno,
                     task_id=task.id,

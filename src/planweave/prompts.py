@@ -108,8 +108,7 @@ Rules:
 - $<id>[*] calls the tool once per item of task <id>'s list, all at once (the result is a list).
 - Ids count up from {first_id}; a task may only use results of earlier tasks.
 - Tasks that do not need each other's results run at the same time.
-- End with `<id>. join()` and {end}.  Do not compute the final answer in the plan: it is
-  written after the plan has run."""
+{compute}- End with `<id>. join()` and {end}; the answer is written after the plan has run."""
 
 _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
 
@@ -142,6 +141,22 @@ def synthesized_example(tools: ToolRegistry) -> str:
     return "\n".join(lines)
 
 
+def _compute_rule(tools: ToolRegistry) -> str:
+    """The rule that numbers and comparisons are tasks, for registries that have the tools
+    (a small model left to compare or add in prose gets it wrong)."""
+    if "calculator" not in tools:
+        return ""
+    rule = (
+        "- Every number the answer needs (a sum, difference, ratio, percentage, average or count)\n"
+        "  is a calculator task"
+    )
+    if "convert_units" in tools:
+        rule += ", a change of units a convert_units task"
+    if "rank" in tools:
+        rule += ', "which is largest/smallest" a rank task'
+    return rule + ": the answer only quotes them.\n"
+
+
 def planner_system_prompt(
     tools: ToolRegistry, examples: str, first_id: int = 1, style: PromptStyle = "full"
 ) -> str:
@@ -155,7 +170,9 @@ def planner_system_prompt(
         tools.render(),
         f"{join_n}. join(): collects the results of the plan; always the last task.",
         "",
-        _RULES.replace("{first_id}", str(first_id)).replace("{end}", END_OF_PLAN),
+        _RULES.replace("{first_id}", str(first_id))
+        .replace("{end}", END_OF_PLAN)
+        .replace("{compute}", _compute_rule(tools)),
     ]
     if style == "full":
         parts += ["", "Examples:", examples]
@@ -208,8 +225,9 @@ Thought: <what is missing>
 Action: Replan(<what to find out next>)
 
 The answer is one or two complete sentences that answer every part of the question, using
-the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
-winner and give the difference or ratio."""
+the numbers in the results with their units.  For a comparison, name the winner and give the
+difference or ratio.  Quote a result by writing ${<id>}, the task's id: it is filled in with
+the result, so no digit is retyped."""
 
 _JOINER_FORMAT = (
     """\
@@ -232,8 +250,8 @@ _JOINER_EXAMPLE = (
     ),
     Message(
         "assistant",
-        "Thought: The Amur is 4444 km and the Lena 4400 km; the difference is 44 km.\n"
-        "Action: Finish(The Amur is longer than the Lena, by 44 km (4,444 km against 4,400 km).)",
+        "Thought: The Amur (task 1) is longer than the Lena (task 2); task 3 is the difference.\n"
+        "Action: Finish(The Amur is longer than the Lena, by ${3} km (${1} km against ${2} km).)",
     ),
 )
 

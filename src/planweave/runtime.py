@@ -314,6 +314,9 @@ class Runtime:
                 if grammar and self.join_replan
                 else None
             ),
+            finish_grammar=(
+                joiner_grammar(self.prompt_style, finish_only=True) if grammar else None
+            ),
         )
         self.react = ReAct(
             self.tools,

@@ -65,18 +65,21 @@ Thought: People per square kilometre is the population divided by the area, for 
 8. join()
 <END_OF_PLAN>""",
     # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
-    """Question: What is the total population of Belgium's neighbours?
+    """Question: How many neighbours does Belgium have, and what is their total population?
 Thought: Each neighbour's population is looked up once the neighbours are known, all at once.
 1. country_info("Belgium", field="neighbours")
 2. country_info($1[*], field="population")
-3. calculator("sum(${2})")
-4. join()
+3. calculator("len(${1})")
+4. calculator("sum(${2})")
+5. join()
 <END_OF_PLAN>""",
-    """Question: How many times more people live in Osaka than in Kyoto, and how many more?
+    # One line: the question is written on one line in the prompt.
+    "Question: How many times more people live in Osaka than in Kyoto, and what percentage of"
+    """ the two cities' people live in Osaka?
 1. city_info("Osaka", field="population")
 2. city_info("Kyoto", field="population")
 3. calculator("${1} / ${2}")
-4. calculator("${1} - ${2}")
+4. calculator("${1} / (${1} + ${2}) * 100")
 5. join()
 <END_OF_PLAN>""",
     # ReAct transcripts with the tools' real observations and real answers (a placeholder

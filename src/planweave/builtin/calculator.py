@@ -46,7 +46,37 @@ def _round(x: float, ndigits: int | None = None) -> float | int:
     return round(x, ndigits)
 
 
+def _count(items: Any) -> int:
+    if not isinstance(items, list | tuple):
+        raise ToolFailed("len counts the items of a list, as in len([1, 2, 3])")
+    return len(items)
+
+
+def _numbers(name: str, args: tuple[Any, ...]) -> list[Any]:
+    """The numbers of sum(...) or mean(...): one list, or the numbers written out."""
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
+    if not items:
+        raise ToolFailed(f"{name} needs numbers, as in {name}([1, 2, 3]) or {name}(1, 2, 3)")
+    return items
+
+
+def _sum(*args: Any) -> Any:
+    return sum(_numbers("sum", args))
+
+
+def _mean(*args: Any) -> float:
+    items = _numbers("mean", args)
+    return float(sum(items) / len(items))
+
+
+# Functions whose list argument may hold texts too: a count of names is a number.
+_COUNTING = frozenset({"len", "count"})
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": _count,
+    "count": _count,
+    "mean": _mean,
+    "average": _mean,
     "abs": abs,
     "round": _round,
     "min": min,
@@ -54,7 +84,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "log": _log,
     "exp": math.exp,
-    "sum": sum,
+    "sum": _sum,
 }
 _ALLOWED_OPS = {
     ast.Add: operator.add,
@@ -80,6 +110,16 @@ def _check(tree: ast.Expression) -> None:
         for a in node.args
         if isinstance(a, ast.List | ast.Tuple)
     }
+    counted = {
+        id(item)
+        for node in ast.walk(tree.body)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _COUNTING
+        for a in node.args
+        if isinstance(a, ast.List | ast.Tuple)
+        for item in a.elts
+    }
     for node in ast.walk(tree.body):
         if isinstance(node, ast.List | ast.Tuple):
             if id(node) not in listed:
@@ -91,6 +131,8 @@ def _check(tree: ast.Expression) -> None:
             if type(node.op) not in _ALLOWED_OPS:
                 raise ToolFailed(f"operator {type(node.op).__name__} is not allowed")
         elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) in counted:
+                continue
             if isinstance(node.value, bool) or not isinstance(node.value, int | float):
                 raise ToolFailed(f"only numbers are allowed, not {node.value!r}")
         elif isinstance(node, ast.Name):
@@ -113,13 +155,16 @@ def calculator(expression: str) -> float | int:
     """Evaluate an arithmetic expression such as "(17900000 / 41850) - 300".
 
     Knows + - * / // % ** (also written ^), parentheses, abs, round, min, max, sqrt, log (natural,
-    or log(x, base)), exp, pi and e; sum, min and max also take a list: sum([1, 2, 3]).
+    or log(x, base)), exp, pi and e; sum, min, max and mean (the average) take numbers or a
+    list: sum(1, 2, 3) or sum([1, 2, 3]); len counts a list's items, names too:
+    len(["Spain", "Italy"]) is 2.
     Integers stay integers except through `/`, which always gives a float (10 / 2 is 5.0).
     Write numbers without thousands separators (17900000 or 17_900_000); scientific notation
     like 1.5e6 works.
 
     Args:
-        expression: numbers without thousands separators, + - * / ** ( ), sqrt, round, min, max
+        expression: numbers without thousands separators, + - * / ** ( ), sqrt, round, min, max;
+            sum, mean (the average) and len (how many) of a list
     """
     try:
         import simpleeval  # type: ignore[import-untyped]

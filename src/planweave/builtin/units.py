@@ -148,7 +148,7 @@ def _units(registry: Any, text: str, temperature: bool = False) -> Any:
 
 @tool(isolate=True, pure=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
-    """Convert a quantity between units, such as 5 km to mi or 20 celsius to fahrenheit.
+    """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit.
 
     Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
     celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...). The result is rounded
