@@ -50,6 +50,10 @@ class Question:
     split: str = "tune"
     answer: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # Steps whose results the model must read before it can write step N (1-based), beyond
+    # the references in N's arguments: a replan's second lookup names the capital the first
+    # one found, so no contestant can write it before that result is back.
+    reads: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def plan_text(self) -> str:
         lines = [f"{i}. {s.call()}" for i, s in enumerate(self.steps, 1)]
@@ -61,7 +65,7 @@ class Question:
         step = self.steps[index - 1]
         refs = [int(a[1:].split(".")[0]) for a in step.args if a.startswith("$") and a[1:2] != "{"]
         refs += [int(part.split("}")[0]) for a in step.args for part in a.split("${")[1:]]
-        return refs
+        return refs + [r for r in self.reads.get(index, ()) if r not in refs]
 
 
 def _summed(qid: str, shape: str, text: str, names: list[str], field: str) -> Question:
@@ -131,7 +135,14 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
     text = f"How many people live in the capital of {a}?"
     gold = city_population_of(capital)
     return Question(
-        qid, shape, text, float(gold), steps, answer=str(gold), meta={"capital": capital}
+        qid,
+        shape,
+        text,
+        float(gold),
+        steps,
+        answer=str(gold),
+        meta={"capital": capital},
+        reads={2: (1,)},
     )
 
 

@@ -62,6 +62,25 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
                     assert outcome.calls == (4 if name == "compiled-separate-replan" else 3)
 
 
+def test_native_calling_reads_the_capital_before_it_asks_for_its_population() -> None:
+    """A replan question's second lookup names what the first found: native calling asks for
+    it only in its second turn (three turns in all), and the lower bound chains both."""
+    from benchmarks.__main__ import longest_chain
+
+    (q,) = [q for q in generate(6, seed=3) if q.kind == "replan"]
+    assert q.deps(2) == [1]
+    oracle = Oracle([q], ttft=0.0, tps=2000.0)
+    tools = bench_tools("zero")
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        outcome = run_contestant("native", q.text, llm, server.base_url, tools)
+    assert correct(q, outcome.answer)
+    assert outcome.calls == 3
+    assert longest_chain(q, "web") == pytest.approx(
+        sum(latency("web", s.tool, s.args[0].strip('"')) for s in q.steps)
+    )
+
+
 @pytest.mark.timeout(120)
 def test_prefill_and_the_new_columns_on_every_shape() -> None:
     """With a prefill rate, every request's first token waits for its whole prompt (the tools'
