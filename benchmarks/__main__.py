@@ -216,6 +216,7 @@ def llm_side(outcome: Outcome, exchanges: Sequence[Exchange]) -> dict[str, Any]:
         first_answer = outcome.wall_s
     return {
         "purposes": [e.purpose for e in exchanges],
+        "plan_answered": final is None and outcome.answer is not None,
         "first_answer_s": first_answer,
         "first_prompt_tokens": exchanges[0].prompt_tokens if exchanges else None,
         "prompt_tokens": [e.prompt_tokens for e in exchanges],
