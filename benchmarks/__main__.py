@@ -34,6 +34,12 @@ streamed), less when the contestant was asked.
 exchange) and only the compact planner (`compiled-planner`: no worked examples); `compiled` has
 both, the default with an endpoint.
 
+`--answer-levers` adds compiled mode with each answer lever alone (ANSWER_LEVERS):
+`compiled-before` (neither: every plan ends with a bare `join()` and the joiner answers, a
+Replan comes after a thought), `compiled-plan-answers` (a plan whose answer is its results in
+set words ends with it, `join("${N}")`, and the joiner is not asked) and `compiled-bare-replan`
+(a Replan without a thought); `compiled` has both.
+
 Writes benchmarks/results/oracle.md and oracle.json (with machine info).
 """
 
@@ -76,6 +82,15 @@ LEVERS: dict[str, tuple[PromptStyle, PromptStyle]] = {
     "compiled-planner": ("compact", "full"),
 }
 
+# Compiled mode with the answer levers one at a time: (plan answers, a thought before a
+# Replan).  `compiled` has both (plan answers on, no thought), the default with an endpoint;
+# `compiled-before` has neither.
+ANSWER_LEVERS: dict[str, tuple[bool, bool]] = {
+    "compiled-before": (False, True),
+    "compiled-plan-answers": (True, True),
+    "compiled-bare-replan": (False, False),
+}
+
 
 def run_native(base_url: str, tools: ToolRegistry, question: str) -> Outcome:
     async def go() -> Outcome:
@@ -99,6 +114,10 @@ def run_contestant(
         runtime = Runtime(tools, llm, grammar=False, prompt_style=joiner)
         # One lever alone: the planner's style set apart from the joiner's.
         runtime.planner.style = planner
+    elif name in ANSWER_LEVERS:
+        answers, thought = ANSWER_LEVERS[name]
+        runtime = Runtime(tools, llm, grammar=False, plan_answers=answers)
+        runtime.joiner.replan_thought = thought
     else:
         runtime = Runtime(
             tools,
@@ -128,12 +147,14 @@ def critical_path_limit(
     profile: str,
     prompts: tuple[int, int] = (0, 0),
     joiner_tokens: int | None = None,
+    *,
+    joined: bool = True,
 ) -> float | None:
     """First token after the planner's prompt + streaming the plan up to its last critical
     task + the longest chain of tool latencies + the joiner call (after the joiner's prompt);
     `prompts` are the planner's and the joiner's prompt tokens, `joiner_tokens` what the
-    joiner streamed (None: the full-style gold reply).  Not defined for replanning questions
-    (two rounds)."""
+    joiner streamed (None: the full-style gold reply); without `joined` (the plan gave the
+    answer), no joiner call.  Not defined for replanning questions (two rounds)."""
     if q.kind == "replan":
         return None
     planner, joiner_prompt = prompts
@@ -144,6 +165,8 @@ def critical_path_limit(
         ready = oracle.seconds("\n".join(lines[:i]) + "\n", planner)
         ready = max([ready, *(finish[d] for d in q.deps(i))])
         finish[i] = ready + step_latency(profile, step)
+    if not joined:
+        return max(finish.values(), default=0.0)
     if joiner_tokens is None:
         joiner_tokens = tokens_of(len(oracle.joiner_text(q, [])))
     joiner = oracle.first_token_s(joiner_prompt) + oracle.stream_s(max(1, joiner_tokens))
@@ -180,7 +203,8 @@ def lower_bound(
 def llm_side(outcome: Outcome, exchanges: Sequence[Exchange]) -> dict[str, Any]:
     """What the oracle saw of one contestant's run: the first prompt, the tokens streamed for
     calls and for the answer (from the last reply that gives one), and the time to the first
-    answer token."""
+    answer token.  An answer no reply gave (a plan that ended with it, filled in once its
+    results are back) comes whole at the end: its first token is the run's end."""
     answered = [e for e in exchanges if e.answer_at is not None]
     final = answered[-1] if answered else None
     streamed = sum(e.tokens for e in exchanges)
@@ -188,7 +212,11 @@ def llm_side(outcome: Outcome, exchanges: Sequence[Exchange]) -> dict[str, Any]:
     first_answer = None
     if final and final.first_answer is not None and outcome.began is not None:
         first_answer = final.first_answer - outcome.began
+    elif final is None and outcome.answer is not None:
+        first_answer = outcome.wall_s
     return {
+        "purposes": [e.purpose for e in exchanges],
+        "plan_answered": final is None and outcome.answer is not None,
         "first_answer_s": first_answer,
         "first_prompt_tokens": exchanges[0].prompt_tokens if exchanges else None,
         "prompt_tokens": [e.prompt_tokens for e in exchanges],
@@ -206,8 +234,14 @@ def yardsticks(
     compiled = next(r for r in rows if r["contestant"] == "compiled")
     prompts = compiled["prompt_tokens"]
     replies = compiled.get("reply_tokens") or [None]
+    joined = "joiner" in compiled.get("purposes", ["joiner"])
     limit = critical_path_limit(
-        q, oracle, profile, (prompts[0], prompts[-1]) if prompts else (0, 0), replies[-1]
+        q,
+        oracle,
+        profile,
+        (prompts[0], prompts[-1]) if prompts else (0, 0),
+        replies[-1],
+        joined=joined,
     )
     right = [r for r in rows if r["correct"]]
     bound = bound_first = None
@@ -289,6 +323,12 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/oracle"))
     parser.add_argument(
+        "--answer-levers",
+        action="store_true",
+        help="also race compiled mode with each answer lever alone (compiled-before: neither, "
+        "compiled-plan-answers, compiled-bare-replan)",
+    )
+    parser.add_argument(
         "--levers",
         action="store_true",
         help="also race compiled mode with each prompt lever alone (compiled-full, "
@@ -309,7 +349,12 @@ def main() -> None:
             p.contestant: stack.enter_context(PeerRunner(p, server.base_url, args.profile))
             for p in peers
         }
-        names = [*CONTESTANTS, *(LEVERS if args.levers else ()), *runners]
+        names = [
+            *CONTESTANTS,
+            *(LEVERS if args.levers else ()),
+            *(ANSWER_LEVERS if args.answer_levers else ()),
+            *runners,
+        ]
         for q in questions:
             mine = race(q, names, oracle, args.profile, llm, server.base_url, tools, runners)
             rows += mine
@@ -429,7 +474,7 @@ def summarize_levers(rows: list[dict[str, Any]]) -> str:
     """Compiled mode with each prompt lever alone and together, per shape: against native
     calling, ReAct and the lower bound, with its prompt tokens and first answer token."""
     ran = {r["contestant"] for r in rows}
-    variants = [v for v in ("compiled-full", *LEVERS, "compiled") if v in ran]
+    variants = [v for v in ("compiled-full", *LEVERS, *ANSWER_LEVERS, "compiled") if v in ran]
     variants = list(dict.fromkeys(variants))
     if len(variants) < 2:
         return ""
@@ -455,9 +500,12 @@ def summarize_levers(rows: list[dict[str, Any]]) -> str:
             )
     return (
         "\n".join(lines)
-        + "\n\nThe prompt levers alone and together: compiled-full is the full prompts, "
-        "compiled-joiner only the compact joiner, compiled-planner only the compact planner, "
-        "compiled both.  Prompt tokens are all of a question's requests, added up.\n\n"
+        + "\n\nThe levers alone and together.  Prompts: compiled-full is the full prompts, "
+        "compiled-joiner only the compact joiner, compiled-planner only the compact planner.  "
+        "Answers: compiled-before has neither answer lever, compiled-plan-answers only plan "
+        "answers (a plan may end with its answer, no joiner call), compiled-bare-replan only "
+        "the Replan without a thought.  compiled has all of them.  Prompt tokens are all of a "
+        "question's requests, added up.\n\n"
     )
 
 

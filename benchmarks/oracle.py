@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from planweave.llm.base import Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedServer
-from planweave.prompts import ANSWER_FIRST, JOINER_PLAN_HEAD, purpose_of
+from planweave.prompts import (
+    ANSWER_FIRST,
+    JOINER_PLAN_HEAD,
+    PLAN_ANSWER,
+    THOUGHT_BEFORE_REPLAN,
+    purpose_of,
+)
 
 from .native import NATIVE_HEAD
 from .peers.dialects import FINISH_THOUGHT, REPLAN_ACTION, REPLAN_THOUGHT, peer_text
@@ -151,30 +157,50 @@ class Oracle:
         raise LookupError("the oracle does not know this question")
 
     def planner_text(self, q: Question, messages: Sequence[Message]) -> str:
-        return self.plan(q, second="A plan already ran" in messages[-1].content)
+        return self.plan(
+            q,
+            second="A plan already ran" in messages[-1].content,
+            answers=bool(messages) and PLAN_ANSWER in messages[0].content,
+        )
 
-    def plan(self, q: Question, *, second: bool, call: Callable[[Step], str] = Step.call) -> str:
+    def plan(
+        self,
+        q: Question,
+        *,
+        second: bool,
+        call: Callable[[Step], str] = Step.call,
+        answers: bool = False,
+    ) -> str:
         """The gold plan, each call written by `call`; a replan question gets its first step,
-        then (`second`) its last step numbered on from the first plan."""
+        then (`second`) its last step numbered on from the first plan.  Where the prompt
+        offers plan answers (`answers`) and the gold answer is a result of this plan as it
+        stands, the plan ends with it, `join("${N}")`: the same words the joiner would give
+        (its gold answer is that number), as a capable model would use the form."""
         steps, first = q.steps, 1
         if q.kind == "replan":
             steps, first = ([q.steps[1]], 3) if second else ([q.steps[0]], 1)
         lines = [f"{first + i}. {call(step)}" for i, step in enumerate(steps)]
-        lines.append(f"{first + len(steps)}. join()")
+        answer = ""
+        if answers and q.answer_step is not None and q.steps[q.answer_step - 1] in steps:
+            answer = f'"${{{first + steps.index(q.steps[q.answer_step - 1])}}}"'
+        lines.append(f"{first + len(steps)}. join({answer})")
         return "\n".join(lines) + "\n<END_OF_PLAN>"
 
     def joiner_text(self, q: Question, messages: Sequence[Message]) -> str:
         """The gold joiner reply.  A joiner prompt in the compact style asks for the answer
         first: the Finish then comes without its thought (the same answer text); a Replan
-        keeps its thought in either style."""
+        comes after its thought where the prompt's Replan form shows one."""
         # Every task of a gold plan is needed, so any failed one leaves the question open.
         if messages and FAILED in messages[-1].content:
             return GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
-            replan = f"Thought: {REPLAN_THOUGHT}\nAction: {REPLAN_ACTION}"
+            replan = f"Action: {REPLAN_ACTION}"
+            if messages and THOUGHT_BEFORE_REPLAN in messages[0].content:
+                replan = f"Thought: {REPLAN_THOUGHT}\n{replan}"
             if messages and JOINER_PLAN_HEAD in messages[0].content:
                 # Asked to, the joiner writes the second plan in the same reply.
-                return f"{replan}\n{self.plan(q, second=True)}"
+                answers = PLAN_ANSWER in messages[0].content
+                return f"{replan}\n{self.plan(q, second=True, answers=answers)}"
             return replan
         if messages and ANSWER_FIRST in messages[0].content:
             return f"Action: Finish({q.answer})"

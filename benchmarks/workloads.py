@@ -50,6 +50,13 @@ class Question:
     split: str = "tune"
     answer: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # Steps whose results the model must read before it can write step N (1-based), beyond
+    # the references in N's arguments: a replan's second lookup names the capital the first
+    # one found, so no contestant can write it before that result is back.
+    reads: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # The step (1-based) whose result is the gold answer as it stands, if one is: a plan may
+    # then end with it (`join("${N}")`) where plan answers are on.
+    answer_step: int | None = None
 
     def plan_text(self) -> str:
         lines = [f"{i}. {s.call()}" for i, s in enumerate(self.steps, 1)]
@@ -61,7 +68,7 @@ class Question:
         step = self.steps[index - 1]
         refs = [int(a[1:].split(".")[0]) for a in step.args if a.startswith("$") and a[1:2] != "{"]
         refs += [int(part.split("}")[0]) for a in step.args for part in a.split("${")[1:]]
-        return refs
+        return refs + [r for r in self.reads.get(index, ()) if r not in refs]
 
 
 def _summed(qid: str, shape: str, text: str, names: list[str], field: str) -> Question:
@@ -70,7 +77,9 @@ def _summed(qid: str, shape: str, text: str, names: list[str], field: str) -> Qu
     steps = [Step(field, (f'"{n}"',)) for n in names]
     expr = " + ".join(f"${{{i}}}" for i in range(1, len(names) + 1))
     steps.append(Step("calculator", (f'"{expr}"',)))
-    return Question(qid, shape, text, float(total), steps, answer=f"{total}")
+    return Question(
+        qid, shape, text, float(total), steps, answer=f"{total}", answer_step=len(steps)
+    )
 
 
 def generate(n: int = 200, seed: int = 2026) -> list[Question]:
@@ -118,7 +127,7 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
         text = (
             f"In millions, how many people live in the country whose capital is the capital of {a}?"
         )
-        return Question(qid, shape, text, gold, steps, answer=f"{gold:.3f}")
+        return Question(qid, shape, text, gold, steps, answer=f"{gold:.3f}", answer_step=4)
     if shape == "map":
         count = rng.choice([16, 24, 32])
         names = [rng.choice(COUNTRIES) for _ in range(count)]
@@ -131,7 +140,15 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
     text = f"How many people live in the capital of {a}?"
     gold = city_population_of(capital)
     return Question(
-        qid, shape, text, float(gold), steps, answer=str(gold), meta={"capital": capital}
+        qid,
+        shape,
+        text,
+        float(gold),
+        steps,
+        answer=str(gold),
+        meta={"capital": capital},
+        reads={2: (1,)},
+        answer_step=2,
     )
 
 

@@ -11,6 +11,7 @@ from benchmarks.peers.dialects import LLAMAINDEX_JOINER, LLMCOMPILER_JOINER, key
 from benchmarks.workloads import Step, generate
 
 from planweave.llm.base import Message
+from planweave.prompts import joiner_messages
 
 # What each port gets wrong on the oracle's gold replies (see benchmarks/peers/dialects.py):
 # the LlamaIndex pack looks for "Replan" inside Action's parentheses, so it never replans;
@@ -40,7 +41,9 @@ def test_peers_get_planweaves_joiner_words() -> None:
     (q,) = [q for q in generate(6, seed=3) if q.kind == "replan"]
     oracle = Oracle([q])
     first = f"Question: {q.text}\n1. capital: {q.meta['capital']}"
-    ours = oracle.joiner_text(q, [Message("user", first)])
+    # Planweave's full-style joiner prompt, whose Replan form has a thought, as the peers' do.
+    full = joiner_messages(q.text, [], last_round=False)[0]
+    ours = oracle.joiner_text(q, [full, Message("user", first)])
     assert "Replan(" in ours
     llamaindex = [Message("system", LLAMAINDEX_JOINER), Message("user", first)]
     assert peer_text(oracle, q, llamaindex) == ours

@@ -56,10 +56,31 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
                     # One model turn per dependency level, plus the answer.
                     assert outcome.calls >= 2
                 elif name != "react" and q.kind != "replan":
-                    assert outcome.calls == 2
+                    # A plan whose answer is a result as it stands ends with it: no joiner.
+                    assert outcome.calls == (1 if q.answer_step else 2)
                 elif name != "react":
-                    # plan, join + replan in one reply, join; or a separate planner call.
-                    assert outcome.calls == (4 if name == "compiled-separate-replan" else 3)
+                    # plan, join + replan in one reply whose plan ends with the answer; or a
+                    # separate planner call for that plan.
+                    assert outcome.calls == (3 if name == "compiled-separate-replan" else 2)
+
+
+def test_native_calling_reads_the_capital_before_it_asks_for_its_population() -> None:
+    """A replan question's second lookup names what the first found: native calling asks for
+    it only in its second turn (three turns in all), and the lower bound chains both."""
+    from benchmarks.__main__ import longest_chain
+
+    (q,) = [q for q in generate(6, seed=3) if q.kind == "replan"]
+    assert q.deps(2) == [1]
+    oracle = Oracle([q], ttft=0.0, tps=2000.0)
+    tools = bench_tools("zero")
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        outcome = run_contestant("native", q.text, llm, server.base_url, tools)
+    assert correct(q, outcome.answer)
+    assert outcome.calls == 3
+    assert longest_chain(q, "web") == pytest.approx(
+        sum(latency("web", s.tool, s.args[0].strip('"')) for s in q.steps)
+    )
 
 
 @pytest.mark.timeout(120)
@@ -84,7 +105,8 @@ def test_prefill_and_the_new_columns_on_every_shape() -> None:
         assert shortest_prompt(q) < min(r["first_prompt_tokens"] for r in rows)
     for r in rows:
         assert r["correct"], r
-        assert r["answer_tokens"] >= 1
+        # A plan that ended with its answer streamed none apart: it comes whole at the end.
+        assert r["answer_tokens"] >= 1 or r["plan_answered"], r
         assert r["call_tokens"] >= 1
         assert 0 < r["first_answer_s"] <= r["wall_s"] + 0.01, r
         # Every request waited for its prompt's prefill before its first token.
@@ -196,6 +218,8 @@ def test_the_prompt_levers_alone_and_together() -> None:
         planner, both = by[(q.id, "compiled-planner")], by[(q.id, "compiled")]
         assert planner["prompt_tokens"][0] < full["prompt_tokens"][0]
         assert both["prompt_tokens"][0] == planner["prompt_tokens"][0]
+        if "joiner" not in full["purposes"][-1:]:
+            continue  # the plan ended with its answer: no joiner to compare
         assert joiner["prompt_tokens"][-1] < full["prompt_tokens"][-1]
         # The answer comes first: fewer tokens streamed before it, the same answer after.
         assert joiner["call_tokens"] < full["call_tokens"]
@@ -203,6 +227,37 @@ def test_the_prompt_levers_alone_and_together() -> None:
     table = summarize_levers(rows)
     assert "| comparison | compiled-joiner |" in table
     assert "| replan | compiled |" in table
+
+
+@pytest.mark.timeout(120)
+def test_the_answer_levers_alone_and_together() -> None:
+    """Each answer lever variant answers every shape right: plan answers drop the joiner call
+    where the answer is a result as it stands, the Replan without a thought streams less."""
+    from benchmarks.__main__ import ANSWER_LEVERS, summarize_levers
+
+    questions = generate(6, seed=3)
+    oracle = Oracle(questions, ttft=0.0, tps=2000.0, prefill=5000.0)
+    tools = bench_tools("zero")
+    names = ["compiled", "react", "native", *ANSWER_LEVERS]
+    rows = []
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        for q in questions:
+            rows += race(q, names, oracle, "zero", llm, server.base_url, tools)
+    assert all(r["correct"] for r in rows), [r for r in rows if not r["correct"]]
+    by = {(r["question"], r["contestant"]): r for r in rows}
+    for q in questions:
+        before, answers = by[(q.id, "compiled-before")], by[(q.id, "compiled-plan-answers")]
+        bare, both = by[(q.id, "compiled-bare-replan")], by[(q.id, "compiled")]
+        saved = 1 if q.answer_step else 0
+        assert answers["llm_calls"] == both["llm_calls"] == before["llm_calls"] - saved
+        assert bare["llm_calls"] == before["llm_calls"]
+        if q.kind == "replan":
+            assert bare["call_tokens"] < before["call_tokens"]
+        else:
+            assert bare["call_tokens"] == before["call_tokens"]
+    table = summarize_levers(rows)
+    assert "| replan | compiled-plan-answers |" in table
 
 
 def test_the_answer_eval_holds_out_a_fixed_part_and_scores_honestly() -> None:

@@ -174,6 +174,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "streaming": False,
         "join_replan": True,
         "grounding": False,  # off for an endpoint unless asked
+        "plan_answers": True,  # on for an endpoint
         "cache": True,
         "cache_adapt": False,
         "recovery": "none",

@@ -313,3 +313,25 @@ def test_the_cli_deadline_is_kept_for_resume(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert "llm_first_token_timeout must be a number of seconds > 0" in bad.stderr
+
+
+def test_every_run_shares_one_verifying_tls_context() -> None:
+    """Each run's new SDK client reuses the process's TLS context instead of loading the CA
+    bundle again before its first request; verification is the HTTP library's default."""
+    import ssl
+
+    from planweave.llm import openai_compat
+
+    context = openai_compat._tls_context()
+    assert context is openai_compat._tls_context()
+    assert context is not None
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname
+    script = Script.by_purpose(
+        planner=['1. population("France")\n2. join()\n<END_OF_PLAN>'] * 2,
+        joiner=["Action: Finish(68 million)"] * 2,
+    )
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        runtime = Runtime(TOOLS, llm, plan_answers=False)
+        assert [runtime.run("q").answer for _ in range(2)] == ["68 million"] * 2

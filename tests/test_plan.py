@@ -679,6 +679,13 @@ def test_json_missing_join() -> None:
         parse_json_plan([{"id": 1, "tool": "store", "args": [1]}], TOOLS)
 
 
+def test_json_tasks_after_the_join_are_refused() -> None:
+    # Found by the JSON fuzz test: [join, store] was accepted, ending with a tool call.
+    plan = [{"id": 1, "tool": "join"}, {"id": 2, "tool": "store", "args": [1]}]
+    with pytest.raises(PlanSyntaxError, match="join must be the last task"):
+        parse_json_plan(plan, TOOLS)
+
+
 # --------------------------------------------------------------------------- streaming
 
 STREAM_PLAN = r"""Thought: Look up both countries first.

@@ -97,6 +97,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "prompt_style",
         "join_replan",
         "grounding",
+        "plan_answers",
         "cache",
         "cache_adapt",
         "mcp",
@@ -110,10 +111,12 @@ def test_an_older_journals_settings_are_read() -> None:
     assert settings.prompt_style == "full"
     assert settings.join_replan is False
     assert settings.grounding is False  # nor were their answers checked
+    assert settings.plan_answers is False  # nor answered from their plans
     assert settings.to_dict() == OLDER | newer | {
         "prompt_style": "full",
         "join_replan": False,
         "grounding": False,
+        "plan_answers": False,
     }
 
 
@@ -134,12 +137,12 @@ def test_missing_and_unknown_keys() -> None:
     # A run recorded through the Python API held only the Runtime's own keys, and tags.
     settings = RunSettings.from_dict({"mode": "react", "tag": "t1", "api_key": "sk-secret"})
     assert settings == RunSettings(
-        mode="react", prompt_style="full", join_replan=False, grounding=False
+        mode="react", prompt_style="full", join_replan=False, grounding=False, plan_answers=False
     )
     assert "api_key" not in settings.to_dict()
     assert "tag" not in settings.to_dict()
     assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings(
-        prompt_style="full", join_replan=False, grounding=False
+        prompt_style="full", join_replan=False, grounding=False, plan_answers=False
     )
     assert RunSettings.from_dict({"budget": {"tokens": 7, "later": 1}}).budget == Budget(tokens=7)
 
@@ -199,6 +202,7 @@ def test_the_runtime_records_typed_settings_of_its_own_arguments() -> None:
         budget=Budget(tokens=100),
         join_replan=True,  # resolved: on for every backend but the embedded model
         grounding=False,  # resolved: on for the embedded model only
+        plan_answers=True,  # resolved: on for every backend but the embedded model
         cache=False,  # no journal, so no plan cache
     )
     custom = Runtime(runtime.tools, llm, recovery=Recovery.none())

@@ -4,7 +4,10 @@ One round (stream a plan into the scheduler, let every task finish, ask the join
 the run's top level and the sub-goal of a decomposed task.  With `join_replan`, a joiner that
 replans writes the next plan in the same reply, and its tasks start while that reply streams:
 a replan then costs no planner call.  With `grounding`, an answer stating numbers that no
-result gives is withdrawn and the joiner asked once more (see `grounding`).  `react.py` is its
+result gives is withdrawn and the joiner asked once more (see `grounding`).  With
+`plan_answers`, a plan may end with its answer (`join("... ${3} ...")`): when every task of
+its round finished and the answer fills in (and, with grounding, states no number the results
+do not give), that is the answer and the joiner is not asked.  `react.py` is its
 sibling.
 """
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, LLMError, PlanError
 from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
 from .grounding import fallback_answer, grounding_note, ungrounded
-from .joiner import Joiner, fill_answer
+from .joiner import Joiner, fill_answer, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -43,6 +46,7 @@ class Compiled:
     continue_cut: bool = True
     join_replan: bool = False
     grounding: bool = False
+    plan_answers: bool = False
 
     async def answer(
         self,
@@ -58,7 +62,7 @@ class Compiled:
         `plan` is a first plan already written (the plan cache's): it runs without a planner
         call, and is repaired by the planner like any plan should it not be valid.  `example`
         (a question and its plan) is the planner's one worked example for the first plan."""
-        parser = PlanParser(self.tools)
+        parser = PlanParser(self.tools, join_answers=self.plan_answers)
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
         redone = False  # the joiner is asked again at most once for an ungrounded answer
@@ -69,6 +73,10 @@ class Compiled:
                 notes = await self._plan_and_run(llm, messages, parser, scheduler, bus, first)
             # else the joiner's reply carried this round's plan, which has run.
             records = list(scheduler.records.values())
+            answer = self._plan_answer(question, parser, records, round_, notes)
+            if answer is not None:
+                _deltas(bus)(answer)
+                return answer
             last_round = round_ == self.max_replans
             if self.join_replan and not last_round:
                 decision, planned = await self._join_and_plan(
@@ -109,11 +117,14 @@ class Compiled:
         self, goal: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
     ) -> SubplanAnswer:
         """One round for a decomposed task's sub-goal: its answer, or why there is none."""
-        notes = await self._plan_and_run(
-            llm, self.planner.messages(goal), PlanParser(self.tools), scheduler, bus
-        )
+        parser = PlanParser(self.tools, join_answers=self.plan_answers)
+        notes = await self._plan_and_run(llm, self.planner.messages(goal), parser, scheduler, bus)
         records = list(scheduler.records.values())
-        decision = await self._join(llm, goal, records, True, notes)
+        answer = self._plan_answer(goal, parser, records, scheduler.plan_round, notes)
+        if answer is not None:
+            decision = JoinDecision("finish", answer)
+        else:
+            decision = await self._join(llm, goal, records, True, notes)
         return SubplanAnswer(
             answer=decision.text if decision.action == "finish" else None,
             text=decision.text,
@@ -122,6 +133,23 @@ class Compiled:
                 for r in records
             ],
         )
+
+    def _plan_answer(
+        self,
+        question: str,
+        parser: PlanParser,
+        records: list[TaskRecord],
+        plan_round: int,
+        notes: list[str],
+    ) -> str | None:
+        """The answer the round's plan ended with, when it stands without the joiner."""
+        join = parser.tasks.get(parser.last_id)
+        if not self.plan_answers or notes or join is None or not join.is_join:
+            return None
+        answer = plan_answer(join, records, plan_round)
+        if answer is None or (self.grounding and ungrounded(answer, question, records)):
+            return None
+        return answer
 
     async def _plan_and_run(
         self,

@@ -187,31 +187,39 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules.rules
 
 
-def _plan_rules(tools: ToolRegistry) -> list[str]:
+def _plan_rules(tools: ToolRegistry, answers: bool = False) -> list[str]:
     calls, rules = _calls(tools)
+    # With answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
+    join = '". join(" ( string | ref )? ")"' if answers else '". join()"'
     head = [
         "plan ::= ( thought | task )* join",
         'thought ::= "Thought: " text "\\n"',
         'task ::= id ". " call "\\n"',
-        'join ::= id ". join()" "\\n"? "<END_OF_PLAN>"',
+        f'join ::= id {join} "\\n"? "<END_OF_PLAN>"',
         f"call ::= {calls}",
     ]
     return [*head, *rules]
 
 
-def plan_grammar(tools: ToolRegistry) -> str:
+def plan_grammar(tools: ToolRegistry, *, answers: bool = False) -> str:
     """Thought lines, numbered calls of registered tools with typed arguments, then
-    `N. join()` and `<END_OF_PLAN>`."""
-    return "\n".join(["root ::= plan", *_plan_rules(tools)]) + _COMMON
+    `N. join()` and `<END_OF_PLAN>`; with `answers`, the join may carry the plan's answer
+    (a string with `${<id>}` where results go, or `$<id>`)."""
+    return "\n".join(["root ::= plan", *_plan_rules(tools, answers)]) + _COMMON
 
 
 def joiner_grammar(
-    style: PromptStyle = "full", tools: ToolRegistry | None = None, *, finish_only: bool = False
+    style: PromptStyle = "full",
+    tools: ToolRegistry | None = None,
+    *,
+    answers: bool = False,
+    finish_only: bool = False,
 ) -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
     style the thought may be left out; with `tools`, a Replan line may be followed by the next
-    plan (the plan grammar's lines).  `finish_only`, for the last round, when no plan can run
-    any more: the reply must be an answer (saying what could not be found, if so)."""
+    plan (the plan grammar's lines, its join carrying an answer with `answers`).
+    `finish_only`, for the last round, when no plan can run any more: the reply must be an
+    answer (saying what could not be found, if so)."""
     # With the plan's rules, whose `text` is a plan thought's, the joiner's is `reason`.
     text = "text" if tools is None else "reason"
     thought = f'"Thought: " {text} "\\n"'
@@ -226,7 +234,7 @@ def joiner_grammar(
     ]
     if tools is None or finish_only:
         return "\n".join(head) + "\n"
-    return "\n".join([*head, *_plan_rules(tools)]) + _COMMON
+    return "\n".join([*head, *_plan_rules(tools, answers)]) + _COMMON
 
 
 def react_grammar(tools: ToolRegistry) -> str:

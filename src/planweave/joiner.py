@@ -9,15 +9,16 @@ from collections.abc import Callable, Sequence
 from contextlib import aclosing
 
 from . import prompts
+from .errors import ProjectionError, ToolArgumentError
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
-from .plan import END_OF_PLAN, render_text
+from .plan import END_OF_PLAN, Task, Template, render_text, resolve
 from .prompts import AnswerStream, JoinDecision, TaskOutcome, parse_decision
 from .records import TaskRecord, TaskStatus
 from .tools import ToolRegistry
 
 # parse_decision is re-exported: the runtime reads the joiner's replies through it.
-__all__ = ["Joiner", "fill_answer", "parse_decision"]
+__all__ = ["Joiner", "fill_answer", "parse_decision", "plan_answer"]
 
 _QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30})\s*\}")
 
@@ -49,21 +50,48 @@ def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
         if task_id not in done:
             # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
             return m.group(0) if task_id in ids else m.group(1)
-        value = done[task_id]
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return "\n".join(value)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return readable_number(value)
-        return render_text(value)
+        return _as_text(done[task_id])
 
     return _QUOTED_RE.sub(filled, text)
+
+
+def _as_text(value: object) -> str:
+    """A result as the answer shows it: a list of texts one per line, a number readably,
+    anything else as text."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return readable_number(value)
+    return render_text(value)
+
+
+def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> str | None:
+    """The answer a plan ended with (`join("... ${3} ...")`), filled in from its results; None
+    when the joiner must answer: the join carries none, a task of this round did not finish,
+    or the answer cannot be filled in (a projection that does not resolve)."""
+    if join.answer is None:
+        return None
+    if any(r.status is not TaskStatus.DONE for r in records if r.plan_round == plan_round):
+        return None
+    done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
+    if any(dep not in done for dep in join.deps):
+        return None
+    answer = join.answer
+    if isinstance(answer, Template) and len(answer.parts) == 1:
+        answer = answer.parts[0]  # `join("${3}")`: the result whole, as `join($3)`
+    try:
+        text = _as_text(resolve(answer, done))
+    except (ProjectionError, ToolArgumentError):
+        return None
+    return text if text.strip() else None
 
 
 class Joiner:
     """Builds joiner requests in the given prompt `style` and reads the decision as it streams.
     With `plan_tools`, a joiner that replans writes the next plan in the same reply
     (`plan_max_tokens`, `plan_grammar` for those requests); without, it gives only the reason
-    and the planner is asked separately."""
+    and the planner is asked separately.  With `plan_answers`, that plan may end with its
+    answer (`join("... ${3} ...")`)."""
 
     def __init__(
         self,
@@ -76,6 +104,8 @@ class Joiner:
         plan_max_tokens: int | None = 1024,
         plan_grammar: str | None = None,
         finish_grammar: str | None = None,
+        plan_answers: bool = False,
+        replan_thought: bool | None = None,
     ) -> None:
         self.max_tokens = max_tokens
         self.observation_limit = observation_limit
@@ -85,6 +115,9 @@ class Joiner:
         self.plan_max_tokens = plan_max_tokens
         self.plan_grammar = plan_grammar
         self.finish_grammar = finish_grammar
+        self.plan_answers = plan_answers
+        # A thought before a Replan: asked for in the full style, left out in the compact one.
+        self.replan_thought = style == "full" if replan_thought is None else replan_thought
 
     def messages(
         self,
@@ -104,6 +137,8 @@ class Joiner:
             style=self.style,
             plan_tools=self.plan_tools,
             next_id=next_id,
+            plan_answers=self.plan_answers,
+            replan_thought=self.replan_thought,
         )
 
     def request(

@@ -343,7 +343,8 @@ class PlanParser:
     (earlier lines of the same chunk, the last line before a missing join) are not lost: `drain()`
     hands them out.  Replans reuse the parser: ids keep counting up and new tasks may reference
     results of earlier plans.  Work is linear in the input; a line longer than `max_line_chars`
-    (a JSON plan longer than `max_json_chars`) is a PlanSyntaxError.
+    (a JSON plan longer than `max_json_chars`) is a PlanSyntaxError.  With `join_answers`, a
+    plan may end with its answer: `join("<text with ${<id>} where a result goes>")`.
     """
 
     def __init__(
@@ -352,8 +353,10 @@ class PlanParser:
         *,
         max_line_chars: int = MAX_LINE_CHARS,
         max_json_chars: int = MAX_JSON_PLAN_CHARS,
+        join_answers: bool = False,
     ) -> None:
         self.tools = tools
+        self.join_answers = join_answers
         self.max_line_chars = max_line_chars
         self.max_json_chars = max_json_chars
         self.tasks: dict[int, Task] = {}
@@ -582,8 +585,7 @@ class PlanParser:
                     task_id=task.id,
                 )
         if task.is_join:
-            if task.args or task.kwargs:
-                raise ArgumentError("join() takes no arguments", line=raw, lineno=lineno)
+            self._check_join(task)
             return
         tool = self.tools.get(task.tool)
         if tool is None:
@@ -633,6 +635,26 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 ) from None
+
+    def _check_join(self, task: Task) -> None:
+        """`join()`; with `join_answers`, also `join("<answer with ${<id>}>")` or `join($<id>)`."""
+        if not self.join_answers:
+            if task.args or task.kwargs:
+                raise ArgumentError("join() takes no arguments", line=task.line, lineno=task.lineno)
+            return
+        if task.kwargs or len(task.args) > 1:
+            raise ArgumentError(
+                "join() takes at most one argument: the answer, a string with ${<id>} where a "
+                "result goes",
+                line=task.line,
+                lineno=task.lineno,
+            )
+        if task.args and not isinstance(task.args[0], str | Template | Ref):
+            raise ArgumentError(
+                "join's answer is a string (with ${<id>} where a result goes) or $<id>",
+                line=task.line,
+                lineno=task.lineno,
+            )
 
     def _check_fan_out(self, task: Task) -> None:
         """A fan-out's list must be a list where the tool's return type says so."""
@@ -687,6 +709,10 @@ class PlanParser:
             raise PlanSyntaxError(_too_deep())
         for index, item in enumerate(data, 1):
             line = json.dumps(item, ensure_ascii=False, default=str)
+            if self.joined:
+                raise PlanSyntaxError(
+                    "join must be the last task: nothing may follow it", line=line, lineno=index
+                )
             if not isinstance(item, dict) or "tool" not in item or "id" not in item:
                 raise PlanSyntaxError("each task needs an id and a tool", line=line, lineno=index)
             task_id, name, thought = item["id"], item["tool"], item.get("thought")

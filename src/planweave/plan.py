@@ -117,6 +117,11 @@ class Task:
         return self.tool == JOIN
 
     @property
+    def answer(self) -> Any:
+        """A join's answer (`join("... ${3} ...")`: a string, a Template or a Ref), or None."""
+        return self.args[0] if self.is_join and self.args else None
+
+    @property
     def fan_out(self) -> Ref | None:
         """The list this task maps over (`$N[*]` in an argument), or None."""
         return next(iter(fan_outs([*self.args, *self.kwargs.values()])), None)

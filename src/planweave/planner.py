@@ -22,7 +22,8 @@ __all__ = ["Planner"]
 
 class Planner:
     """Builds planner requests in the given prompt `style` and streams the plan into the
-    scheduler as it is decoded."""
+    scheduler as it is decoded.  With `answers`, a plan may end with its answer
+    (`join("... ${3} ...")`) where the answer is its results in set words."""
 
     def __init__(
         self,
@@ -33,9 +34,11 @@ class Planner:
         max_repairs: int = 2,
         grammar: str | None = None,
         style: PromptStyle = "full",
+        answers: bool = False,
     ) -> None:
         self.tools = tools
         self.style: PromptStyle = style
+        self.answers = answers
         self.max_tokens = max_tokens
         self.max_repairs = max_repairs
         self.grammar = grammar
@@ -45,14 +48,16 @@ class Planner:
         self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:
-        return prompts.planner_system_prompt(self.tools, self.examples, first_id, self.style)
+        return prompts.planner_system_prompt(
+            self.tools, self.examples, first_id, self.style, answers=self.answers
+        )
 
     def messages(self, question: str, example: tuple[str, str] | None = None) -> list[Message]:
         """The planner's request for `question`; with `example` (a question and its plan, from
         the plan cache), that is the one worked example, after instructions without any."""
         if example is None:
             return prompts.question_messages(self.system_prompt(), question)
-        system = prompts.planner_system_prompt(self.tools, "", 1, "compact")
+        system = prompts.planner_system_prompt(self.tools, "", 1, "compact", answers=self.answers)
         return prompts.one_shot_messages(system, example, question)
 
     def prompt_tokens(self, question: str, example: tuple[str, str] | None = None) -> int:

@@ -27,8 +27,10 @@ __all__ = [
     "JOINER_HEAD",
     "JOINER_PLAN_HEAD",
     "PLANNER_HEAD",
+    "PLAN_ANSWER",
     "REACT_HEAD",
     "REPAIR_HEAD",
+    "THOUGHT_BEFORE_REPLAN",
     "AnswerStream",
     "JoinDecision",
     "JoinReplyStream",
@@ -110,6 +112,16 @@ Rules:
 - Tasks that do not need each other's results run at the same time.
 {compute}- End with `<id>. join()` and {end}; the answer is written after the plan has run."""
 
+# With plan answers on: the plan may end with its answer, and then no joiner call is made.
+PLAN_ANSWER = "If the answer is results in set words"
+
+_PLAN_ANSWER_RULE = (
+    PLAN_ANSWER
+    + """, end with `<id>. join("<the answer, ${<id>} where
+  a result goes>")`: it is the answer.  Not when the words depend on the results (which is
+  larger, yes or no)."""
+)
+
 _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
 
 
@@ -158,11 +170,22 @@ def _compute_rule(tools: ToolRegistry) -> str:
 
 
 def planner_system_prompt(
-    tools: ToolRegistry, examples: str, first_id: int = 1, style: PromptStyle = "full"
+    tools: ToolRegistry,
+    examples: str,
+    first_id: int = 1,
+    style: PromptStyle = "full",
+    *,
+    answers: bool = False,
 ) -> str:
     """The planner's instructions: the tools, the plan language's rules and, in the full style,
-    worked examples (the compact style leaves them out: they teach small models the form)."""
+    worked examples (the compact style leaves them out: they teach small models the form).
+    With `answers`, a plan whose answer is its results in set words may end with it."""
     join_n = len(tools) + 1
+    rules = (
+        _RULES.replace("{first_id}", str(first_id))
+        .replace("{end}", END_OF_PLAN)
+        .replace("{compute}", _compute_rule(tools))
+    )
     parts = [
         PLANNER_HEAD,
         "",
@@ -170,9 +193,7 @@ def planner_system_prompt(
         tools.render(),
         f"{join_n}. join(): collects the results of the plan; always the last task.",
         "",
-        _RULES.replace("{first_id}", str(first_id))
-        .replace("{end}", END_OF_PLAN)
-        .replace("{compute}", _compute_rule(tools)),
+        rules + ("\n- " + _PLAN_ANSWER_RULE if answers else ""),
     ]
     if style == "full":
         parts += ["", "Examples:", examples]
@@ -218,11 +239,13 @@ def repair_messages(
 JOINER_HEAD = "You answer a question from the results of a plan of tool calls that has already run."
 
 # What both forms of the joiner's reply share: when to replan, and what an answer says.
+# {replan} is the Replan form, with a thought before it or without.
+THOUGHT_BEFORE_REPLAN = "Thought: <what is missing>\n"
+_REPLAN = "Action: Replan(<what to find out next>)"
 _JOINER_RULES = """\
 Only if the results cannot answer the question and another plan of tool calls could get what
 is missing, reply instead:
-Thought: <what is missing>
-Action: Replan(<what to find out next>)
+{replan}
 
 The answer is one or two complete sentences that answer every part of the question, using
 the numbers in the results with their units.  For a comparison, name the winner and give the
@@ -281,8 +304,7 @@ JOINER_PLAN_HEAD = "When you reply Replan, write the new plan in the same reply"
 _JOINER_PLAN = (
     JOINER_PLAN_HEAD
     + """, right after the Action line:
-Thought: <what is missing>
-Action: Replan(<what to find out next>)
+{replan}
 {first}. <tool>(<arguments>)
 <id>. join()
 {end}
@@ -305,17 +327,29 @@ def joiner_messages(
     style: PromptStyle = "full",
     plan_tools: ToolRegistry | None = None,
     next_id: int = 1,
+    plan_answers: bool = False,
+    replan_thought: bool | None = None,
 ) -> list[Message]:
     """The joiner's request.  The full style asks for a thought before every action and shows
     one worked exchange; the compact style asks for the answer first and shows none.  With
     `plan_tools` (and rounds left), a Replan reply is asked to carry the next plan, ids counting
-    from `next_id`, written with those tools."""
+    from `next_id`, written with those tools (with `plan_answers`, ending with its answer
+    where that answer is its results in set words).  A Replan comes after a thought in the full
+    style and alone in the compact one (`replan_thought` overrides)."""
     compact = style == "compact"
-    system = f"{JOINER_HEAD}\n\n{_JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT}"
+    if replan_thought is None:
+        replan_thought = not compact
+    replan = (THOUGHT_BEFORE_REPLAN if replan_thought else "") + _REPLAN
+    form = _JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT
+    system = f"{JOINER_HEAD}\n\n{form}".replace("{replan}", replan)
     if last_round:
         system += f"\n\n{_LAST_ROUND}"
     elif plan_tools is not None:
-        plan = _JOINER_PLAN.replace("{first}", str(next_id)).replace("{end}", END_OF_PLAN)
+        plan = _JOINER_PLAN.replace("{replan}", replan).replace("{first}", str(next_id))
+        plan = plan.replace("{end}", END_OF_PLAN)
+        if plan_answers:
+            rule = _PLAN_ANSWER_RULE.replace("\n  ", "\n")
+            plan = plan.replace("\n\nTools:", f"\n{rule}\n\nTools:")
         system += "\n\n" + plan.replace("{tools}", plan_tools.render())
     # Without the planner's thoughts: small models copy them instead of reasoning afresh.
     body = format_observations(records, observation_limit, thoughts=False) or "(no task ran)"

@@ -181,6 +181,7 @@ class Runtime:
         prompt_style: PromptStyle | None = None,
         join_replan: bool | None = None,
         grounding: bool | None = None,
+        plan_answers: bool | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         journal: Journal | str | Path | None = None,
         cache: PlanCache | bool | None = None,
@@ -210,6 +211,9 @@ class Runtime:
         own (`LLM.prompt_style`: compact for OpenAI-compatible endpoints).
         `join_replan`: a joiner that replans writes the next plan in the same reply (None: on
         for every backend but the embedded model, whose prompts stay as measured).
+        `plan_answers`: a plan whose answer is its results in set words may end with it
+        (`join("... ${3} ...")`), and then no joiner call is made, unless a task of the round
+        did not finish (None: on for every backend but the embedded model).
         `grounding`: an answer stating numbers that no result and not the question gives is
         withdrawn, the joiner asked once more, then the run answers with what was found (None:
         on for the embedded model, whose answers need it, off for endpoints).
@@ -256,6 +260,7 @@ class Runtime:
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.grounding = llm.embedded if grounding is None else grounding
+        self.plan_answers = not llm.embedded if plan_answers is None else plan_answers
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()
@@ -280,6 +285,7 @@ class Runtime:
             streaming=streaming,
             join_replan=self.join_replan,
             grounding=self.grounding,
+            plan_answers=self.plan_answers,
             cache=self.cache is not None,
             cache_adapt=self.cache is not None and self.cache.adapt,
             recovery="default" if recovery is None else "custom",
@@ -302,21 +308,23 @@ class Runtime:
             self.tools,
             examples=examples,
             max_repairs=max_repairs,
-            grammar=plan_grammar(self.tools) if grammar else None,
+            grammar=plan_grammar(self.tools, answers=self.plan_answers) if grammar else None,
             style=self.prompt_style,
+            answers=self.plan_answers,
         )
         self.joiner = Joiner(
             grammar=joiner_grammar(self.prompt_style) if grammar else None,
             style=self.prompt_style,
             plan_tools=self.tools if self.join_replan else None,
             plan_grammar=(
-                joiner_grammar(self.prompt_style, self.tools)
+                joiner_grammar(self.prompt_style, self.tools, answers=self.plan_answers)
                 if grammar and self.join_replan
                 else None
             ),
             finish_grammar=(
                 joiner_grammar(self.prompt_style, finish_only=True) if grammar else None
             ),
+            plan_answers=self.plan_answers,
         )
         self.react = ReAct(
             self.tools,
@@ -332,6 +340,7 @@ class Runtime:
             streaming=self.streaming,
             join_replan=self.join_replan,
             grounding=self.grounding,
+            plan_answers=self.plan_answers,
             # A plan that breaks off mid-stream is continued when a recovery rule says so.
             continue_cut=bool(self.recovery.patterns("llm.stream_cut")),
         )
@@ -372,6 +381,7 @@ class Runtime:
             prompt_style=settings.prompt_style,
             join_replan=settings.join_replan,
             grounding=settings.grounding,
+            plan_answers=settings.plan_answers,
             subscribers=subscribers,
             journal=journal,
             cache=cache,
@@ -389,6 +399,7 @@ class Runtime:
             prompt_style=runtime.prompt_style,
             join_replan=runtime.join_replan,
             grounding=runtime.grounding,
+            plan_answers=runtime.plan_answers,
         )
         return runtime
 

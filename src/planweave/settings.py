@@ -63,6 +63,9 @@ class RunSettings:
     for endpoints, off for the embedded model; a journal from before the option reads false);
     `grounding` withdraws an answer stating numbers no result gives and asks the joiner again
     (null: on for the embedded model, off for endpoints; a journal from before reads false);
+    `plan_answers` lets a plan whose answer is its results in set words end with it and skip
+    the joiner (null: on for endpoints, off for the embedded model; a journal from before
+    reads false);
     `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
     `cache_adapt` plans a question that only resembles a cached one with that one as example;
     `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
@@ -91,6 +94,7 @@ class RunSettings:
     streaming: bool = True
     join_replan: bool | None = None
     grounding: bool | None = None
+    plan_answers: bool | None = None
     cache: bool = True
     cache_adapt: bool = False
     recovery: RecoveryName = "default"
@@ -116,7 +120,7 @@ class RunSettings:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
-        for name in ("join_replan", "grounding"):
+        for name in ("join_replan", "grounding", "plan_answers"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise _invalid(name, "true, false or null", getattr(self, name))
         for name in ("grammar", "streaming", "cache", "cache_adapt", "decompose", "ask"):
@@ -177,6 +181,7 @@ class RunSettings:
         # Runs recorded before the option existed joined and planned in separate calls.
         values.setdefault("join_replan", False)
         values.setdefault("grounding", False)  # nor checked answers
+        values.setdefault("plan_answers", False)  # nor answered from the plan
         for name in ("tools", "mcp"):
             specs = values.get(name)
             if isinstance(specs, list):

@@ -117,6 +117,15 @@ def _settings(
             "(default: on for the embedded model, off for endpoints).",
         ),
     ] = None,
+    plan_answers: Annotated[
+        bool | None,
+        typer.Option(
+            "--plan-answers/--no-plan-answers",
+            help="A plan whose answer is its results in set words may end with it "
+            '(join("... ${3} ...")) and skip the joiner call (default: on for endpoints, '
+            "off for the embedded model).",
+        ),
+    ] = None,
     cache: Annotated[
         bool,
         typer.Option(
@@ -201,6 +210,7 @@ def _settings(
         streaming=stream_dispatch,
         join_replan=join_replan,
         grounding=grounding,
+        plan_answers=plan_answers,
         cache=cache,
         cache_adapt=cache_adapt,
         recovery="none" if recovery == "none" else "default",

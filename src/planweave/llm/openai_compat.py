@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import ssl
 from collections.abc import AsyncGenerator
+from functools import cache
 from typing import Any, ClassVar
 
 import openai
@@ -59,6 +61,24 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
         if isinstance(error, type) and issubclass(error, BaseException):
             found.append(error)
     return tuple(found)
+
+
+@cache
+def _tls_context() -> ssl.SSLContext | None:
+    """The HTTP library's default TLS context, built once per process and shared by every
+    client: building it loads the CA bundle (about 20 ms), which each run's new client would
+    otherwise pay before its first request.  None where the library offers no builder (then
+    each client builds its own, as before)."""
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        build = getattr(module, "create_ssl_context", None)
+        if callable(build):
+            context = build()
+            return context if isinstance(context, ssl.SSLContext) else None
+    return None
 
 
 _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
@@ -195,7 +215,10 @@ class OpenAICompatible(LLM):
         received = False
         finished = False
         if self._client is None:
-            self._client = openai.AsyncOpenAI(**self._settings)
+            # A client per event loop (each run has its own), all sharing one TLS context.
+            context = _tls_context()
+            http = None if context is None else openai.DefaultAsyncHttpxClient(verify=context)
+            self._client = openai.AsyncOpenAI(**self._settings, http_client=http)
         try:
             response = await self._client.chat.completions.create(**kwargs)
             async with response:

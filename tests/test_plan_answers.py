@@ -1,0 +1,210 @@
+"""Plan answers: a plan whose answer is its results in set words ends with it
+(`join("... ${3} ...")`) and the run answers without a joiner call, unless a task of its round
+did not finish; and the compact joiner's Replan comes without a thought."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import anyio
+import pytest
+
+from cli_process import run_cli
+from demo_tools import TOOLS
+from gbnf import Grammar
+from planweave import (
+    AnswerDelta,
+    OpenAICompatible,
+    Reply,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    ToolRegistry,
+)
+from planweave.errors import ArgumentError
+from planweave.events import Event
+from planweave.grammar import joiner_grammar, plan_grammar
+from planweave.parser import PlanParser
+from planweave.plan import Ref, Template
+from planweave.prompts import PLAN_ANSWER, THOUGHT_BEFORE_REPLAN, parse_decision
+
+QUESTION = "Density of the Netherlands?"
+SAYS = '4. join("About ${3} people per km² in the Netherlands.")\n<END_OF_PLAN>'
+PLAN = '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n' + SAYS
+FINISH = "Action: Finish(About 428 people per km².)"
+
+
+def _run(
+    llm: OpenAICompatible | ScriptedLLM, question: str = QUESTION, **options: object
+) -> tuple[str | None, list[Event]]:
+    runtime = Runtime(TOOLS, llm, **options)  # type: ignore[arg-type]
+    seen: list[Event] = []
+
+    async def go() -> str | None:
+        try:
+            result = await runtime.arun(question, subscribers=[seen.append], check=False)
+        finally:
+            await llm.aclose()
+        return result.answer
+
+    return anyio.run(go), seen
+
+
+def test_a_plan_that_ends_with_its_answer_needs_no_joiner_over_http() -> None:
+    # No joiner reply is scripted: asking the joiner would fail the run.
+    script = Script.by_purpose(planner=[Reply(PLAN, chunk_size=7)])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        answer, events = _run(llm)
+    density = 17_900_000 / 41_850
+    assert answer == f"About {density!r} people per km² in the Netherlands."
+    assert script.purposes == ["planner"]
+    assert PLAN_ANSWER in server.requests[0][0].content  # the planner is told it may
+    # The answer reaches the event stream as a whole once the results are in.
+    assert [e.text for e in events if isinstance(e, AnswerDelta)] == [answer]
+
+
+def test_a_failed_task_sends_the_plan_to_the_joiner() -> None:
+    failing = PLAN.replace('population("Netherlands")', 'population("Atlantis")')
+    script = Script.by_purpose(planner=[failing], joiner=[FINISH])
+    answer, _ = _run(ScriptedLLM(script), prompt_style="compact")
+    assert answer == "About 428 people per km²."
+    assert script.purposes == ["planner", "joiner"]
+
+
+def test_an_answer_the_results_do_not_ground_goes_to_the_joiner() -> None:
+    # A number in the template that no result gives: with grounding on, the joiner answers.
+    plan = PLAN.replace("About ${3}", "About ${3} (12 more than last year)")
+    script = Script.by_purpose(planner=[plan], joiner=[FINISH])
+    answer, _ = _run(ScriptedLLM(script), prompt_style="compact", grounding=True)
+    assert answer == "About 428 people per km²."
+    assert script.purposes == ["planner", "joiner"]
+
+
+def test_a_projection_that_does_not_resolve_goes_to_the_joiner() -> None:
+    plan = PLAN.replace("${3}", "${3.value}")
+    script = Script.by_purpose(planner=[plan], joiner=[FINISH])
+    answer, _ = _run(ScriptedLLM(script), prompt_style="compact")
+    assert answer == "About 428 people per km²."
+    assert script.purposes == ["planner", "joiner"]
+
+
+def test_off_the_planner_is_not_told_and_an_answer_in_join_is_repaired() -> None:
+    plain = PLAN.replace(SAYS, "4. join()\n<END_OF_PLAN>")
+    script = Script.by_purpose(planner=[PLAN], repair=["4. join()\n<END_OF_PLAN>"], joiner=[FINISH])
+    answer, _ = _run(ScriptedLLM(script), prompt_style="compact", plan_answers=False)
+    assert answer == "About 428 people per km²."
+    assert script.purposes == ["planner", "repair", "joiner"]
+    assert PLAN_ANSWER not in script.requests[0][0].content
+    assert plain  # the plan the repair completed
+
+
+def test_a_replan_carried_by_the_joiner_may_end_with_the_answer() -> None:
+    """The compact joiner replans without a thought, its reply carries the next plan, and that
+    plan's answer ends the run: two LLM calls for two rounds."""
+    first = '1. population("Netherlands")\n2. join()\n<END_OF_PLAN>'
+    replan = (
+        "Action: Replan(look up the area)\n"
+        '3. area("Netherlands")\n4. divide($1, $3)\n5. join("${4} people per km²")\n<END_OF_PLAN>'
+    )
+    script = Script.by_purpose(planner=[first], joiner=[Reply(replan, chunk_size=5)])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        answer, events = _run(llm)
+    assert answer == f"{17_900_000 / 41_850!r} people per km²"
+    assert script.purposes == ["planner", "joiner"]
+    joiner = server.requests[1][0].content
+    assert THOUGHT_BEFORE_REPLAN not in joiner  # compact: the Replan comes alone
+    assert PLAN_ANSWER in joiner  # and its plan may end with the answer
+    assert {e.task_id for e in events if e.kind == "task_finished"} == {1, 3, 4}  # type: ignore[attr-defined]
+
+
+def test_the_full_style_keeps_the_thought_before_a_replan() -> None:
+    runtime = Runtime(TOOLS, ScriptedLLM([]), prompt_style="full")
+    system = runtime.joiner.messages("q", [], last_round=False)[0].content
+    assert THOUGHT_BEFORE_REPLAN + "Action: Replan(" in system
+    compact = Runtime(TOOLS, ScriptedLLM([]), prompt_style="compact")
+    system = compact.joiner.messages("q", [], last_round=False)[0].content
+    assert "Action: Replan(" in system
+    assert THOUGHT_BEFORE_REPLAN not in system
+    decision = parse_decision("Action: Replan(look up the area)")
+    assert (decision.action, decision.text, decision.thought) == (
+        "replan",
+        "look up the area",
+        None,
+    )
+
+
+def test_the_parser_takes_one_answer_in_join_only_when_asked() -> None:
+    tools = ToolRegistry(TOOLS)
+    parser = PlanParser(tools, join_answers=True)
+    (_, join) = parser.feed('1. population("France")\n2. join("France: ${1} people")\n')
+    assert join.answer == Template(("France: ", Ref(1), " people"))
+    assert join.deps == (1,)
+    (_, join) = PlanParser(tools, join_answers=True).feed('1. population("France")\n2. join($1)\n')
+    assert join.answer == Ref(1)
+    for bad in ('join("a", "b")', "join(answer='a')", "join(3)"):
+        with pytest.raises(ArgumentError):
+            PlanParser(tools, join_answers=True).feed(f'1. population("France")\n2. {bad}\n')
+    with pytest.raises(ArgumentError, match="no arguments"):
+        PlanParser(tools).feed('1. population("France")\n2. join("${1}")\n')
+
+
+def test_the_grammar_allows_an_answer_in_join_only_when_asked() -> None:
+    tools = ToolRegistry(TOOLS)
+    plan = '1. population("France")\n2. join("France: ${1} people")\n<END_OF_PLAN>'
+    assert Grammar(plan_grammar(tools, answers=True)).accepts(plan)
+    assert Grammar(plan_grammar(tools, answers=True)).accepts(
+        plan.replace('"France: ${1} people"', "$1")
+    )
+    assert not Grammar(plan_grammar(tools)).accepts(plan)
+    reply = "Action: Replan(the area)\n" + plan.replace("1.", "3.").replace("2.", "4.")
+    assert Grammar(joiner_grammar("compact", tools, answers=True)).accepts(
+        reply.replace("${1}", "${3}")
+    )
+
+
+def test_what_the_answer_grammar_allows_the_parser_accepts() -> None:
+    """Random join lines of the answer grammar parse after a first task (those naming results
+    by reference are left to the tests above: their ids must name earlier tasks)."""
+    tools = ToolRegistry(TOOLS)
+    grammar = Grammar(plan_grammar(tools, answers=True))
+    rng = random.Random(11)
+    pool = 'ab "\\$n{}1()é\t'
+    checked = 0
+    for _ in range(400):
+        line = grammar.sample(rng, "join", pool)
+        if "$" in line:
+            continue
+        parser = PlanParser(tools, join_answers=True)
+        parser.feed('1. population("France")\n2. ' + line.split(". ", 1)[1])
+        parser.close()
+        assert parser.joined, line
+        checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize("flag", ["--plan-answers", "--no-plan-answers"])
+def test_plan_answers_are_chosen_on_the_command_line_and_recorded(
+    flag: str, tmp_path: Path
+) -> None:
+    says = '1. population("France")\n2. join("France has ${1} people.")\n<END_OF_PLAN>'
+    plain = '1. population("France")\n2. join()\n<END_OF_PLAN>'
+    on = flag == "--plan-answers"
+    script = Script.by_purpose(
+        planner=[says if on else plain], joiner=["Action: Finish(France has 68 million people.)"]
+    )
+    db = str(tmp_path / "runs.db")
+    with ScriptedServer(script) as srv:
+        tools = ("--tools", "demo_tools:TOOLS", "--model", "m")
+        ran = run_cli("run", "q", *tools, "--base-url", srv.base_url, "--db", db, "--json", flag)
+    assert ran.returncode == 0, ran.stderr
+    assert "France has" in json.loads(ran.stdout)["answer"]
+    assert script.purposes == (["planner"] if on else ["planner", "joiner"])
+    shown = json.loads(
+        run_cli("runs", "show", json.loads(ran.stdout)["id"], "--db", db, "--json").stdout
+    )
+    assert shown["settings"]["plan_answers"] is on
