@@ -248,9 +248,8 @@ is missing, reply instead:
 {replan}
 
 The answer is one or two complete sentences that answer every part of the question, using
-the numbers in the results with their units.  For a comparison, name the winner and give the
-difference or ratio.  Quote a result by writing ${<id>}, the task's id: it is filled in with
-the result, so no digit is retyped."""
+the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
+winner and give the difference or ratio."""
 
 _JOINER_FORMAT = (
     """\
@@ -273,8 +272,8 @@ _JOINER_EXAMPLE = (
     ),
     Message(
         "assistant",
-        "Thought: The Amur (task 1) is longer than the Lena (task 2); task 3 is the difference.\n"
-        "Action: Finish(The Amur is longer than the Lena, by ${3} km (${1} km against ${2} km).)",
+        "Thought: The Amur is 4444 km and the Lena 4400 km; the difference is 44 km.\n"
+        "Action: Finish(The Amur is longer than the Lena, by 44 km (4,444 km against 4,400 km).)",
     ),
 )
 
