@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from demo_tools import POPULATION, TOOLS
+from demo_tools import POPULATION, TOOLS, population
 from planweave import RunSettings, Runtime, Script, ScriptedLLM, TaskStatus, tool
+from planweave.builtin import rank
 from planweave.cli.view import DagView
 from planweave.errors import ToolFailed
 from planweave.events import AnswerDelta, AnswerUngrounded
@@ -267,3 +268,100 @@ def test_a_quoted_number_reads_as_an_answer_writes_it_and_stays_grounded(
     answer = fill_answer("It is ${1}.", records)
     assert answer == f"It is {text}."
     assert ungrounded(answer, "q", records) == []
+
+
+def ranking(order: list[str], key: str = "largest") -> dict[str, Any]:
+    return {key: order[0], "value": 2.0, "order": order, "values": dict.fromkeys(order, 1.0)}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "result", "expected"),
+    [
+        # The answer names first the one the ranking puts at the end the question asks for.
+        ("Which has more people, Norway or Brazil?", "Brazil has more people.", None, None),
+        (
+            "Which has more people, Norway or Brazil?",
+            "Norway has more people than Brazil.",
+            None,
+            "Brazil",
+        ),
+        # Asked the other way, the other end of the same ranking is the answer.
+        ("Which has fewer people, Norway or Brazil?", "Norway has fewer people.", None, None),
+        (
+            "Which has the fewest people, Norway or Brazil?",
+            "Brazil, with 203,586,000.",
+            None,
+            "Norway",
+        ),
+        # A ranking by the smallest: its first name is the bottom.
+        ("Which has the fewest people?", "Norway.", ["Norway", "Brazil"], None),
+        ("Which has the fewest people?", "brazil has the fewest.", ["Norway", "Brazil"], "Norway"),
+        (
+            "Which city is further north, Osaka or Bergen?",
+            "Osaka is further north.",
+            ["Osaka", "Bergen"],
+            "Bergen",
+        ),
+        # Nothing to tell: no direction word, both directions, no candidate named, a tie.
+        ("Norway or Brazil: which?", "Norway.", None, None),
+        ("Which is larger but less dense?", "Norway.", None, None),
+        ("Which has more people?", "The second one.", None, None),
+    ],
+)
+def test_an_answer_must_name_the_ranking_s_answer_first(
+    question: str, answer: str, result: list[str] | None, expected: str | None
+) -> None:
+    from planweave.grounding import misnamed
+
+    order = ["Brazil", "Norway"]
+    value = ranking(order) if result is None else ranking(result, "smallest")
+    found = misnamed(answer, question, [done(203_586_000, 1), done(value, 3)])
+    assert (found.expected if found else None) == expected
+    if found is not None:
+        assert found.task_id == 3
+    tie = {"largest": ["Brazil", "Norway"], "value": 1.0, "order": order, "values": {}}
+    assert misnamed("Norway has more people.", "Which has more?", [done(tie, 1)]) is None
+
+
+def test_a_misnamed_winner_is_withdrawn_then_the_results_answer() -> None:
+    tools = [population, rank]
+    plan = (
+        '1. population("France")\n2. population("Belgium")\n'
+        '3. rank(["France", "Belgium"], [$1, $2])\n4. join()\n<END_OF_PLAN>'
+    )
+    wrong = finish("Belgium has more people than France.")
+    script = Script.by_purpose(
+        planner=[plan, plan], joiner=[wrong, finish("France.")] + [wrong] * 2
+    )
+    runtime = Runtime(tools, ScriptedLLM(script), grounding=True)
+    result = runtime.run("Which has more people, France or Belgium?")
+    assert result.answer == "France."
+    (event,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert event.misnamed == "it names Belgium where the ranking of task 3 gives France"
+    assert event.numbers == []
+    assert "naming France first" in script.requests[2][-1].content
+    # Twice wrong: the run answers with the ranking, not the wrong name.
+    again = Runtime(
+        tools, ScriptedLLM(Script.by_purpose(planner=[plan], joiner=[wrong] * 2)), grounding=True
+    ).run("Which has more people, France or Belgium?")
+    assert again.answer is not None
+    assert again.answer.startswith("The results rank France where the question asks (task 3)")
+    assert "Belgium has more people" not in again.answer
+
+
+def test_react_sends_a_misnamed_winner_back_once() -> None:
+    tools = [population, rank]
+    steps = [
+        'Thought: France.\nAction: population("France")',
+        'Thought: Belgium.\nAction: population("Belgium")',
+        'Thought: rank them.\nAction: rank(["France", "Belgium"], [$1, $2])',
+    ]
+    wrong = "Thought: done.\nAction: Finish(Belgium has more people than France.)"
+    right = "Thought: done.\nAction: Finish(France has more people than Belgium.)"
+    script = Script.by_purpose(react=[*steps, wrong, right])
+    runtime = Runtime(tools, ScriptedLLM(script), mode="react", grounding=True)
+    result = runtime.run("Which has more people, France or Belgium?")
+    assert result.answer == "France has more people than Belgium."
+    (event,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert event.misnamed == "it names Belgium where the ranking of task 3 gives France"
+    assert "naming France first" in script.requests[-1][-1].content

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .errors import BudgetExceeded, LLMError, PlanError
 from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
-from .grounding import fallback_answer, grounding_note, ungrounded
+from .grounding import fallback_answer, grounding_note, misnamed, ungrounded
 from .joiner import Joiner, fill_answer, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
@@ -89,13 +89,21 @@ class Compiled:
                 # The answer as the user gets it: a `${N}` it quotes is the result itself.
                 answer = fill_answer(decision.text, records)
                 missing = ungrounded(answer, question, records)
-                if not missing:
+                wrong = misnamed(answer, question, records)
+                if not missing and wrong is None:
                     break
-                bus.emit(AnswerUngrounded(answer=answer, numbers=missing, retry=not redone))
+                bus.emit(
+                    AnswerUngrounded(
+                        answer=answer,
+                        numbers=missing,
+                        retry=not redone,
+                        misnamed=wrong.text() if wrong else None,
+                    )
+                )
                 if redone:
-                    return fallback_answer(records, missing, answer)
+                    return fallback_answer(records, missing, answer, wrong=wrong)
                 redone, planned = True, None
-                again = [*notes, grounding_note(answer, missing)]
+                again = [*notes, grounding_note(answer, missing, wrong=wrong)]
                 decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
                 return fill_answer(decision.text, records)
@@ -147,7 +155,11 @@ class Compiled:
         if not self.plan_answers or notes or join is None or not join.is_join:
             return None
         answer = plan_answer(join, records, plan_round)
-        if answer is None or (self.grounding and ungrounded(answer, question, records)):
+        if answer is None:
+            return None
+        if self.grounding and (
+            ungrounded(answer, question, records) or misnamed(answer, question, records)
+        ):
             return None
         return answer
 

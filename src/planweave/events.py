@@ -329,8 +329,9 @@ class ReplanEvent(Event):
 
 @dataclass(slots=True, kw_only=True)
 class AnswerUngrounded(Event):
-    """The joiner's answer stated numbers no result and not the question gives (the grounding
-    check, `planweave.grounding`): it is withdrawn.  `retry`: the joiner is asked once more;
+    """The joiner's answer stated numbers no result and not the question gives, or named
+    another than the one a ranking result puts where the question asks (the grounding check,
+    `planweave.grounding`): it is withdrawn.  `retry`: the joiner is asked once more;
     otherwise the run answers with what was found and what was not.  The answer's pieces
     streamed so far (`AnswerDelta`) are void; the next ones start a new answer."""
 
@@ -338,6 +339,8 @@ class AnswerUngrounded(Event):
     answer: str
     numbers: list[str]
     retry: bool
+    # Where a ranking's answer was misnamed: what the check found ("it names X where ...").
+    misnamed: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -10,8 +10,11 @@ grounded by 15.3 or by 0.153.  Where the sources are few, a number is also groun
 the sum, the difference or a ratio of two of them, if it is written precisely enough for a
 chance match to be unlikely (the fewer the sources, the rounder it may be): a small model's
 right arithmetic in prose stands, its wrong arithmetic does not.
-Names are not checked: a wrong pick between two named results is a
-comparison the planner should hand to a tool, not something this check can see.
+Names are checked where a tool ranked them: when a result is a ranking (`rank`'s: the
+`largest` or `smallest` name and the `order`) and the question asks for one end of it ("which
+has more", "the fewest"), the answer must name that end first (`misnamed()`): "Norway has more
+people than Brazil" over a ranking that puts Brazil first is withdrawn like a number from
+nowhere.  Other names are not checked.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from typing import Any
 
 from .records import TaskRecord, TaskStatus
 
-__all__ = ["Number", "fallback_answer", "grounding_note", "numbers", "ungrounded"]
+__all__ = [
+    "Misnamed",
+    "Number",
+    "fallback_answer",
+    "grounding_note",
+    "misnamed",
+    "numbers",
+    "ungrounded",
+]
 
 _MULTIPLIERS = {
     "thousand": 1e3,
@@ -179,8 +190,117 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     return missing
 
 
-def grounding_note(answer: str, missing: list[str], *, react: bool = False) -> str:
-    """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere."""
+# Words of a question that ask for the top or the bottom of a ranking; a question with both
+# (or neither) is not checked.
+_TOP = frozenset(
+    [
+        "more",
+        "most",
+        "larger",
+        "largest",
+        "bigger",
+        "biggest",
+        "greater",
+        "greatest",
+        "higher",
+        "highest",
+        "longer",
+        "longest",
+        "north",
+        "northern",
+        "northernmost",
+    ]
+)
+_BOTTOM = frozenset(
+    [
+        "fewer",
+        "fewest",
+        "less",
+        "least",
+        "smaller",
+        "smallest",
+        "lower",
+        "lowest",
+        "shorter",
+        "shortest",
+        "south",
+        "southern",
+        "southernmost",
+    ]
+)
+_WORD_RE = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Misnamed:
+    """An answer that names first another candidate than the one a ranking (task `task_id`)
+    puts where the question asks: `expected`, not `named`."""
+
+    task_id: int
+    expected: str
+    named: str
+
+    def text(self) -> str:
+        return (
+            f"it names {self.named} where the ranking of task {self.task_id} gives {self.expected}"
+        )
+
+
+def _end_asked(question: str) -> str | None:
+    words = {w.lower() for w in _WORD_RE.findall(question)}
+    top, bottom = bool(words & _TOP), bool(words & _BOTTOM)
+    if top == bottom:
+        return None
+    return "top" if top else "bottom"
+
+
+def _first_named(answer: str, names: list[str]) -> str | None:
+    """The candidate the answer names first (whole words, any case), if any."""
+    low = answer.lower()
+    found: list[tuple[int, str]] = []
+    for name in names:
+        match = re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", low)
+        if match:
+            found.append((match.start(), name))
+    return min(found)[1] if found else None
+
+
+def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misnamed | None:
+    """The first ranking among the finished results whose end the question asks for and the
+    answer names wrongly (another candidate first); None when none does, or nothing tells."""
+    end = _end_asked(question)
+    if end is None:
+        return None
+    for rec in records:
+        result = rec.result
+        if rec.status is not TaskStatus.DONE or not isinstance(result, Mapping):
+            continue
+        order = result.get("order")
+        keys = [k for k in ("largest", "smallest") if k in result]
+        if len(keys) != 1 or not isinstance(order, list) or len(order) < 2:
+            continue
+        if not all(isinstance(n, str) for n in order) or not isinstance(result[keys[0]], str):
+            continue  # a tie names several: nothing to check
+        # The ranking's first name is its `largest` (or `smallest`); the question's end is
+        # that one, or the other end when it asks the other way.
+        first_is_top = keys[0] == "largest"
+        expected = order[0] if (end == "top") == first_is_top else order[-1]
+        named = _first_named(answer, order)
+        if named is not None and named != expected:
+            return Misnamed(rec.task.id, expected, named)
+    return None
+
+
+def grounding_note(
+    answer: str, missing: list[str], *, react: bool = False, wrong: Misnamed | None = None
+) -> str:
+    """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere,
+    or (`wrong`) named another than a ranking's answer."""
+    if not missing and wrong is not None:
+        return (
+            f"Your answer ({answer[:300]!r}) {wrong.text()}. Answer again, naming "
+            f"{wrong.expected} first, as the results give it."
+        )
     listed = ", ".join(missing)
     compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
     # The joiner may quote a result by its task id (`${N}` is filled in): no digit to retype.
@@ -192,16 +312,22 @@ def grounding_note(answer: str, missing: list[str], *, react: bool = False) -> s
             "exactly as the results give them"
         )
     )
+    also = f" Also, {wrong.text()}: name {wrong.expected} first." if wrong is not None else ""
     return (
         f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
         f"gives. Answer again, {copy} (you may round them); if a number must first be "
         f"computed, compared or counted, {compute}; if the results do not tell, say what could "
-        "not be found."
+        f"not be found.{also}"
     )
 
 
 def fallback_answer(
-    records: Iterable[TaskRecord], missing: list[str], answer: str | None = None, limit: int = 300
+    records: Iterable[TaskRecord],
+    missing: list[str],
+    answer: str | None = None,
+    limit: int = 300,
+    *,
+    wrong: Misnamed | None = None,
 ) -> str:
     """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
     those numbers taken out (its names and words may still answer the question), then what was
@@ -215,10 +341,20 @@ def fallback_answer(
         (found if rec.status is TaskStatus.DONE else failed).append(line)
     # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
     # answer states no number that no result gives, not even to disown it.
-    parts = [
-        f"I could not give an answer supported by the results: it stated {len(missing)} "
-        f"number{'s' if len(missing) > 1 else ''} that no result gives."
-    ]
+    if wrong is not None and not missing:
+        # The answer's words are the problem: only the results speak.
+        parts = [
+            f"The results rank {wrong.expected} where the question asks (task "
+            f"{wrong.task_id}); the answer given named {wrong.named} instead, so it was withdrawn."
+        ]
+        answer = None
+    else:
+        parts = [
+            f"I could not give an answer supported by the results: it stated {len(missing)} "
+            f"number{'s' if len(missing) > 1 else ''} that no result gives."
+        ]
+    if answer and wrong is not None:
+        answer = None  # it named the wrong one too: its words are not kept
     if answer:
         kept = answer[:1000]
         for text in sorted(missing, key=len, reverse=True):

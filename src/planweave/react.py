@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import prompts
 from .errors import BudgetExceeded, PlanError
 from .events import AnswerUngrounded, EventBus
-from .grounding import fallback_answer, grounding_note, ungrounded
+from .grounding import fallback_answer, grounding_note, misnamed, ungrounded
 from .llm.base import LLMRequest
 from .meter import MeteredLLM
 from .parser import PlanParser, parse_call
@@ -55,14 +55,24 @@ class ReAct:
             if call is None:
                 answer = prompts.parse_decision(output).text
                 records = list(scheduler.records.values())
-                missing = ungrounded(answer, question, records) if self.grounding else []
-                if not missing:
+                if not self.grounding:
                     return answer
-                bus.emit(AnswerUngrounded(answer=answer, numbers=missing, retry=not redone))
+                missing = ungrounded(answer, question, records)
+                wrong = misnamed(answer, question, records)
+                if not missing and wrong is None:
+                    return answer
+                bus.emit(
+                    AnswerUngrounded(
+                        answer=answer,
+                        numbers=missing,
+                        retry=not redone,
+                        misnamed=wrong.text() if wrong else None,
+                    )
+                )
                 if redone:
-                    return fallback_answer(records, missing, answer)
+                    return fallback_answer(records, missing, answer, wrong=wrong)
                 redone = True
-                note = grounding_note(answer, missing, react=True)
+                note = grounding_note(answer, missing, react=True, wrong=wrong)
                 messages = prompts.react_turn(messages, output, note)
                 continue
             task_id = parser.last_id + 1

@@ -61,8 +61,9 @@ Thought: People per square kilometre is the population divided by the area, for 
 4. country_info("Paraguay", field="area_km2")
 5. calculator("${1} / ${2}")
 6. calculator("${3} / ${4}")
-7. calculator("${5} - ${6}")
-8. join()
+7. rank(["Uruguay", "Paraguay"], [$5, $6])
+8. calculator("${5} - ${6}")
+9. join()
 <END_OF_PLAN>""",
     # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
     """Question: How many neighbours does Belgium have, and what is their total population?

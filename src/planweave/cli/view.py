@@ -184,7 +184,9 @@ class DagView:
                 self.answer += event.text
             case AnswerUngrounded():
                 self.answer = ""  # withdrawn: the next pieces start a new answer
-                self.notes.append(f"answer withdrawn: {', '.join(event.numbers)} from no result")
+                why = [f"{', '.join(event.numbers)} from no result"] if event.numbers else []
+                why += [event.misnamed] if event.misnamed else []
+                self.notes.append(f"answer withdrawn: {'; '.join(why)}")
             case AnswerEvent():
                 self.answer = ""
             case _:
