@@ -365,3 +365,14 @@ def test_react_sends_a_misnamed_winner_back_once() -> None:
     (event,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
     assert event.misnamed == "it names Belgium where the ranking of task 3 gives France"
     assert "naming France first" in script.requests[-1][-1].content
+
+
+def test_a_count_asked_for_must_come_from_the_results() -> None:
+    neighbours = [done(["Belgium", "Germany"], 1)]
+    # Small whole numbers are free in general ("2 of the 3 cities")...
+    assert ungrounded("It has 4 neighbours.", "Which neighbours has it?", neighbours) == []
+    # ...but not as the answer to "how many": the 1.5B model counted 4 in a list of two.
+    assert ungrounded("It has 4 neighbours.", "How many countries border it?", neighbours) == ["4"]
+    assert ungrounded("It has 2 neighbours.", "How many countries border it?", neighbours) == []
+    # "How many more / times" asks for a difference or a ratio, not a count.
+    assert ungrounded("3 times as large.", "How many times larger is it?", neighbours) == []

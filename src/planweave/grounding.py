@@ -56,6 +56,7 @@ _NUMBER_RE = re.compile(
 # Small whole numbers a sentence uses without a source ("2 of the 3 cities"); a count a tool
 # returned as a list is grounded anyway (list lengths are sources).
 _FREE_BELOW = 10
+_COUNT_RE = re.compile(r"\bhow\s+many\b(?!\s+(?:more|fewer|less|times)\b)", re.IGNORECASE)
 MAX_SOURCE_NUMBERS = 100_000  # a huge result is read up to this many numbers
 # Arithmetic between sources is tried only for a few of them, and only for a number whose
 # relative rounding times the count of derived values stays under this: a number spread
@@ -169,10 +170,12 @@ def _derived(sources: list[float]) -> list[float]:
 def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> list[str]:
     """The numbers `answer` states that neither the question nor any finished task's result
     gives, as written in the answer (each once, in order)."""
+    # A question that asks for a count gets no free small numbers: its answer is one.
+    free = _FREE_BELOW if not _COUNT_RE.search(question) else -1
     stated = [
         n
         for n in numbers(answer)
-        if n.percent or not (n.value <= _FREE_BELOW and n.value.is_integer() and "." not in n.text)
+        if n.percent or not (n.value <= free and n.value.is_integer() and "." not in n.text)
     ]
     if not stated:
         return []
