@@ -35,10 +35,12 @@ exchange) and only the compact planner (`compiled-planner`: no worked examples);
 both, the default with an endpoint.
 
 `--answer-levers` adds compiled mode with each answer lever alone (ANSWER_LEVERS):
-`compiled-before` (neither: every plan ends with a bare `join()` and the joiner answers, a
-Replan comes after a thought), `compiled-plan-answers` (a plan whose answer is its results in
-set words ends with it, `join("${N}")`, and the joiner is not asked) and `compiled-bare-replan`
-(a Replan without a thought); `compiled` has both.
+`compiled-before` (none: every plan ends with a bare `join()` and the joiner answers inside
+`Action: Finish(...)`, a Replan comes after a thought), `compiled-plan-answers` (a plan whose
+answer is its results in set words ends with it, `join("${N}")`, and the joiner is not asked),
+`compiled-bare-replan` (a Replan without a thought) and `compiled-bare-answers` (the joiner's
+answer as plain text, no `Action: Finish(` wrapper); `compiled-finish-wrapper` has every lever
+but bare answers (the endpoint default before them), `compiled` has all.
 
 Writes benchmarks/results/oracle.md and oracle.json (with machine info).
 """
@@ -83,12 +85,15 @@ LEVERS: dict[str, tuple[PromptStyle, PromptStyle]] = {
 }
 
 # Compiled mode with the answer levers one at a time: (plan answers, a thought before a
-# Replan).  `compiled` has both (plan answers on, no thought), the default with an endpoint;
-# `compiled-before` has neither.
-ANSWER_LEVERS: dict[str, tuple[bool, bool]] = {
-    "compiled-before": (False, True),
-    "compiled-plan-answers": (True, True),
-    "compiled-bare-replan": (False, False),
+# Replan, bare answers).  `compiled` has all (plan answers on, no thought, bare answers), the
+# default with an endpoint; `compiled-before` has none; `compiled-finish-wrapper` all but bare
+# answers.
+ANSWER_LEVERS: dict[str, tuple[bool, bool, bool]] = {
+    "compiled-before": (False, True, False),
+    "compiled-plan-answers": (True, True, False),
+    "compiled-bare-replan": (False, False, False),
+    "compiled-bare-answers": (False, True, True),
+    "compiled-finish-wrapper": (True, False, False),
 }
 
 
@@ -115,9 +120,10 @@ def run_contestant(
         # One lever alone: the planner's style set apart from the joiner's.
         runtime.planner.style = planner
     elif name in ANSWER_LEVERS:
-        answers, thought = ANSWER_LEVERS[name]
+        answers, thought, bare = ANSWER_LEVERS[name]
         runtime = Runtime(tools, llm, grammar=False, plan_answers=answers)
         runtime.joiner.replan_thought = thought
+        runtime.joiner.bare_answers = bare
     else:
         runtime = Runtime(
             tools,
@@ -325,8 +331,9 @@ def main() -> None:
     parser.add_argument(
         "--answer-levers",
         action="store_true",
-        help="also race compiled mode with each answer lever alone (compiled-before: neither, "
-        "compiled-plan-answers, compiled-bare-replan)",
+        help="also race compiled mode with each answer lever alone (compiled-before: none, "
+        "compiled-plan-answers, compiled-bare-replan, compiled-bare-answers) and with all but "
+        "bare answers (compiled-finish-wrapper)",
     )
     parser.add_argument(
         "--levers",
@@ -502,10 +509,11 @@ def summarize_levers(rows: list[dict[str, Any]]) -> str:
         "\n".join(lines)
         + "\n\nThe levers alone and together.  Prompts: compiled-full is the full prompts, "
         "compiled-joiner only the compact joiner, compiled-planner only the compact planner.  "
-        "Answers: compiled-before has neither answer lever, compiled-plan-answers only plan "
+        "Answers: compiled-before has no answer lever, compiled-plan-answers only plan "
         "answers (a plan may end with its answer, no joiner call), compiled-bare-replan only "
-        "the Replan without a thought.  compiled has all of them.  Prompt tokens are all of a "
-        "question's requests, added up.\n\n"
+        "the Replan without a thought, compiled-bare-answers only the joiner's answer as plain "
+        "text (no `Action: Finish(`), compiled-finish-wrapper all but bare answers.  compiled "
+        "has all of them.  Prompt tokens are all of a question's requests, added up.\n\n"
     )
 
 

@@ -30,6 +30,7 @@ from planweave.llm.base import Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedServer
 from planweave.prompts import (
     ANSWER_FIRST,
+    BARE_ANSWER,
     JOINER_PLAN_HEAD,
     PLAN_ANSWER,
     THOUGHT_BEFORE_REPLAN,
@@ -47,7 +48,9 @@ if TYPE_CHECKING:
 
 CHARS_PER_TOKEN = 4
 FAILED = "Observation: ERROR"
-GIVE_UP = "Thought: a lookup failed, so the results cannot answer it.\nAction: Finish(unknown)"
+GIVE_UP_THOUGHT = "Thought: a lookup failed, so the results cannot answer it.\n"
+GIVE_UP = GIVE_UP_THOUGHT + "Action: Finish(unknown)"
+BARE_GIVE_UP = GIVE_UP_THOUGHT + "unknown"  # to a joiner that asks for the answer bare
 
 # Prefill rates in prompt tokens per second.  "hosted" is taken from a practitioner's
 # write-up of hosted endpoints' time to first token (February 2026): prefill grows linearly with
@@ -57,8 +60,10 @@ GIVE_UP = "Thought: a lookup failed, so the results cannot answer it.\nAction: F
 PREFILL = {"hosted": 4_500.0, "embedded": 60.0, "off": 0.0}
 
 # Where the answer starts in a reply that gives one: after `Finish(` (planweave's joiner and
-# ReAct, the LlamaIndex pack's joiner) or in `llmcompiler`'s `"_finish_": "..."`.
+# ReAct, the LlamaIndex pack's joiner) or in `llmcompiler`'s `"_finish_": "..."`; in a bare
+# answer (planweave's compact joiner), after its thought line if it has one.
 _ANSWER = re.compile(r'Finish\(|"_finish_": "')
+_BARE = re.compile(r"(?:Thought: [^\n]*\n|(?!Thought: ))(?!Action: )")
 
 
 @dataclass
@@ -188,11 +193,13 @@ class Oracle:
 
     def joiner_text(self, q: Question, messages: Sequence[Message]) -> str:
         """The gold joiner reply.  A joiner prompt in the compact style asks for the answer
-        first: the Finish then comes without its thought (the same answer text); a Replan
-        comes after its thought where the prompt's Replan form shows one."""
+        first: the Finish then comes without its thought (the same answer text), and where
+        the prompt asks for it bare, without `Action: Finish(` too; a Replan comes after its
+        thought where the prompt's Replan form shows one."""
+        bare = _asks_bare(messages)
         # Every task of a gold plan is needed, so any failed one leaves the question open.
         if messages and FAILED in messages[-1].content:
-            return GIVE_UP
+            return BARE_GIVE_UP if bare else GIVE_UP
         if q.kind == "replan" and "city_population(" not in messages[-1].content:
             replan = f"Action: {REPLAN_ACTION}"
             if messages and THOUGHT_BEFORE_REPLAN in messages[0].content:
@@ -202,6 +209,8 @@ class Oracle:
                 answers = PLAN_ANSWER in messages[0].content
                 return f"{replan}\n{self.plan(q, second=True, answers=answers)}"
             return replan
+        if bare:
+            return q.answer
         if messages and ANSWER_FIRST in messages[0].content:
             return f"Action: Finish({q.answer})"
         return f"Thought: {FINISH_THOUGHT}\nAction: Finish({q.answer})"
@@ -262,6 +271,8 @@ class Oracle:
         answer_at: int | None = None
         if native and not reply.tool_calls:
             answer_at = 0
+        elif purpose == "joiner" and _asks_bare(messages) and (bare := _BARE.match(reply.text)):
+            answer_at = bare.end()
         elif match := _ANSWER.search(reply.text):
             answer_at = match.end()
         tokens = tokens_of(reply_size(reply))
@@ -294,6 +305,11 @@ class Oracle:
 
     def server(self) -> ScriptedServer:
         return OracleServer(Script.routed(self.respond), model="oracle", guess=purpose_of)
+
+
+def _asks_bare(messages: Sequence[Message]) -> bool:
+    """Whether a joiner prompt asks for the answer bare (planweave's compact joiner)."""
+    return bool(messages) and BARE_ANSWER in messages[0].content
 
 
 class OracleServer(ScriptedServer):

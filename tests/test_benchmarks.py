@@ -232,7 +232,8 @@ def test_the_prompt_levers_alone_and_together() -> None:
 @pytest.mark.timeout(120)
 def test_the_answer_levers_alone_and_together() -> None:
     """Each answer lever variant answers every shape right: plan answers drop the joiner call
-    where the answer is a result as it stands, the Replan without a thought streams less."""
+    where the answer is a result as it stands, the Replan without a thought and the bare
+    answer stream less."""
     from benchmarks.__main__ import ANSWER_LEVERS, summarize_levers
 
     questions = generate(6, seed=3)
@@ -256,6 +257,14 @@ def test_the_answer_levers_alone_and_together() -> None:
             assert bare["call_tokens"] < before["call_tokens"]
         else:
             assert bare["call_tokens"] == before["call_tokens"]
+        # Bare answers: the same calls, and no `Action: Finish(` before a joiner's answer.
+        plain, wrapped = by[(q.id, "compiled-bare-answers")], by[(q.id, "compiled-finish-wrapper")]
+        assert plain["llm_calls"] == before["llm_calls"]
+        assert wrapped["llm_calls"] == both["llm_calls"]
+        if before["purposes"][-1] == "joiner":
+            assert plain["call_tokens"] < before["call_tokens"]
+        if both["purposes"][-1] == "joiner" and q.kind != "replan":  # (its plan answers)
+            assert both["call_tokens"] < wrapped["call_tokens"]
     table = summarize_levers(rows)
     assert "| replan | compiled-plan-answers |" in table
 

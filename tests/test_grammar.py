@@ -57,6 +57,7 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     check_grammar(vocab_model, plan_grammar(registry))
     check_grammar(vocab_model, react_grammar(registry))
     check_grammar(vocab_model, joiner_grammar("full", registry))  # a Replan carrying a plan
+    check_grammar(vocab_model, joiner_grammar("compact", registry, answers=True))  # and bare
 
 
 def test_joiner_grammar_parses(vocab_model: Any) -> None:

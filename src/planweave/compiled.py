@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from .errors import BudgetExceeded, LLMError, PlanError
+from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
 from .grounding import fallback_answer, grounding_note, misnamed, ungrounded
 from .joiner import Joiner, fill_answer, plan_answer
@@ -129,13 +129,18 @@ class Compiled:
         notes = await self._plan_and_run(llm, self.planner.messages(goal), parser, scheduler, bus)
         records = list(scheduler.records.values())
         answer = self._plan_answer(goal, parser, records, scheduler.plan_round, notes)
-        if answer is not None:
-            decision = JoinDecision("finish", answer)
-        else:
-            decision = await self._join(llm, goal, records, True, notes)
+        text = answer or ""
+        if answer is None:
+            try:
+                decision = await self._join(llm, goal, records, True, notes)
+            except JoinerError as err:  # a reply with no answer: the sub-goal gave none
+                text = err.message
+            else:
+                text = decision.text
+                answer = text if decision.action == "finish" else None
         return SubplanAnswer(
-            answer=decision.text if decision.action == "finish" else None,
-            text=decision.text,
+            answer=answer,
+            text=text,
             subplan=[
                 {"call": r.task.call_text(), "status": r.status.value, "result": r.observation(200)}
                 for r in records
@@ -229,8 +234,8 @@ class Compiled:
         messages = self.joiner.messages(
             question, records, last_round=False, notes=notes, next_id=next_id
         )
-        reply = JoinReplyStream()
-        answer = AnswerStream()  # a Finish reply's answer streams on as it is decoded
+        reply = JoinReplyStream(bare=self.joiner.bare)
+        answer = AnswerStream(bare=self.joiner.bare)  # the answer streams as it is decoded
         deltas = _deltas(bus)
         llm_error: LLMError | None = None
         plan_error: PlanError | None = None

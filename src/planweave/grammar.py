@@ -208,6 +208,30 @@ def plan_grammar(tools: ToolRegistry, *, answers: bool = False) -> str:
     return "\n".join(["root ::= plan", *_plan_rules(tools, answers)]) + _COMMON
 
 
+# What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:
+# the parser would read it as an action (prompts' `_ACTION_START_RE`, ASCII rules as here).
+_ACTION_WORDS = {"action": ":", "finish": "(", "replan": "(", "thought": ":"}
+_WS = " \\t\\r\\x0B\\x0C"  # ASCII whitespace but the line break (a bare answer is one line)
+
+
+def _bare_rules() -> list[str]:
+    """`bare`: a one-line answer as plain text that does not start like an action (nor with
+    whitespace), so the parser reads it as the answer it is.  One rule per letter of each
+    action word: the answer may end there, go on with another letter, or go on with the word."""
+    firsts = "".join(w[0] + w[0].upper() for w in _ACTION_WORDS)
+    options = [f"[^{firsts}{_WS}\\n] rest"]
+    rules = ["rest ::= [^\\n]{0,599}"]
+    for word, delimiter in _ACTION_WORDS.items():
+        options.append(f"[{word[0]}{word[0].upper()}] bare-{word}-1")
+        for k in range(1, len(word)):
+            c = word[k] + word[k].upper()
+            after = f"bare-{word}-{k + 1}"
+            rules.append(f"bare-{word}-{k} ::= ( [^{c}\\n] rest | [{c}] {after} )?")
+        # The whole word: blanks (a few), then anything but the delimiter, or nothing more.
+        rules.append(f"bare-{word}-{len(word)} ::= [{_WS}]{{0,8}} ( [^{_WS}\\n{delimiter}] rest )?")
+    return ["bare ::= " + " | ".join(options), *rules]
+
+
 def joiner_grammar(
     style: PromptStyle = "full",
     tools: ToolRegistry | None = None,
@@ -216,21 +240,25 @@ def joiner_grammar(
     finish_only: bool = False,
 ) -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
-    style the thought may be left out; with `tools`, a Replan line may be followed by the next
-    plan (the plan grammar's lines, its join carrying an answer with `answers`).
+    style the thought may be left out and the answer may come bare, as one line of plain text
+    (one that does not start like an action); with `tools`, a Replan line may be followed by
+    the next plan (the plan grammar's lines, its join carrying an answer with `answers`).
     `finish_only`, for the last round, when no plan can run any more: the reply must be an
     answer (saying what could not be found, if so)."""
     # With the plan's rules, whose `text` is a plan thought's, the joiner's is `reason`.
     text = "text" if tools is None else "reason"
     thought = f'"Thought: " {text} "\\n"'
+    compact = style == "compact"
+    reply = '( "Action: " action | bare )' if compact else '"Action: " action'
     head = [
-        f'root ::= {f"( {thought} )?" if style == "compact" else thought} "Action: " action',
+        f"root ::= {f'( {thought} )?' if compact else thought} {reply}",
         'action ::= "Finish(" answer ")"'
         + ("" if finish_only else ' | "Replan(" answer ")"')
         + (' ( "\\n" plan )?' if tools is not None and not finish_only else ""),
         "answer ::= [^\\n]{1,600}",
         # Bounded, so a small model caught in a loop must still come to its Action.
         f"{text} ::= [^\\n]{{0,400}}",
+        *(_bare_rules() if compact else ()),
     ]
     if tools is None or finish_only:
         return "\n".join(head) + "\n"

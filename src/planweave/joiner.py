@@ -1,5 +1,5 @@
-"""The joiner: after a plan has run, answer with `Finish(...)` or ask for a `Replan(...)`.
-Its prompt and the parser of its replies live in `prompts`."""
+"""The joiner: after a plan has run, answer (bare, or with `Finish(...)`) or ask for a
+`Replan(...)`.  Its prompt and the parser of its replies live in `prompts`."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ class Joiner:
     With `plan_tools`, a joiner that replans writes the next plan in the same reply
     (`plan_max_tokens`, `plan_grammar` for those requests); without, it gives only the reason
     and the planner is asked separately.  With `plan_answers`, that plan may end with its
-    answer (`join("... ${3} ...")`)."""
+    answer (`join("... ${3} ...")`).  The compact style asks for the answer bare, as plain text
+    (`bare_answers=False`: inside `Action: Finish(...)`, as before, for comparison)."""
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class Joiner:
         finish_grammar: str | None = None,
         plan_answers: bool = False,
         replan_thought: bool | None = None,
+        bare_answers: bool | None = None,
     ) -> None:
         self.max_tokens = max_tokens
         self.observation_limit = observation_limit
@@ -118,6 +120,13 @@ class Joiner:
         self.plan_answers = plan_answers
         # A thought before a Replan: asked for in the full style, left out in the compact one.
         self.replan_thought = style == "full" if replan_thought is None else replan_thought
+        # The answer without `Action: Finish(`: the compact style's (4 tokens fewer to decode).
+        self.bare_answers = style == "compact" if bare_answers is None else bare_answers
+
+    @property
+    def bare(self) -> bool:
+        """Whether replies are read for bare answers: the prompt asks for them."""
+        return self.style == "compact" and self.bare_answers
 
     def messages(
         self,
@@ -139,6 +148,7 @@ class Joiner:
             next_id=next_id,
             plan_answers=self.plan_answers,
             replan_thought=self.replan_thought,
+            bare_answers=self.bare,
         )
 
     def request(
@@ -167,7 +177,7 @@ class Joiner:
     ) -> JoinDecision:
         """Ask the joiner and read its decision; a finishing reply's answer goes to `answer`
         piece by piece as it is decoded (the pieces add up to the decision's text)."""
-        reading = AnswerStream()
+        reading = AnswerStream(bare=self.bare)
         request = self.request(messages, last_round=last_round)
         async with aclosing(llm.stream(request)) as stream:
             async for text in stream:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .errors import JoinerError
 from .llm.base import Message, PromptStyle, Purpose
 from .plan import END_OF_PLAN
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANSWER_FIRST",
+    "BARE_ANSWER",
     "JOINER_HEAD",
     "JOINER_PLAN_HEAD",
     "PLANNER_HEAD",
@@ -277,12 +279,28 @@ _JOINER_EXAMPLE = (
     ),
 )
 
-# The compact form: the answer first, a thought only where it earns its tokens (a Replan's).
-ANSWER_FIRST = "Reply with the answer first, in this form:"
+# The compact forms: the answer first, a thought only where it earns its tokens (a Replan's).
+# The answer comes bare, as plain text: no `Action: Finish(` wrapper to decode before it (as
+# native function calling's final answer has none).  The wrapped form stays for comparison
+# (`Joiner(bare_answers=False)`); replies in either form are read in both.
+ANSWER_FIRST = "Reply with the answer first"
+BARE_ANSWER = ANSWER_FIRST + ", as plain text"
+
+_JOINER_BARE_FORMAT = (
+    BARE_ANSWER
+    + """: the answer to the question itself, with no label or
+`Action:` before it.  Write no thought before it, unless the answer needs reasoning the
+results do not show: then one line `Thought: <brief reasoning>` before the answer.  When the
+answer is a task's result as it stands (the list of texts the question asked for), write
+${<id>} alone: it is filled in.
+
+"""
+    + _JOINER_RULES
+)
 
 _JOINER_COMPACT_FORMAT = (
     ANSWER_FIRST
-    + """
+    + """, in this form:
 Action: Finish(<the answer to the question>)
 Write no thought before it, unless the answer needs reasoning the results do not show: then
 one line `Thought: <brief reasoning>` before the Action.  When the answer is a task's result as
@@ -293,7 +311,7 @@ it stands (the list of texts the question asked for), write Finish(${<id>}): it 
 )
 
 _LAST_ROUND = (
-    "This is the last round: no more plans can run.  You must reply with Action: Finish(...), "
+    "This is the last round: no more plans can run.  You must reply with {finish}, "
     "saying plainly what could not be found if the results are incomplete."
 )
 
@@ -328,9 +346,11 @@ def joiner_messages(
     next_id: int = 1,
     plan_answers: bool = False,
     replan_thought: bool | None = None,
+    bare_answers: bool | None = None,
 ) -> list[Message]:
     """The joiner's request.  The full style asks for a thought before every action and shows
-    one worked exchange; the compact style asks for the answer first and shows none.  With
+    one worked exchange; the compact style asks for the answer first, bare (as plain text, no
+    `Action: Finish(`; `bare_answers=False`: wrapped), and shows none.  With
     `plan_tools` (and rounds left), a Replan reply is asked to carry the next plan, ids counting
     from `next_id`, written with those tools (with `plan_answers`, ending with its answer
     where that answer is its results in set words).  A Replan comes after a thought in the full
@@ -338,11 +358,13 @@ def joiner_messages(
     compact = style == "compact"
     if replan_thought is None:
         replan_thought = not compact
+    bare = compact if bare_answers is None else compact and bare_answers
     replan = (THOUGHT_BEFORE_REPLAN if replan_thought else "") + _REPLAN
-    form = _JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT
+    form = _JOINER_BARE_FORMAT if bare else _JOINER_COMPACT_FORMAT if compact else _JOINER_FORMAT
     system = f"{JOINER_HEAD}\n\n{form}".replace("{replan}", replan)
     if last_round:
-        system += f"\n\n{_LAST_ROUND}"
+        finish = "the answer" if bare else "Action: Finish(...)"
+        system += "\n\n" + _LAST_ROUND.replace("{finish}", finish)
     elif plan_tools is not None:
         plan = _JOINER_PLAN.replace("{replan}", replan).replace("{first}", str(next_id))
         plan = plan.replace("{end}", END_OF_PLAN)
@@ -409,20 +431,91 @@ def _plan_after(output: str, head_end: int) -> str | None:
     return rest if rest.strip() and _PLAN_START_RE.match(rest) else None
 
 
-def parse_decision(output: str) -> JoinDecision:
+# A reply to the bare-answer prompt: an optional one-line thought, then the answer as plain text,
+# unless its first words are an action (`Action:`, `Finish(`, `Replan(`): then it is read in the
+# action form, as every reply is without bare answers.
+# ASCII rules (letters, whitespace), which the compact joiner grammar's bare answer mirrors.
+_LEADING_THOUGHT_RE = re.compile(r"\s*Thought\s*:", re.I | re.A)
+_ACTION_START_RE = re.compile(r"\s*(?:Action\s*:|(?:Finish|Replan)\s*\()", re.I | re.A)
+_FIRST_WORD_RE = re.compile(r"\s*([A-Za-z]*)(\s*)", re.A)
+_HEAD_WORDS = ("action", "finish", "replan", "thought")
+
+_Form = Literal["bare", "action", "open"]
+
+
+def _reply_form(text: str, *, final: bool) -> tuple[_Form, int]:
+    """How a reply to the bare-answer prompt answers, told from its first characters: "bare"
+    (the answer is the text from the offset on, after a thought line if there is one) or
+    "action"; while it streams (`final` False), "open" as long as more characters could still
+    make its start an action, so that a Replan is never taken for an answer."""
+    start = 0
+    thought = _LEADING_THOUGHT_RE.match(text)
+    if thought is not None:
+        newline = text.find("\n", thought.end())
+        if newline < 0:
+            return ("bare", len(text)) if final else ("open", 0)  # a thought and no answer
+        start = newline + 1
+    rest = text[start:]
+    if _ACTION_START_RE.match(rest):
+        return "action", 0
+    if not final and _may_become_action(rest):
+        return "open", 0
+    return "bare", start
+
+
+def _may_become_action(text: str) -> bool:
+    """Whether more characters could still make `text` the start of an action (`Act`,
+    `Replan `, blank so far)."""
+    match = _FIRST_WORD_RE.fullmatch(text)
+    if match is None:
+        return False
+    word, space = match.group(1).lower(), match.group(2)
+    if word in _HEAD_WORDS:
+        return True
+    return not space and any(head.startswith(word) for head in _HEAD_WORDS)
+
+
+def _bare_decision(output: str, start: int) -> JoinDecision:
+    """A bare answer from `start` on; the thought line before it, if any."""
+    thought = None
+    if start > 0 and (head := _LEADING_THOUGHT_RE.match(output)) is not None:
+        thought = output[head.end() : start].strip() or None
+    return _answered(JoinDecision("finish", output[start:].strip(), thought), output)
+
+
+def _answered(decision: JoinDecision, output: str) -> JoinDecision:
+    """`decision`, unless it finishes with no answer (an empty reply, a thought or an `Action:`
+    with nothing after it): that reply cannot be understood."""
+    if decision.action == "finish" and not decision.text:
+        shown = output if len(output) <= 200 else output[:200] + "..."
+        raise JoinerError(f"the joiner's reply gives no answer: {shown!r}")
+    return decision
+
+
+def parse_decision(output: str, *, bare: bool = False) -> JoinDecision:
     """Read the joiner's output.  The answer inside `Finish(...)` comes through whole:
     parentheses, quotes and newlines included, up to the last closing parenthesis.  A
-    `Replan(...)` line followed by plan lines ends at its line; the lines are `plan`."""
+    `Replan(...)` line followed by plan lines ends at its line; the lines are `plan`.
+    With `bare` (the compact prompt's bare answers), a reply whose first words (after a
+    thought line) are no action is the answer as it stands, and a reply that gives no answer
+    raises `JoinerError`."""
+    if bare:
+        form, start = _reply_form(output, final=True)
+        if form == "bare":
+            return _bare_decision(output, start)
     head_end = _replan_head_end(output)
     plan = _plan_after(output, head_end) if head_end is not None else None
     if plan is not None and head_end is not None:
-        return replace(parse_decision(output[:head_end]), plan=plan)
+        return replace(parse_decision(output[:head_end], bare=bare), plan=plan)
     matches = list(_DECISION_RE.finditer(output))
     thought_match = _THOUGHT_RE.search(output)
     thought = thought_match.group(1).strip() if thought_match else None
     if not matches:
         # No action at all: a small model that simply answered.  Take its text as the answer.
         text = re.sub(r"^\s*Thought\s*:.*?(?:\n|$)", "", output, flags=re.I).strip()
+        if bare:  # `Action: <the answer>`, or nothing after the label
+            text = re.sub(r"^Action\s*:\s*", "", text, flags=re.I)
+            return _answered(JoinDecision("finish", text, thought), output)
         return JoinDecision("finish", text or output.strip(), thought)
     match = matches[0]
     body = output[match.end() :]
@@ -432,47 +525,64 @@ def parse_decision(output: str) -> JoinDecision:
     action: Literal["finish", "replan"] = (
         "finish" if match.group(1).lower() == "finish" else "replan"
     )
-    return JoinDecision(action, _unquote(body), thought)
+    decision = JoinDecision(action, _unquote(body), thought)
+    return _answered(decision, output) if bare else decision
 
 
 class AnswerStream:
     """The answer of a joiner reply as it streams: `feed` each piece of the reply and get the
-    answer text that piece adds, once the reply has said `Finish(`.
+    answer text that piece adds, once the reply has said `Finish(`, or, with `bare`, once its
+    first words are known to be no action (until then it holds back only those few
+    characters: an `Action: Replan(...)` is never given as an answer).
 
     What it gives is always a prefix of what `parse_decision` reads from the whole reply, so the
     pieces, with `close()`'s rest, add up to the answer exactly: it holds back leading and
-    trailing whitespace, everything from the last `)` on (the answer ends at the last one), and
-    all of an answer in quotes (read whole, as a literal, at the end).  A Replan, or a reply
-    without an action, gives nothing until `close()`.
+    trailing whitespace, in a `Finish(` everything from the last `)` on (the answer ends at
+    the last one) and all of an answer in quotes (read whole, as a literal, at the end).  A
+    Replan, or a reply without an action, gives nothing until `close()`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, bare: bool = False) -> None:
+        self.bare = bare
         self._text = ""
-        self._body: int | None = None  # where the answer starts, once `Finish(` has been seen
+        self._body: int | None = None  # where the answer starts, once that is known
+        self._wrapped = True  # the answer is inside `Finish(...)` (not a bare one)
         self._given = ""
         self._decided = False
 
     def feed(self, piece: str) -> str:
         self._text += piece
         if not self._decided:
-            match = _DECISION_RE.search(self._text)
-            if match is None:
-                return ""
-            self._decided = True
-            if match.group(1).lower() == "finish":
-                self._body = match.end()
+            self._decide()
         if self._body is None:
             return ""
         body = self._text[self._body :].lstrip()
+        if not self._wrapped:
+            return self._give(body.rstrip())
         if body[:1] in ("'", '"'):
             return ""
         close = body.rfind(")")
         ready = (body[:close] if close >= 0 else body).rstrip()
         return self._give(ready)
 
+    def _decide(self) -> None:
+        if self.bare:
+            form, start = _reply_form(self._text, final=False)
+            if form == "open":
+                return
+            if form == "bare":
+                self._decided, self._body, self._wrapped = True, start, False
+                return
+        match = _DECISION_RE.search(self._text)
+        if match is None:
+            return
+        self._decided = True
+        if match.group(1).lower() == "finish":
+            self._body = match.end()
+
     def close(self) -> tuple[JoinDecision, str]:
         """The whole reply's decision and, if it finishes, the answer's rest not yet given."""
-        decision = parse_decision(self._text)
+        decision = parse_decision(self._text, bare=self.bare)
         if decision.action != "finish":
             return decision, ""
         return decision, self._give(decision.text)
@@ -489,9 +599,11 @@ class JoinReplyStream:
 
     `feed` returns the text that belongs to a plan: nothing until a `Replan(...)` line has
     ended and the first non-blank line after it starts a plan (a task line, a thought), then
-    everything from there on.  A reply that finishes, or replans without a plan, gives none."""
+    everything from there on.  A reply that finishes, or replans without a plan, gives none;
+    with `bare`, neither does a bare answer (whatever lines it has)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, bare: bool = False) -> None:
+        self.bare = bare
         self.text = ""
         self.planning = False
         self._settled = False  # no plan can follow any more (a Finish, or prose after Replan)
@@ -502,6 +614,11 @@ class JoinReplyStream:
             return chunk
         if self._settled:
             return ""
+        if self.bare:
+            form, _ = _reply_form(self.text, final=False)
+            self._settled = form == "bare"
+            if form != "action":
+                return ""
         head_end = _replan_head_end(self.text)
         if head_end is None:
             match = _DECISION_RE.search(self.text)
@@ -520,8 +637,9 @@ class JoinReplyStream:
         if self.planning:
             head_end = _replan_head_end(self.text)
             assert head_end is not None
-            return replace(parse_decision(self.text[:head_end]), plan=self.text[head_end:])
-        return parse_decision(self.text)
+            head = parse_decision(self.text[:head_end], bare=self.bare)
+            return replace(head, plan=self.text[head_end:])
+        return parse_decision(self.text, bare=self.bare)
 
 
 # ReAct mode.
