@@ -376,3 +376,6 @@ def test_a_count_asked_for_must_come_from_the_results() -> None:
     assert ungrounded("It has 2 neighbours.", "How many countries border it?", neighbours) == []
     # "How many more / times" asks for a difference or a ratio, not a count.
     assert ungrounded("3 times as large.", "How many times larger is it?", neighbours) == []
+    # Nor is a count asked for where no result is a list: "how many people" is a number.
+    people = [done(1_371_498, 1)]
+    assert ungrounded("About 1.4 million, 1 city.", "How many people live in Milan?", people) == []

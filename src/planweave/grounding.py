@@ -170,8 +170,13 @@ def _derived(sources: list[float]) -> list[float]:
 def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> list[str]:
     """The numbers `answer` states that neither the question nor any finished task's result
     gives, as written in the answer (each once, in order)."""
-    # A question that asks for a count gets no free small numbers: its answer is one.
-    free = _FREE_BELOW if not _COUNT_RE.search(question) else -1
+    # A question that asks for a count of things a result lists gets no free small numbers:
+    # its answer is one ("how many people live in Milan" is answered by a number, not a list).
+    records = list(records)
+    counting = _COUNT_RE.search(question) and any(
+        r.status is TaskStatus.DONE and isinstance(r.result, list | tuple) for r in records
+    )
+    free = -1 if counting else _FREE_BELOW
     stated = [
         n
         for n in numbers(answer)
