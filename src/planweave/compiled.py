@@ -18,8 +18,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
-from .events import AnswerDelta, AnswerUngrounded, EventBus, ReplanEvent
-from .grounding import fallback_answer, grounding_note, misnamed, ungrounded
+from .events import AnswerDelta, EventBus, ReplanEvent
+from .grounding import check
 from .joiner import Joiner, fill_answer, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
@@ -88,22 +88,14 @@ class Compiled:
             while self.grounding and decision.action == "finish":
                 # The answer as the user gets it: a `${N}` it quotes is the result itself.
                 answer = fill_answer(decision.text, records)
-                missing = ungrounded(answer, question, records)
-                wrong = misnamed(answer, question, records)
-                if not missing and wrong is None:
+                found = check(answer, question, records)
+                if found.ok:
                     break
-                bus.emit(
-                    AnswerUngrounded(
-                        answer=answer,
-                        numbers=missing,
-                        retry=not redone,
-                        misnamed=wrong.text() if wrong else None,
-                    )
-                )
+                bus.emit(found.withdrawn(retry=not redone))
                 if redone:
-                    return fallback_answer(records, missing, answer, wrong=wrong)
+                    return found.fallback(records)
                 redone, planned = True, None
-                again = [*notes, grounding_note(answer, missing, wrong=wrong)]
+                again = [*notes, found.note()]
                 decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
                 return fill_answer(decision.text, records)
@@ -162,9 +154,7 @@ class Compiled:
         answer = plan_answer(join, records, plan_round)
         if answer is None:
             return None
-        if self.grounding and (
-            ungrounded(answer, question, records) or misnamed(answer, question, records)
-        ):
+        if self.grounding and not check(answer, question, records).ok:
             return None
         return answer
 

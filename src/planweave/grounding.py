@@ -25,11 +25,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .events import AnswerUngrounded
 from .records import TaskRecord, TaskStatus
 
 __all__ = [
+    "Findings",
     "Misnamed",
     "Number",
+    "check",
     "fallback_answer",
     "grounding_note",
     "misnamed",
@@ -373,3 +376,39 @@ def fallback_answer(
     if failed:
         parts.append("What could not be found: " + "; ".join(failed) + ".")
     return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the check found in one answer: the numbers from nowhere and a misnamed ranking;
+    the withdrawal event, the note asking again and the fallback answer all read it."""
+
+    answer: str
+    numbers: list[str]
+    wrong: Misnamed | None
+
+    @property
+    def ok(self) -> bool:
+        return not self.numbers and self.wrong is None
+
+    def withdrawn(self, *, retry: bool) -> AnswerUngrounded:
+        return AnswerUngrounded(
+            answer=self.answer,
+            numbers=self.numbers,
+            retry=retry,
+            misnamed=self.wrong.text() if self.wrong else None,
+        )
+
+    def note(self, *, react: bool = False) -> str:
+        return grounding_note(self.answer, self.numbers, react=react, wrong=self.wrong)
+
+    def fallback(self, records: Iterable[TaskRecord]) -> str:
+        return fallback_answer(records, self.numbers, self.answer, wrong=self.wrong)
+
+
+def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings:
+    """Both checks of `answer`: numbers (`ungrounded`) and a ranking's name (`misnamed`)."""
+    records = list(records)
+    return Findings(
+        answer, ungrounded(answer, question, records), misnamed(answer, question, records)
+    )

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from . import prompts
 from .errors import BudgetExceeded, PlanError
-from .events import AnswerUngrounded, EventBus
-from .grounding import fallback_answer, grounding_note, misnamed, ungrounded
+from .events import EventBus
+from .grounding import check
 from .llm.base import LLMRequest
 from .meter import MeteredLLM
 from .parser import PlanParser, parse_call
@@ -57,22 +57,14 @@ class ReAct:
                 records = list(scheduler.records.values())
                 if not self.grounding:
                     return answer
-                missing = ungrounded(answer, question, records)
-                wrong = misnamed(answer, question, records)
-                if not missing and wrong is None:
+                found = check(answer, question, records)
+                if found.ok:
                     return answer
-                bus.emit(
-                    AnswerUngrounded(
-                        answer=answer,
-                        numbers=missing,
-                        retry=not redone,
-                        misnamed=wrong.text() if wrong else None,
-                    )
-                )
+                bus.emit(found.withdrawn(retry=not redone))
                 if redone:
-                    return fallback_answer(records, missing, answer, wrong=wrong)
+                    return found.fallback(records)
                 redone = True
-                note = grounding_note(answer, missing, react=True, wrong=wrong)
+                note = found.note(react=True)
                 messages = prompts.react_turn(messages, output, note)
                 continue
             task_id = parser.last_id + 1
