@@ -239,6 +239,7 @@ _BOTTOM = frozenset(
         "southernmost",
     ]
 )
+_NAMED_WITHIN = 2000  # characters of an answer searched for a ranking's names
 _WORD_RE = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
@@ -266,8 +267,9 @@ def _end_asked(question: str) -> str | None:
 
 
 def _first_named(answer: str, names: list[str]) -> str | None:
-    """The candidate the answer names first (whole words, any case), if any."""
-    low = answer.lower()
+    """The candidate the answer names first (whole words, any case), if any; only the answer's
+    opening is read (a ranking may list 1,000 names, and the winner is named early)."""
+    low = answer[:_NAMED_WITHIN].lower()
     found: list[tuple[int, str]] = []
     for name in names:
         match = re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", low)
