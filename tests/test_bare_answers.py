@@ -32,14 +32,8 @@ from planweave import (
 )
 from planweave.events import Event
 from planweave.grammar import joiner_grammar
-from planweave.prompts import (
-    ANSWER_FIRST,
-    BARE_ANSWER,
-    AnswerStream,
-    JoinReplyStream,
-    joiner_messages,
-    parse_decision,
-)
+from planweave.prompts import ANSWER_FIRST, BARE_ANSWER, joiner_messages
+from planweave.replies import AnswerStream, JoinReplyStream, parse_decision
 
 QUESTION = "Density of the Netherlands?"
 PLAN = '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n4. join()\n'

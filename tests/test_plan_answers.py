@@ -29,7 +29,8 @@ from planweave.events import Event
 from planweave.grammar import joiner_grammar, plan_grammar
 from planweave.parser import PlanParser
 from planweave.plan import Ref, Template
-from planweave.prompts import PLAN_ANSWER, THOUGHT_BEFORE_REPLAN, parse_decision
+from planweave.prompts import PLAN_ANSWER, THOUGHT_BEFORE_REPLAN
+from planweave.replies import parse_decision
 
 QUESTION = "Density of the Netherlands?"
 SAYS = '4. join("About ${3} people per km² in the Netherlands.")\n<END_OF_PLAN>'

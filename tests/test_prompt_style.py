@@ -26,7 +26,8 @@ from planweave import (
 from planweave.cli.view import DagView
 from planweave.events import Event
 from planweave.grammar import joiner_grammar
-from planweave.prompts import ANSWER_FIRST, AnswerStream, parse_decision
+from planweave.prompts import ANSWER_FIRST
+from planweave.replies import AnswerStream, parse_decision
 
 PLAN = '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n4. join()\n'
 PLAN += "<END_OF_PLAN>"

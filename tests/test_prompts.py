@@ -20,11 +20,9 @@ from planweave.prompts import (
     PLANNER_HEAD,
     REACT_HEAD,
     REPAIR_HEAD,
-    JoinReplyStream,
-    parse_action,
-    parse_decision,
     purpose_of,
 )
+from planweave.replies import JoinReplyStream, parse_action, parse_decision
 
 PLAN = '1. population("France")\n2. join()\n<END_OF_PLAN>'
 FINISH = "Thought: Done.\nAction: Finish(68 million.)"

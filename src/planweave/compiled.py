@@ -25,9 +25,9 @@ from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
-from .prompts import AnswerStream, JoinDecision, JoinReplyStream
 from .records import TaskRecord
 from .recovery import SubplanAnswer
+from .replies import AnswerStream, JoinDecision, JoinReplyStream
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 

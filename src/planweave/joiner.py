@@ -1,5 +1,5 @@
 """The joiner: after a plan has run, answer (bare, or with `Finish(...)`) or ask for a
-`Replan(...)`.  Its prompt and the parser of its replies live in `prompts`."""
+`Replan(...)`.  Its prompt lives in `prompts`, the reader of its replies in `replies`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from .errors import ProjectionError, ToolArgumentError
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
 from .plan import END_OF_PLAN, Task, Template, render_text, resolve
-from .prompts import AnswerStream, JoinDecision, TaskOutcome, parse_decision
+from .prompts import TaskOutcome
 from .records import TaskRecord, TaskStatus
+from .replies import AnswerStream, JoinDecision, parse_decision
 from .tools import ToolRegistry
 
 # parse_decision is re-exported: the runtime reads the joiner's replies through it.

@@ -5,7 +5,7 @@ compiled mode's joiner's is."""
 
 from __future__ import annotations
 
-from . import prompts
+from . import prompts, replies
 from .errors import BudgetExceeded, PlanError
 from .events import EventBus
 from .grounding import check
@@ -51,9 +51,9 @@ class ReAct:
                 purpose="react",
             )
             output = await llm.complete(request)
-            call = prompts.parse_action(output)
+            call = replies.parse_action(output)
             if call is None:
-                answer = prompts.parse_decision(output).text
+                answer = replies.parse_decision(output).text
                 records = list(scheduler.records.values())
                 if not self.grounding:
                     return answer
