@@ -8,7 +8,8 @@ modulo 5) is held out: never look at it when changing prompts, examples or tools
 `--part tune`.  Numbers are scored within 2 %, names by normalized match (for "which" questions
 the gold name must come before the other candidates where both appear).  Every answer is also
 checked offline by the grounding check (`planweave.grounding.ungrounded`) over the run's own
-results: "ungrounded" counts answers stating a number no result and not the question gives.
+results: "ungrounded" counts answers stating a number no result and not the question gives (a
+fallback answer's quotes of the results, each call as the plan wrote it, are not statements).
 
     PYTHONPATH=src python benchmarks/answer_eval.py --part heldout --modes compiled react \\
         --models qwen2.5-coder-1.5b --per-template 10
@@ -30,7 +31,7 @@ from typing import Any
 from planweave import Budget, Runtime
 from planweave.builtin import builtin_tools
 from planweave.events import AnswerUngrounded, LLMCallFinished
-from planweave.grounding import numbers, ungrounded
+from planweave.grounding import numbers, stated, ungrounded
 from planweave.tools import ToolRegistry
 
 COUNTRIES = [
@@ -267,7 +268,7 @@ def run_config(
                 "wall_s": round(wall, 2),
                 "llm_calls": len(calls),
                 "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
-                "ungrounded": ungrounded(answer or "", q.text, records),
+                "ungrounded": ungrounded(stated(answer or ""), q.text, records),
             }
         )
         row = rows[-1]

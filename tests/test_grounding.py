@@ -349,6 +349,43 @@ def test_a_misnamed_winner_is_withdrawn_then_the_results_answer() -> None:
     assert "Belgium has more people" not in again.answer
 
 
+def test_an_answer_withdrawn_for_its_numbers_still_leads_with_the_ranking_s_answer() -> None:
+    # The 1.5B model named the right city but added a latitude difference no result gave;
+    # its fallback listed the results in plan order, so the wrong city came first.
+    tools = [population, rank]
+    plan = (
+        '1. population("Belgium")\n2. population("France")\n'
+        '3. rank(["Belgium", "France"], [$1, $2])\n4. join()\n<END_OF_PLAN>'
+    )
+    made_up = finish("France has more people, by 12,345,678.")
+    script = Script.by_purpose(planner=[plan], joiner=[made_up] * 2)
+    result = Runtime(tools, ScriptedLLM(script), grounding=True).run(
+        "Which has more people, Belgium or France?"
+    )
+    assert result.answer is not None
+    assert result.answer.startswith("By the ranking of task 3, the answer is France. ")
+    assert "12,345,678" not in result.answer
+    # No ranking asked for: the fallback starts as before.
+    text = fallback_answer([done(66_000_000, 1)], ["5"], "It is 5.")
+    assert text.startswith("I could not give an answer supported by the results")
+
+
+def test_the_fallback_takes_out_whole_numbers_and_its_quotes_are_no_statements() -> None:
+    from planweave.grounding import stated
+
+    records = [done(1_371_498, 1)]
+    answer = "Milan has 1371498 people, by 1 person (1371498 - 1)."
+    text = fallback_answer(records, ["1"], answer)
+    kept = "The answer without them: Milan has 1371498 people, by [?] person (1371498 - [?])."
+    assert kept in text
+    assert "What was found: t() -> 1371498." in text
+    # What the fallback quotes of the results is the plan's and the tools' words, not a claim.
+    quoted = fallback_answer([done(7.5, 1)], ["3"], "It is 3.").replace("t()", 't("x * 100")')
+    assert ungrounded(quoted, "q", [done(7.5, 1)]) == ["100"]
+    assert ungrounded(stated(quoted), "q", [done(7.5, 1)]) == []
+    assert stated("Plain answer: 4.") == "Plain answer: 4."
+
+
 def test_react_sends_a_misnamed_winner_back_once() -> None:
     tools = [population, rank]
     steps = [

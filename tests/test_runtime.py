@@ -368,6 +368,28 @@ def test_repairs_are_bounded_and_the_joiner_is_told(server_factory: type[Scripte
     assert result.answer == "France has 68 million people."
 
 
+def test_a_repair_that_repeats_the_rejected_line_is_told_so_and_not_asked_a_third_time() -> None:
+    # The 1.5B model rewrote `rank([...], [$1, $2])` in task 2 on every repair: asked the same
+    # way, a greedy model answers the same way.
+    bad = '1. population("France")\n2. divide($1, $2)\n'
+    script = Script.by_purpose(
+        planner=[bad],
+        repair=["2. divide($1, $2)\n", "2. divide($1, $2)\n", "2. divide($1, $2)\n"],
+        joiner=["Action: Finish(France has 68 million people.)"],
+    )
+    result = Runtime(TOOLS, ScriptedLLM(script), max_repairs=5).run("q")
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    # The first repair asks plainly, the second says the line was rejected before; a third
+    # request would repeat the second word for word, so it is not sent.
+    assert script.purposes == ["planner", "repair", "repair", "joiner"]
+    assert [e.will_repair for e in invalid] == [True, True, False]
+    first, second = (r[-1].content for r in script.requests[1:3])
+    assert "same line before" not in first
+    assert "same line before" in second
+    assert "not earlier than task 2" in second
+    assert result.results == {1: POPULATION["France"]}
+
+
 def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
     server_factory: type[ScriptedServer],
 ) -> None:

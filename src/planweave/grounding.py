@@ -278,12 +278,14 @@ def _first_named(answer: str, names: list[str]) -> str | None:
     return min(found)[1] if found else None
 
 
-def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misnamed | None:
-    """The first ranking among the finished results whose end the question asks for and the
-    answer names wrongly (another candidate first); None when none does, or nothing tells."""
+def _rankings_asked(
+    question: str, records: Iterable[TaskRecord]
+) -> Iterator[tuple[TaskRecord, list[str], str]]:
+    """Each finished ranking whose end the question asks for, with its order and the name at
+    that end; nothing when the question asks for no end (or both)."""
     end = _end_asked(question)
     if end is None:
-        return None
+        return
     for rec in records:
         result = rec.result
         if rec.status is not TaskStatus.DONE or not isinstance(result, Mapping):
@@ -297,10 +299,23 @@ def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misna
         # The ranking's first name is its `largest` (or `smallest`); the question's end is
         # that one, or the other end when it asks the other way.
         first_is_top = keys[0] == "largest"
-        expected = order[0] if (end == "top") == first_is_top else order[-1]
+        yield rec, order, order[0] if (end == "top") == first_is_top else order[-1]
+
+
+def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misnamed | None:
+    """The first ranking among the finished results whose end the question asks for and the
+    answer names wrongly (another candidate first); None when none does, or nothing tells."""
+    for rec, order, expected in _rankings_asked(question, records):
         named = _first_named(answer, order)
         if named is not None and named != expected:
             return Misnamed(rec.task.id, expected, named)
+    return None
+
+
+def ranked(question: str, records: Iterable[TaskRecord]) -> tuple[int, str] | None:
+    """The task id and the name of the first ranking that answers the question's end, if any."""
+    for rec, _, expected in _rankings_asked(question, records):
+        return rec.task.id, expected
     return None
 
 
@@ -341,10 +356,12 @@ def fallback_answer(
     limit: int = 300,
     *,
     wrong: Misnamed | None = None,
+    leader: tuple[int, str] | None = None,
 ) -> str:
     """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
     those numbers taken out (its names and words may still answer the question), then what was
-    found and what was not, in the results' own words."""
+    found and what was not, in the results' own words.  `leader` (task id, name) is what a
+    ranking among the results gives where the question asks: it is said first."""
     found: list[str] = []
     failed: list[str] = []
     for rec in records:
@@ -366,18 +383,33 @@ def fallback_answer(
             f"I could not give an answer supported by the results: it stated {len(missing)} "
             f"number{'s' if len(missing) > 1 else ''} that no result gives."
         ]
+        if leader is not None:
+            # What a tool decided answers a "which" question even when the prose did not hold.
+            parts.insert(0, f"By the ranking of task {leader[0]}, the answer is {leader[1]}.")
     if answer and wrong is not None:
         answer = None  # it named the wrong one too: its words are not kept
     if answer:
-        kept = answer[:1000]
-        for text in sorted(missing, key=len, reverse=True):
-            kept = kept.replace(text, "[?]")
+        # Whole numbers as written are taken out, not their text wherever it occurs ("1" is
+        # in "1,371,498").
+        gone = set(missing)
+        kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), answer[:1000])
         parts.append(f"The answer without them: {kept.strip()}")
     if found:
-        parts.append("What was found: " + "; ".join(found) + ".")
+        parts.append(FOUND + "; ".join(found) + ".")
     if failed:
-        parts.append("What could not be found: " + "; ".join(failed) + ".")
+        parts.append(NOT_FOUND + "; ".join(failed) + ".")
     return " ".join(parts)
+
+
+FOUND = "What was found: "
+NOT_FOUND = "What could not be found: "
+
+
+def stated(answer: str) -> str:
+    """The part of an answer that states something: a fallback answer's quotes of the results
+    (each call as the plan wrote it, with its result) are left out."""
+    cut = [i for i in (answer.find(" " + FOUND), answer.find(" " + NOT_FOUND)) if i >= 0]
+    return answer[: min(cut)] if cut else answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +420,7 @@ class Findings:
     answer: str
     numbers: list[str]
     wrong: Misnamed | None
+    leader: tuple[int, str] | None = None  # a ranking's answer to the question, if any
 
     @property
     def ok(self) -> bool:
@@ -405,12 +438,15 @@ class Findings:
         return grounding_note(self.answer, self.numbers, react=react, wrong=self.wrong)
 
     def fallback(self, records: Iterable[TaskRecord]) -> str:
-        return fallback_answer(records, self.numbers, self.answer, wrong=self.wrong)
+        return fallback_answer(
+            records, self.numbers, self.answer, wrong=self.wrong, leader=self.leader
+        )
 
 
 def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings:
     """Both checks of `answer`: numbers (`ungrounded`) and a ranking's name (`misnamed`)."""
     records = list(records)
-    return Findings(
-        answer, ungrounded(answer, question, records), misnamed(answer, question, records)
-    )
+    missing = ungrounded(answer, question, records)
+    wrong = misnamed(answer, question, records)
+    leader = ranked(question, records) if missing or wrong else None
+    return Findings(answer, missing, wrong, leader)

@@ -135,7 +135,9 @@ class Planner:
                 if isinstance(exc, LLMStreamError) and not continue_cut:
                     raise
                 err = _as_plan_error(exc)
-                will_repair = repairs < self.max_repairs
+                repair = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
+                # The same request again would get the same reply from a greedy model.
+                will_repair = repairs < self.max_repairs and repair != messages
                 bus.emit(
                     PlanInvalid(
                         error=err.report(),
@@ -148,7 +150,7 @@ class Planner:
                     error = err
                     break
                 repairs += 1
-                messages = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
+                messages = repair
                 parser.start_plan()
         if not streaming:
             for task in accepted:
