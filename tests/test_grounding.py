@@ -185,6 +185,12 @@ def test_react_sends_an_ungrounded_answer_back_once() -> None:
     told = script.requests[-1][-1].content
     assert told.startswith("Observation: Your answer")
     assert "call a tool (the calculator) to do it" in told
+    assert "writing ${<id>} where an action's result goes" in told
+    # Quoted by its action's id, the result goes in as written, and is grounded.
+    quoted = "Thought: quoted.\nAction: Finish(France has ${1} people.)"
+    script = Script.by_purpose(react=[step, wrong, quoted])
+    result = Runtime(TOOLS, ScriptedLLM(script), mode="react", grounding=True).run("France?")
+    assert result.answer == f"France has {POPULATION['France']:,} people."
     # Twice: the run answers with what was found instead.
     again = Script.by_purpose(react=[step, wrong, wrong])
     fallback = Runtime(TOOLS, ScriptedLLM(again), mode="react", grounding=True).run("France?")

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, EventBus, ReplanEvent
 from .grounding import check
-from .joiner import Joiner, fill_answer, plan_answer
+from .joiner import Joiner, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
 from .records import TaskRecord
 from .recovery import SubplanAnswer
-from .replies import AnswerStream, JoinDecision, JoinReplyStream
+from .replies import AnswerStream, JoinDecision, JoinReplyStream, fill_answer
 from .scheduler import Scheduler
 from .tools import ToolRegistry
 

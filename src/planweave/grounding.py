@@ -331,14 +331,11 @@ def grounding_note(
         )
     listed = ", ".join(missing)
     compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
-    # The joiner may quote a result by its task id (`${N}` is filled in): no digit to retype.
+    # The answer may quote a result by its task's (or action's) id, `${N}`, filled in as the
+    # run ends: no digit to retype.
     copy = (
-        "copying numbers exactly as the results give them"
-        if react
-        else (
-            "writing ${<id>} where a task's result goes (it is filled in), or copying numbers "
-            "exactly as the results give them"
-        )
+        f"writing ${{<id>}} where {'an action' if react else 'a task'}'s result goes (it is "
+        "filled in), or copying numbers exactly as the results give them"
     )
     also = f" Also, {wrong.text()}: name {wrong.expected} first." if wrong is not None else ""
     return (

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 
@@ -12,58 +10,15 @@ from . import prompts
 from .errors import ProjectionError, ToolArgumentError
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
-from .plan import END_OF_PLAN, Task, Template, render_text, resolve
+from .plan import END_OF_PLAN, Task, Template, resolve
 from .prompts import TaskOutcome
 from .records import TaskRecord, TaskStatus
-from .replies import AnswerStream, JoinDecision, parse_decision
+from .replies import AnswerStream, JoinDecision, as_text, fill_answer, parse_decision
 from .tools import ToolRegistry
 
-# parse_decision is re-exported: the runtime reads the joiner's replies through it.
+# fill_answer and parse_decision are re-exported: the runtime reads the joiner's replies
+# through them.
 __all__ = ["Joiner", "fill_answer", "parse_decision", "plan_answer"]
-
-_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30})\s*\}")
-
-
-def readable_number(value: float) -> str:
-    """A result number as an answer writes it: thousands separated, a fraction rounded to two
-    decimals (four significant digits below 1); what the grounding check accepts as it."""
-    whole = math.isfinite(value) and float(value).is_integer() and abs(value) < 1e15
-    if isinstance(value, int) or whole:
-        return f"{int(value):,}"
-    if not math.isfinite(value) or abs(value) >= 1e15:
-        return repr(value)
-    if abs(value) >= 1:
-        return f"{value:,.2f}"
-    return f"{value:.4g}"
-
-
-def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
-    """The joiner's answer with each `${N}` of a finished task replaced by its result whole
-    (a list of texts one per line): an answer that is the items of a fan-out of `llm` calls
-    is not written out again token by token."""
-    if "${" not in text:
-        return text
-    done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
-    ids = {r.task.id for r in records}
-
-    def filled(m: re.Match[str]) -> str:
-        task_id = int(m.group(1))
-        if task_id not in done:
-            # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
-            return m.group(0) if task_id in ids else m.group(1)
-        return _as_text(done[task_id])
-
-    return _QUOTED_RE.sub(filled, text)
-
-
-def _as_text(value: object) -> str:
-    """A result as the answer shows it: a list of texts one per line, a number readably,
-    anything else as text."""
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "\n".join(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return readable_number(value)
-    return render_text(value)
 
 
 def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> str | None:
@@ -81,7 +36,7 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     if isinstance(answer, Template) and len(answer.parts) == 1:
         answer = answer.parts[0]  # `join("${3}")`: the result whole, as `join($3)`
     try:
-        text = _as_text(resolve(answer, done))
+        text = as_text(resolve(answer, done))
     except (ProjectionError, ToolArgumentError):
         return None
     return text if text.strip() else None

@@ -1,7 +1,7 @@
 """ReAct mode: think, call one tool, read the result, repeat.  The baseline every speed claim
 of the compiled mode is measured against, with the same tools, LLM and records.  With
 `grounding`, a final answer stating numbers no observation gives is sent back once, as the
-compiled mode's joiner's is."""
+compiled mode's joiner's is; as there, an answer may quote an action's result as `${N}`."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ class ReAct:
             output = await llm.complete(request)
             call = replies.parse_action(output)
             if call is None:
-                answer = replies.parse_decision(output).text
                 records = list(scheduler.records.values())
+                answer = replies.fill_answer(replies.parse_decision(output).text, records)
                 if not self.grounding:
                     return answer
                 found = check(answer, question, records)

@@ -2,19 +2,32 @@
 Replan and the plan it carries), read whole or as it streams, and a ReAct step's action.
 
 The plan lines themselves are read by `parser`; the prompts these replies answer are in
-`prompts`.
+`prompts`.  An answer may quote a result as `${N}`: `fill_answer` puts the result in.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from .errors import JoinerError
+from .plan import render_text
+from .records import TaskRecord, TaskStatus
 
-__all__ = ["AnswerStream", "JoinDecision", "JoinReplyStream", "parse_action", "parse_decision"]
+__all__ = [
+    "AnswerStream",
+    "JoinDecision",
+    "JoinReplyStream",
+    "as_text",
+    "fill_answer",
+    "parse_action",
+    "parse_decision",
+    "readable_number",
+]
 
 
 _THOUGHT_RE = re.compile(
@@ -289,3 +302,48 @@ def parse_action(output: str) -> str | None:
     if not action or re.match(r"Finish\s*\(", action, re.I):
         return None
     return action.splitlines()[0]
+
+
+_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30})\s*\}")
+
+
+def readable_number(value: float) -> str:
+    """A result number as an answer writes it: thousands separated, a fraction rounded to two
+    decimals (four significant digits below 1); what the grounding check accepts as it."""
+    whole = math.isfinite(value) and float(value).is_integer() and abs(value) < 1e15
+    if isinstance(value, int) or whole:
+        return f"{int(value):,}"
+    if not math.isfinite(value) or abs(value) >= 1e15:
+        return repr(value)
+    if abs(value) >= 1:
+        return f"{value:,.2f}"
+    return f"{value:.4g}"
+
+
+def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
+    """The joiner's answer with each `${N}` of a finished task replaced by its result whole
+    (a list of texts one per line): an answer that is the items of a fan-out of `llm` calls
+    is not written out again token by token."""
+    if "${" not in text:
+        return text
+    done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
+    ids = {r.task.id for r in records}
+
+    def filled(m: re.Match[str]) -> str:
+        task_id = int(m.group(1))
+        if task_id not in done:
+            # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
+            return m.group(0) if task_id in ids else m.group(1)
+        return as_text(done[task_id])
+
+    return _QUOTED_RE.sub(filled, text)
+
+
+def as_text(value: object) -> str:
+    """A result as the answer shows it: a list of texts one per line, a number readably,
+    anything else as text."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return readable_number(value)
+    return render_text(value)

@@ -66,7 +66,7 @@ Thought: People per square kilometre is the population divided by the area, for 
 9. join()
 <END_OF_PLAN>""",
     # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
-    """Question: How many neighbours does Belgium have, and what is their total population?
+    """Question: How many countries border Belgium, and what is their total population?
 Thought: Each neighbour's population is looked up once the neighbours are known, all at once.
 1. country_info("Belgium", field="neighbours")
 2. country_info($1[*], field="population")
