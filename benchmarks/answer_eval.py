@@ -232,11 +232,16 @@ def correct(q: Question, answer: str | None) -> bool:
 
 
 def run_config(
-    model: str, mode: str, qs: list[Question], grounding: bool | None, wall_s: float
+    model: str,
+    mode: str,
+    qs: list[Question],
+    grounding: bool | None,
+    wall_s: float,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     from planweave.llm.local import LocalLLM
 
-    llm = LocalLLM(model)
+    llm = LocalLLM(model, n_threads=threads)
     llm.load()
     runtime = Runtime(
         builtin_tools(),
@@ -346,6 +351,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--grounding", choices=["default", "on", "off"], default="default")
     parser.add_argument("--wall", type=float, default=180.0, help="budget per question, s")
+    parser.add_argument(
+        "--threads", type=int, help="llama.cpp threads (default: every core); times then differ"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
     parser.add_argument("--list", action="store_true", help="print the questions and stop")
     parser.add_argument("--templates", nargs="+", choices=sorted(TEMPLATES), help="only these")
@@ -366,7 +374,7 @@ def main() -> None:
         return
     grounding = {"default": None, "on": True, "off": False}[args.grounding]
     results = [
-        run_config(model, mode, chosen, grounding, args.wall)
+        run_config(model, mode, chosen, grounding, args.wall, args.threads)
         for model in args.models
         for mode in args.modes
     ]

@@ -417,6 +417,13 @@ def test_a_count_asked_for_must_come_from_the_results() -> None:
     # ...but not as the answer to "how many": the 1.5B model counted 4 in a list of two.
     assert ungrounded("It has 4 neighbours.", "How many countries border it?", neighbours) == ["4"]
     assert ungrounded("It has 2 neighbours.", "How many countries border it?", neighbours) == []
+    # Nor is a count derived from two others: 10 is 9 + 1, but no list has 10 items.
+    nine = [done([f"c{i}" for i in range(9)], 1), done(["x"], 2)]
+    assert ungrounded("There are 10 countries.", "How many countries border it?", nine) == ["10"]
+    assert ungrounded("There are 9 countries.", "How many countries border it?", nine) == []
+    people = [*nine, done(177_453_549, 3)]
+    said = "They have about 177.5 million people, 177,000,000 in all."
+    assert ungrounded(said, "How many people live in its neighbours?", people) == []
     # "How many more / times" asks for a difference or a ratio, not a count.
     assert ungrounded("3 times as large.", "How many times larger is it?", neighbours) == []
     # Nor is a count asked for where no result is a list: "how many people" is a number.

@@ -60,6 +60,9 @@ _NUMBER_RE = re.compile(
 # returned as a list is grounded anyway (list lengths are sources).
 _FREE_BELOW = 10
 _COUNT_RE = re.compile(r"\bhow\s+many\b(?!\s+(?:more|fewer|less|times)\b)", re.IGNORECASE)
+# In the answer to "how many" over a list, a whole number below this, written plainly, is a
+# count: it must be exactly a source ("about 1.4 million people" is still rounded).
+_EXACT_COUNT_BELOW = 1000
 MAX_SOURCE_NUMBERS = 100_000  # a huge result is read up to this many numbers
 # Arithmetic between sources is tried only for a few of them, and only for a number whose
 # relative rounding times the count of derived values stays under this: a number spread
@@ -191,6 +194,12 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     derived: list[float] | None = None
     missing: list[str] = []
     for number in stated:
+        if counting and number.text.isdigit() and number.value < _EXACT_COUNT_BELOW:
+            # A count is exact: a list's length, not one "rounded" to the ten nor the sum of
+            # two ("10 countries border Germany" over its 9 neighbours and a list of 1).
+            if number.text not in missing and number.value not in sources:
+                missing.append(number.text)
+            continue
         if number.text in missing or _grounded(number, sources):
             continue
         derived = _derived(sources) if derived is None else derived

@@ -157,10 +157,10 @@ def _compute_rule(tools: ToolRegistry) -> str:
         return ""
     rule = (
         "- Every number the answer needs (a sum, difference, ratio, percentage, average or count)\n"
-        "  is a calculator task"
+        '  is a calculator task (a count of a list\'s items: calculator("len(${<id>})"))'
     )
     if "convert_units" in tools:
-        rule += ", a change of units a convert_units task"
+        rule += ",\n  a change of units a convert_units task"
     if "rank" in tools:
         rule += ', "which is largest/smallest" a rank task'
     return rule + ": the answer only quotes them.\n"

@@ -65,6 +65,12 @@ Thought: People per square kilometre is the population divided by the area, for 
 8. calculator("${5} - ${6}")
 9. join()
 <END_OF_PLAN>""",
+    # A count is the length of a list result (the 1.5B model ranked the list instead).
+    """Question: How many official languages does Switzerland have?
+1. country_info("Switzerland", field="languages")
+2. calculator("len(${1})")
+3. join()
+<END_OF_PLAN>""",
     # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
     """Question: How many countries border Belgium, and what is their total population?
 Thought: Each neighbour's population is looked up once the neighbours are known, all at once.
