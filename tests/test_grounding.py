@@ -191,6 +191,13 @@ def test_react_sends_an_ungrounded_answer_back_once() -> None:
     script = Script.by_purpose(react=[step, wrong, quoted])
     result = Runtime(TOOLS, ScriptedLLM(script), mode="react", grounding=True).run("France?")
     assert result.answer == f"France has {POPULATION['France']:,} people."
+    # An action that did not parse takes its id as the prompt counts them: ${2} is the
+    # population, and ${1} (no result) stays as written instead of reading as the number 1.
+    bad = "Thought: oops.\nAction: population(France"
+    both = "Thought: q.\nAction: Finish(France has ${2} people, not ${1}.)"
+    script = Script.by_purpose(react=[bad, step, both])
+    result = Runtime(TOOLS, ScriptedLLM(script), mode="react").run("France?")
+    assert result.answer == f"France has {POPULATION['France']:,} people, not ${{1}}."
     # Twice: the run answers with what was found instead.
     again = Script.by_purpose(react=[step, wrong, wrong])
     fallback = Runtime(TOOLS, ScriptedLLM(again), mode="react", grounding=True).run("France?")
@@ -376,6 +383,26 @@ def test_an_answer_withdrawn_for_its_numbers_still_leads_with_the_ranking_s_answ
     assert text.startswith("I could not give an answer supported by the results")
 
 
+def test_the_fallback_leads_with_the_last_round_s_ranking_and_its_own_words_are_no_claims() -> None:
+    from planweave.grounding import check, stated
+
+    first = TaskRecord(
+        task=Task(id=3, tool="rank"), status=TaskStatus.DONE, result=ranking(["Belgium", "x"])
+    )
+    later = TaskRecord(
+        task=Task(id=12, tool="rank"), status=TaskStatus.DONE, result=ranking(["France", "x"])
+    )
+    found = check("France, by 4,444,444.", "Which has more people?", [first, later])
+    text = found.fallback([first, later])
+    assert text.startswith("By the ranking of task 12, the answer is France.")
+    # The fallback's own sentences (task 12, "it stated 1 number") state nothing.
+    assert stated(text) == "France, by [?]."
+    assert ungrounded(stated(text), "Which has more people?", [first, later]) == []
+    counted = fallback_answer([done(["a", "b"], 1)], ["3"], "It has 3 neighbours.")
+    assert ungrounded(stated(counted), "How many border it?", [done(["a", "b"], 1)]) == []
+    assert stated("The results rank France where the question asks (task 3); ...") == ""
+
+
 def test_the_fallback_takes_out_whole_numbers_and_its_quotes_are_no_statements() -> None:
     from planweave.grounding import stated
 
@@ -421,6 +448,10 @@ def test_a_count_asked_for_must_come_from_the_results() -> None:
     nine = [done([f"c{i}" for i in range(9)], 1), done(["x"], 2)]
     assert ungrounded("There are 10 countries.", "How many countries border it?", nine) == ["10"]
     assert ungrounded("There are 9 countries.", "How many countries border it?", nine) == []
+    # Other plain numbers in such an answer: a rounded fraction, a difference given negative.
+    density = [*nine, done(232.6, 3), done(-7, 4)]
+    said = "9 countries border it; its density is 233 people per km², and Poland has 7 more."
+    assert ungrounded(said, "How many countries border it?", density) == []
     people = [*nine, done(177_453_549, 3)]
     said = "They have about 177.5 million people, 177,000,000 in all."
     assert ungrounded(said, "How many people live in its neighbours?", people) == []

@@ -390,6 +390,20 @@ def test_a_repair_that_repeats_the_rejected_line_is_told_so_and_not_asked_a_thir
     assert result.results == {1: POPULATION["France"]}
 
 
+def test_a_repair_request_is_never_sent_twice_even_after_another_in_between() -> None:
+    bad = '1. population("France")\n2. divide($1, $2)\n'
+    script = Script.by_purpose(
+        planner=[bad],
+        repair=["2. nope()\n", "2. divide($1, $2)\n", "2. nope()\n"],
+        joiner=["Action: Finish(France has 68 million people.)"],
+    )
+    result = Runtime(TOOLS, ScriptedLLM(script), max_repairs=5).run("q")
+    # The third request would repeat the first word for word (A, B, A): it is not sent.
+    assert script.purposes == ["planner", "repair", "repair", "joiner"]
+    invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
+    assert [e.will_repair for e in invalid] == [True, True, False]
+
+
 def test_stream_cut_mid_plan_fails_precisely_and_keeps_finished_results(
     server_factory: type[ScriptedServer],
 ) -> None:

@@ -161,6 +161,18 @@ def _grounded(number: Number, sources: list[float]) -> bool:
     return False
 
 
+def _counted(number: Number, sources: list[float]) -> bool:
+    """A plain whole number in the answer to "how many": exactly a whole source (a list's
+    length, a count a tool gave), or a fraction rounded (233 for a density of 232.6)."""
+    for source in sources:
+        size = abs(source)
+        if size == number.value:
+            return True
+        if not size.is_integer() and abs(size - number.value) <= number.tolerance * 1.000001:
+            return True
+    return False
+
+
 def _derived(sources: list[float]) -> list[float]:
     """Sums, differences, ratios and relative differences of pairs of a few distinct sources."""
     distinct = sorted({abs(s) for s in sources if s})
@@ -197,7 +209,7 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
         if counting and number.text.isdigit() and number.value < _EXACT_COUNT_BELOW:
             # A count is exact: a list's length, not one "rounded" to the ten nor the sum of
             # two ("10 countries border Germany" over its 9 neighbours and a list of 1).
-            if number.text not in missing and number.value not in sources:
+            if number.text not in missing and not _counted(number, sources):
                 missing.append(number.text)
             continue
         if number.text in missing or _grounded(number, sources):
@@ -322,10 +334,12 @@ def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misna
 
 
 def ranked(question: str, records: Iterable[TaskRecord]) -> tuple[int, str] | None:
-    """The task id and the name of the first ranking that answers the question's end, if any."""
+    """The task id and the name of the last ranking that answers the question's end (a later
+    round's, after a replan), if any."""
+    last = None
     for rec, _, expected in _rankings_asked(question, records):
-        return rec.task.id, expected
-    return None
+        last = rec.task.id, expected
+    return last
 
 
 def grounding_note(
@@ -355,6 +369,16 @@ def grounding_note(
     )
 
 
+# The fallback answer's fixed words (`stated` tells them from the withdrawn answer's).
+FOUND = "What was found: "
+NOT_FOUND = "What could not be found: "
+KEPT = "The answer without them: "
+_LEAD = "By the ranking of task "
+_UNSUPPORTED = "I could not give an answer supported by the results"
+_RANKED_INSTEAD = "The results rank "
+_FALLBACK_OPENINGS = (_LEAD, _UNSUPPORTED, _RANKED_INSTEAD)
+
+
 def fallback_answer(
     records: Iterable[TaskRecord],
     missing: list[str],
@@ -380,18 +404,18 @@ def fallback_answer(
     if wrong is not None and not missing:
         # The answer's words are the problem: only the results speak.
         parts = [
-            f"The results rank {wrong.expected} where the question asks (task "
+            f"{_RANKED_INSTEAD}{wrong.expected} where the question asks (task "
             f"{wrong.task_id}); the answer given named {wrong.named} instead, so it was withdrawn."
         ]
         answer = None
     else:
         parts = [
-            f"I could not give an answer supported by the results: it stated {len(missing)} "
+            f"{_UNSUPPORTED}: it stated {len(missing)} "
             f"number{'s' if len(missing) > 1 else ''} that no result gives."
         ]
         if leader is not None:
             # What a tool decided answers a "which" question even when the prose did not hold.
-            parts.insert(0, f"By the ranking of task {leader[0]}, the answer is {leader[1]}.")
+            parts.insert(0, f"{_LEAD}{leader[0]}, the answer is {leader[1]}.")
     if answer and wrong is not None:
         answer = None  # it named the wrong one too: its words are not kept
     if answer:
@@ -399,7 +423,7 @@ def fallback_answer(
         # in "1,371,498").
         gone = set(missing)
         kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), answer[:1000])
-        parts.append(f"The answer without them: {kept.strip()}")
+        parts.append(f"{KEPT}{kept.strip()}")
     if found:
         parts.append(FOUND + "; ".join(found) + ".")
     if failed:
@@ -407,15 +431,18 @@ def fallback_answer(
     return " ".join(parts)
 
 
-FOUND = "What was found: "
-NOT_FOUND = "What could not be found: "
-
-
 def stated(answer: str) -> str:
-    """The part of an answer that states something: a fallback answer's quotes of the results
-    (each call as the plan wrote it, with its result) are left out."""
-    cut = [i for i in (answer.find(" " + FOUND), answer.find(" " + NOT_FOUND)) if i >= 0]
-    return answer[: min(cut)] if cut else answer
+    """The part of an answer that states something: of a fallback answer, only its withdrawn
+    answer's kept words; its own sentences (a task id, how many numbers were taken out) and
+    its quotes of the results (each call as the plan wrote it, with its result) are left out."""
+    if not answer.startswith(_FALLBACK_OPENINGS):
+        return answer
+    start = answer.find(KEPT)
+    if start < 0:
+        return ""
+    kept = answer[start + len(KEPT) :]
+    cut = [i for i in (kept.find(" " + FOUND), kept.find(" " + NOT_FOUND)) if i >= 0]
+    return kept[: min(cut)] if cut else kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,6 +107,7 @@ class Planner:
         accepted: list[Task] = []
         error: PlanError | None = None
         repairs = 0
+        asked: set[str] = set()  # the repair requests sent, never twice
 
         def take(tasks: list[Task]) -> None:
             accepted.extend(tasks)
@@ -137,7 +138,8 @@ class Planner:
                 err = _as_plan_error(exc)
                 repair = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
                 # The same request again would get the same reply from a greedy model.
-                will_repair = repairs < self.max_repairs and repair != messages
+                will_repair = repairs < self.max_repairs and repair[-1].content not in asked
+                asked.add(repair[-1].content)
                 bus.emit(
                     PlanInvalid(
                         error=err.report(),

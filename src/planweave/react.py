@@ -42,6 +42,8 @@ class ReAct:
         messages = prompts.question_messages(self.system_prompt(), question)
         parser = PlanParser(self.tools)
         redone = False  # an answer with numbers from nowhere is sent back once, as compiled's
+        # Ids count the actions, as the prompt says: one that fails to parse takes its id too.
+        actions = 0
         for _ in range(self.max_steps):
             request = LLMRequest(
                 messages=messages,
@@ -54,7 +56,8 @@ class ReAct:
             call = replies.parse_action(output)
             if call is None:
                 records = list(scheduler.records.values())
-                answer = replies.fill_answer(replies.parse_decision(output).text, records)
+                text = replies.parse_decision(output).text
+                answer = replies.fill_answer(text, records, last_id=actions)
                 if not self.grounding:
                     return answer
                 found = check(answer, question, records)
@@ -67,7 +70,8 @@ class ReAct:
                 note = found.note(react=True)
                 messages = prompts.react_turn(messages, output, note)
                 continue
-            task_id = parser.last_id + 1
+            actions += 1
+            task_id = actions
             try:
                 task = parse_call(call, task_id, parser.known_ids)
                 parser.add(task)

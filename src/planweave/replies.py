@@ -320,20 +320,22 @@ def readable_number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def fill_answer(text: str, records: Sequence[TaskRecord]) -> str:
+def fill_answer(text: str, records: Sequence[TaskRecord], *, last_id: int = 0) -> str:
     """The joiner's answer with each `${N}` of a finished task replaced by its result whole
     (a list of texts one per line): an answer that is the items of a fan-out of `llm` calls
     is not written out again token by token."""
     if "${" not in text:
         return text
     done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
-    ids = {r.task.id for r in records}
+    highest = max([last_id, *(r.task.id for r in records)])
 
     def filled(m: re.Match[str]) -> str:
         task_id = int(m.group(1))
         if task_id not in done:
             # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
-            return m.group(0) if task_id in ids else m.group(1)
+            # Up to the last id it is an id that gave nothing (`last_id`: ids taken without a
+            # record, as a ReAct action that did not parse): it stays as written.
+            return m.group(0) if task_id <= highest else m.group(1)
         return as_text(done[task_id])
 
     return _QUOTED_RE.sub(filled, text)
