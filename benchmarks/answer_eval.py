@@ -6,10 +6,12 @@ conversions), gold answers computed by the built-in tools themselves from their 
 40 % of the questions (`--part heldout`: every question whose index in its template is 3 or 4
 modulo 5) is held out: never look at it when changing prompts, examples or tools; tune on
 `--part tune`.  Numbers are scored within 2 %, names by normalized match (for "which" questions
-the gold name must come before the other candidates where both appear).  Every answer is also
-checked offline by the grounding check (`planweave.grounding.ungrounded`) over the run's own
-results: "ungrounded" counts answers stating a number no result and not the question gives (a
-fallback answer's quotes of the results, each call as the plan wrote it, are not statements).
+the gold name must come before the other candidates where both appear).  "strict" scores the
+same answers without a fallback answer's quotes of the results (a fallback lists what every
+tool gave, so a gold number among them would count): only what the answer itself says.
+Every answer is also checked offline by the grounding check (`planweave.grounding.ungrounded`)
+over the run's own results: "ungrounded" counts answers stating a number no result and not the
+question gives (of a fallback answer, only the withdrawn answer's kept words are statements).
 
     PYTHONPATH=src python benchmarks/answer_eval.py --part heldout --modes compiled react \\
         --models qwen2.5-coder-1.5b --per-template 10
@@ -31,7 +33,7 @@ from typing import Any
 from planweave import Budget, Runtime
 from planweave.builtin import builtin_tools
 from planweave.events import AnswerUngrounded, LLMCallFinished
-from planweave.grounding import numbers, stated, ungrounded
+from planweave.grounding import FOUND, NOT_FOUND, numbers, stated, ungrounded
 from planweave.tools import ToolRegistry
 
 COUNTRIES = [
@@ -231,6 +233,16 @@ def correct(q: Question, answer: str | None) -> bool:
     return all(o not in low or low.index(gold) < low.index(o) for o in others)
 
 
+def answered(answer: str | None) -> str | None:
+    """The answer without a fallback answer's quotes of the results ("What was found: ...",
+    every result as a tool gave it): what `strict` scores.  A fallback's lead (the ranking's
+    answer) and the withdrawn answer's kept words stay."""
+    if not answer:
+        return answer
+    cut = [i for i in (answer.find(" " + FOUND), answer.find(" " + NOT_FOUND)) if i >= 0]
+    return answer[: min(cut)] if cut else answer
+
+
 def run_config(
     model: str,
     mode: str,
@@ -270,6 +282,7 @@ def run_config(
                 "gold": q.gold,
                 "answer": answer,
                 "correct": correct(q, answer),
+                "strict": correct(q, answered(answer)),
                 "wall_s": round(wall, 2),
                 "llm_calls": len(calls),
                 "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
@@ -293,6 +306,7 @@ def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
     return {
         "n": len(rows),
         "accuracy": sum(r["correct"] for r in rows) / len(rows),
+        "strict": sum(r.get("strict", r["correct"]) for r in rows) / len(rows),
         "median_s": statistics.median(walls),
         "p90_s": walls[min(len(walls) - 1, int(0.9 * len(walls)))],
         "llm_calls": statistics.fmean(r["llm_calls"] for r in rows),
@@ -303,10 +317,10 @@ def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
 
 def print_table(results: list[dict[str, Any]]) -> None:
     print(
-        "\n| model | mode | grounding | part | n | accuracy | median s | p90 s | LLM calls "
-        "| answers with ungrounded numbers | withdrawn |"
+        "\n| model | mode | grounding | part | n | accuracy | strict | median s | p90 s "
+        "| LLM calls | answers with ungrounded numbers | withdrawn |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         for part in ("tune", "heldout", "all"):
             s = summary(r, part)
@@ -314,7 +328,8 @@ def print_table(results: list[dict[str, Any]]) -> None:
                 continue
             print(
                 f"| {r['model']} | {r['mode']} | {'on' if r['grounding'] else 'off'} | {part} "
-                f"| {s['n']} | {s['accuracy']:.0%} | {s['median_s']:.1f} | {s['p90_s']:.1f} "
+                f"| {s['n']} | {s['accuracy']:.0%} | {s['strict']:.0%} | {s['median_s']:.1f} "
+                f"| {s['p90_s']:.1f} "
                 f"| {s['llm_calls']:.1f} | {s['ungrounded']} | {s['withdrawn']} |"
             )
     templates = sorted({row["template"] for r in results for row in r["rows"]})
@@ -336,6 +351,7 @@ def rescore(saved: Path, out: Path) -> None:
     for result in data["results"]:
         for row in result["rows"]:
             row["correct"] = correct(by_text[row["question"]], row["answer"])
+            row["strict"] = correct(by_text[row["question"]], answered(row["answer"]))
     data["questions"] = [asdict(by_text[q["text"]]) for q in data["questions"]]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1))

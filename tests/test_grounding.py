@@ -258,6 +258,8 @@ def test_a_quoted_value_that_is_no_task_id_reads_as_the_value() -> None:
     # Any length: a population of eight digits stayed `${11225469}` in an answer.
     assert fill_answer("Belgium has ${11225469} people", records) == "Belgium has 11225469 people"
     assert fill_answer("Greece: ${2}", records) == "Greece: ${2}"  # a task that gave nothing
+    # The 1.5B model wrapped a ratio it had copied: a value, read readably.
+    assert fill_answer("the ratio is ${2.6524753261185934}.", records) == "the ratio is 2.65."
 
 
 @pytest.mark.parametrize(

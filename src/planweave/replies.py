@@ -304,7 +304,7 @@ def parse_action(output: str) -> str | None:
     return action.splitlines()[0]
 
 
-_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30})\s*\}")
+_QUOTED_RE = re.compile(r"\$\{\s*(\d{1,30}(?:\.\d{1,30})?)\s*\}")
 
 
 def readable_number(value: float) -> str:
@@ -330,6 +330,8 @@ def fill_answer(text: str, records: Sequence[TaskRecord], *, last_id: int = 0) -
     highest = max([last_id, *(r.task.id for r in records)])
 
     def filled(m: re.Match[str]) -> str:
+        if "." in m.group(1):  # `${2.6524753261185934}`: a value wrapped, never an id
+            return readable_number(float(m.group(1)))
         task_id = int(m.group(1))
         if task_id not in done:
             # `${377930}`: a small model wrapped a value, not an id; the value is what it meant.
