@@ -33,7 +33,7 @@ from typing import Any
 from planweave import Budget, Runtime
 from planweave.builtin import builtin_tools
 from planweave.events import AnswerUngrounded, LLMCallFinished
-from planweave.grounding import FOUND, NOT_FOUND, numbers, stated, ungrounded
+from planweave.grounding import numbers, stated, ungrounded, unquoted
 from planweave.tools import ToolRegistry
 
 COUNTRIES = [
@@ -237,10 +237,7 @@ def answered(answer: str | None) -> str | None:
     """The answer without a fallback answer's quotes of the results ("What was found: ...",
     every result as a tool gave it): what `strict` scores.  A fallback's lead (the ranking's
     answer) and the withdrawn answer's kept words stay."""
-    if not answer:
-        return answer
-    cut = [i for i in (answer.find(" " + FOUND), answer.find(" " + NOT_FOUND)) if i >= 0]
-    return answer[: min(cut)] if cut else answer
+    return unquoted(answer) if answer else answer
 
 
 def run_config(

@@ -338,12 +338,17 @@ def test_an_answer_must_name_the_ranking_s_answer_first(
     assert misnamed("Norway has more people.", "Which has more?", [done(tie, 1)]) is None
 
 
+def ranked_plan(a: str, b: str) -> str:
+    """Look up two populations and rank them."""
+    return (
+        f'1. population("{a}")\n2. population("{b}")\n'
+        f'3. rank(["{a}", "{b}"], [$1, $2])\n4. join()\n<END_OF_PLAN>'
+    )
+
+
 def test_a_misnamed_winner_is_withdrawn_then_the_results_answer() -> None:
     tools = [population, rank]
-    plan = (
-        '1. population("France")\n2. population("Belgium")\n'
-        '3. rank(["France", "Belgium"], [$1, $2])\n4. join()\n<END_OF_PLAN>'
-    )
+    plan = ranked_plan("France", "Belgium")
     wrong = finish("Belgium has more people than France.")
     script = Script.by_purpose(
         planner=[plan, plan], joiner=[wrong, finish("France.")] + [wrong] * 2
@@ -368,10 +373,7 @@ def test_an_answer_withdrawn_for_its_numbers_still_leads_with_the_ranking_s_answ
     # The 1.5B model named the right city but added a latitude difference no result gave;
     # its fallback listed the results in plan order, so the wrong city came first.
     tools = [population, rank]
-    plan = (
-        '1. population("Belgium")\n2. population("France")\n'
-        '3. rank(["Belgium", "France"], [$1, $2])\n4. join()\n<END_OF_PLAN>'
-    )
+    plan = ranked_plan("Belgium", "France")
     made_up = finish("France has more people, by 12,345,678.")
     script = Script.by_purpose(planner=[plan], joiner=[made_up] * 2)
     result = Runtime(tools, ScriptedLLM(script), grounding=True).run(

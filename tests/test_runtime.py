@@ -20,6 +20,7 @@ from planweave import (
     Recovery,
     Reply,
     RunFailed,
+    RunResult,
     RunSettings,
     Runtime,
     Script,
@@ -368,16 +369,19 @@ def test_repairs_are_bounded_and_the_joiner_is_told(server_factory: type[Scripte
     assert result.answer == "France has 68 million people."
 
 
+def _repaired(repairs: list[str]) -> tuple[Script, RunResult]:
+    """A plan whose task 2 reads itself, repaired with `repairs` (up to 5 asked for)."""
+    bad = '1. population("France")\n2. divide($1, $2)\n'
+    script = Script.by_purpose(
+        planner=[bad], repair=repairs, joiner=["Action: Finish(France has 68 million people.)"]
+    )
+    return script, Runtime(TOOLS, ScriptedLLM(script), max_repairs=5).run("q")
+
+
 def test_a_repair_that_repeats_the_rejected_line_is_told_so_and_not_asked_a_third_time() -> None:
     # The 1.5B model rewrote `rank([...], [$1, $2])` in task 2 on every repair: asked the same
     # way, a greedy model answers the same way.
-    bad = '1. population("France")\n2. divide($1, $2)\n'
-    script = Script.by_purpose(
-        planner=[bad],
-        repair=["2. divide($1, $2)\n", "2. divide($1, $2)\n", "2. divide($1, $2)\n"],
-        joiner=["Action: Finish(France has 68 million people.)"],
-    )
-    result = Runtime(TOOLS, ScriptedLLM(script), max_repairs=5).run("q")
+    script, result = _repaired(["2. divide($1, $2)\n"] * 3)
     invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
     # The first repair asks plainly, the second says the line was rejected before; a third
     # request would repeat the second word for word, so it is not sent.
@@ -391,13 +395,7 @@ def test_a_repair_that_repeats_the_rejected_line_is_told_so_and_not_asked_a_thir
 
 
 def test_a_repair_request_is_never_sent_twice_even_after_another_in_between() -> None:
-    bad = '1. population("France")\n2. divide($1, $2)\n'
-    script = Script.by_purpose(
-        planner=[bad],
-        repair=["2. nope()\n", "2. divide($1, $2)\n", "2. nope()\n"],
-        joiner=["Action: Finish(France has 68 million people.)"],
-    )
-    result = Runtime(TOOLS, ScriptedLLM(script), max_repairs=5).run("q")
+    script, result = _repaired(["2. nope()\n", "2. divide($1, $2)\n", "2. nope()\n"])
     # The third request would repeat the first word for word (A, B, A): it is not sent.
     assert script.purposes == ["planner", "repair", "repair", "joiner"]
     invalid = [e for e in result.events if isinstance(e, PlanInvalid)]

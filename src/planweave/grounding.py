@@ -440,9 +440,13 @@ def stated(answer: str) -> str:
     start = answer.find(KEPT)
     if start < 0:
         return ""
-    kept = answer[start + len(KEPT) :]
-    cut = [i for i in (kept.find(" " + FOUND), kept.find(" " + NOT_FOUND)) if i >= 0]
-    return kept[: min(cut)] if cut else kept
+    return unquoted(answer[start + len(KEPT) :])
+
+
+def unquoted(answer: str) -> str:
+    """An answer without a fallback's quotes of the results ("What was found: ...")."""
+    cut = [i for i in (answer.find(" " + FOUND), answer.find(" " + NOT_FOUND)) if i >= 0]
+    return answer[: min(cut)] if cut else answer
 
 
 @dataclass(frozen=True, slots=True)
