@@ -3,14 +3,15 @@ the real embedded model's vocabulary."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
-import llama_cpp
 import pytest
 
 from demo_tools import TOOLS
 from planweave import ToolRegistry, UserError, tool
 from planweave.grammar import joiner_grammar, plan_grammar, react_grammar
+from planweave.llm.llamacpp import Engine
 from planweave.llm.local import check_grammar
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 
@@ -45,10 +46,11 @@ REGISTRIES = {
 
 
 @pytest.fixture(scope="module")
-def vocab_model() -> Any:
-    return llama_cpp.Llama(
-        model_path=str(resolve_model(DEFAULT_MODEL)), vocab_only=True, verbose=False
-    )
+def vocab_model() -> Iterator[Engine]:
+    # cyllama's llama.cpp aborts on a vocabulary-only load, so a small context instead.
+    engine = Engine(resolve_model(DEFAULT_MODEL), n_ctx=256, n_batch=32)
+    yield engine
+    engine.close()
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRIES))

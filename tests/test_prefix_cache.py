@@ -197,8 +197,8 @@ _ONE_CALL = textwrap.dedent(
     reuse = llm._prefix
     same_tokens = None
     if reuse is not None:
-        prompt = reuse.tokens([m.to_dict() for m in messages])
-        evaluated = reuse.llama.input_ids[: len(prompt)].tolist()
+        prompt, _ = llm._tokens(LLMRequest(messages=messages))
+        evaluated = reuse.engine.tokens[: len(prompt)]
         same_tokens = evaluated == prompt and len(prompt) > 300
     print(json.dumps({
         "text": text,
@@ -213,7 +213,7 @@ _ONE_CALL = textwrap.dedent(
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_restored_prefix_gives_the_same_output(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("cyllama")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
 
     def run(mb: int) -> dict[str, object]:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from planweave.errors import UserError
@@ -17,26 +16,26 @@ from planweave.llm.local import resolve_draft_tokens
 from planweave.llm.speculative import PromptLookup
 
 
-def ids(*tokens: int) -> np.ndarray:
-    return np.array(tokens, dtype=np.intc)
+def ids(*tokens: int) -> list[int]:
+    return list(tokens)
 
 
 def test_the_most_recent_match_of_the_longest_tail_is_followed() -> None:
     # ... 7 8 9 | 1 2 ... 7 8 4 | 5 6 ... 7 8: the tail "7 8" last led to 4 5 6.
     context = ids(7, 8, 9, 1, 2, 3, 7, 8, 4, 5, 6, 0, 7, 8)
-    assert PromptLookup(3, ngram=3, min_ngram=2).find(context).tolist() == [4, 5, 6]
+    assert PromptLookup(3, ngram=3, min_ngram=2).find(context) == [4, 5, 6]
     # A longer tail wins over a more recent shorter one: "0 7 8" matched earlier.
     context = ids(0, 7, 8, 1, 1, 7, 8, 2, 2, 0, 7, 8)
-    assert PromptLookup(2, ngram=3, min_ngram=2).find(context).tolist() == [1, 1]
+    assert PromptLookup(2, ngram=3, min_ngram=2).find(context) == [1, 1]
 
 
 def test_the_draft_is_bounded_and_may_be_empty() -> None:
     context = ids(1, 2, 3, 4, 5, 6, 7, 1, 2)
-    assert PromptLookup(3, ngram=2, min_ngram=2).find(context).tolist() == [3, 4, 5]
-    assert PromptLookup(8, ngram=2, min_ngram=2).find(ids(5, 6, 7, 8)).tolist() == []
-    assert PromptLookup(8, ngram=3, min_ngram=2).find(ids(1)).tolist() == []
+    assert PromptLookup(3, ngram=2, min_ngram=2).find(context) == [3, 4, 5]
+    assert PromptLookup(8, ngram=2, min_ngram=2).find(ids(5, 6, 7, 8)) == []
+    assert PromptLookup(8, ngram=3, min_ngram=2).find(ids(1)) == []
     # A match at the very end has nothing after it to propose.
-    assert PromptLookup(4, ngram=1, min_ngram=1).find(ids(3, 3)).tolist() == [3]
+    assert PromptLookup(4, ngram=1, min_ngram=1).find(ids(3, 3)) == [3]
 
 
 def test_the_drafter_and_its_setting_refuse_nonsense(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,13 +62,13 @@ _COPY = textwrap.dedent(
 
     llm = LocalLLM(draft_tokens=int(sys.argv[1]), prefix_cache_mb=0, prompt_cache_mb=0)
     llm.load()
-    llama = llm._loaded.llama
+    llama = llm.engine
     passes = []
-    evaluate = llama.eval
-    def counted(tokens):
+    evaluate = llama._decode
+    def counted(tokens, **options):
         passes.append(len(tokens))
-        evaluate(tokens)
-    llama.eval = counted
+        evaluate(tokens, **options)
+    llama._decode = counted
     text = (
         "1. country_info(\\"Netherlands\\", field=\\"population\\")\\n"
         "2. country_info(\\"Netherlands\\", field=\\"area_km2\\")\\n"
@@ -97,7 +96,7 @@ _COPY = textwrap.dedent(
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_drafting_decodes_the_same_text_in_fewer_forward_passes() -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("cyllama")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
 
     def run(draft: int) -> dict[str, object]:

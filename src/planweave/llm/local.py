@@ -2,28 +2,30 @@
 
 The model is loaded once per process and shared by every run; one model means one stream at a
 time, so calls are serialized by a lock while tools keep running in parallel.  Tokens are pulled
-from llama.cpp in a worker thread one at a time, so the event loop never blocks and a consumer
-that stops early (the planner after `join()`) stops generation at the next token.
+from llama.cpp (`llamacpp.Engine`) in a worker thread one at a time, so the event loop never
+blocks and a consumer that stops early (the planner after `join()`) stops generation at the next
+token.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ..errors import LLMContextOverflow, LLMError, UserError
+from ..errors import UserError
 from .base import LLM, Delta, LLMRequest, Usage
+from .llamacpp import Engine, Sampling, backend_version, common_prefix
 from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
-from .speculative import PromptLookup, speculative_llama
+from .speculative import PromptLookup
 
 __all__ = ["LoadReport", "LocalLLM", "check_grammar"]
 
@@ -32,13 +34,13 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(slots=True)
 class _Loaded:
-    llama: Any
+    engine: Engine
     lock: threading.Lock
     load_s: float
-    grammars: dict[str, Any]
+    prefix: PrefixReuse | None = None
 
 
-_MODELS: dict[tuple[str, int, int], _Loaded] = {}
+_MODELS: dict[tuple[str, int], _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
 DEFAULT_DRAFT_TOKENS = 0  # measured: a 3-6 % gain on 2 cores (README); on for more cores
 
@@ -53,7 +55,7 @@ class LoadReport:
 
 def _extra_buffers_crash() -> bool:
     """Whether to load weights without llama.cpp's extra CPU buffer types (AMX tiles,
-    repacked weights).  With them, llama-cpp-python 0.3.36 segfaults on the first prompt of
+    repacked weights).  With them, llama-cpp-python 0.3.36 segfaulted on the first prompt of
     more than one token on a virtual Xeon with AMX (seen on this project's machines), so they
     are left out where the CPU reports AMX; PLANWEAVE_LLAMA_EXTRA_BUFFERS=1 (or 0) decides."""
     chosen = os.environ.get("PLANWEAVE_LLAMA_EXTRA_BUFFERS")
@@ -65,28 +67,6 @@ def _extra_buffers_crash() -> bool:
     except OSError:
         return False
     return "amx_tile" in flags.split()
-
-
-@contextmanager
-def _model_params(llama_cpp: Any, *, extra_buffers: bool) -> Iterator[None]:
-    """Load with or without extra buffer types: `Llama` takes no argument for it, so its
-    default model parameters are adjusted while it loads (under the model lock)."""
-    if extra_buffers:
-        yield
-        return
-    low = llama_cpp.llama_cpp
-    original = low.llama_model_default_params
-
-    def params() -> Any:
-        chosen = original()
-        chosen.use_extra_bufts = False
-        return chosen
-
-    low.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        low.llama_model_default_params = original
 
 
 def resolve_draft_tokens(chosen: int | None) -> int:
@@ -103,42 +83,10 @@ def resolve_draft_tokens(chosen: int | None) -> int:
     return chosen
 
 
-def _import_llama() -> Any:
-    try:
-        import llama_cpp
-    except ImportError as exc:
-        raise UserError(
-            "the embedded model needs llama-cpp-python: pip install 'planweave[local]'"
-        ) from exc
-    return llama_cpp
-
-
-def _bounded_cache(llama_cpp: Any, capacity: int) -> Any:
-    """llama-cpp-python's RAM prompt cache, counting every byte a saved state holds.
-
-    Its own count leaves out the copy of the logits buffer each state carries (n_batch x
-    vocabulary floats, 150 MB and more for Qwen), so its capacity was no bound at all: a long
-    evaluation grew past 17 GB.  Counting all of it keeps the cache within `capacity`."""
-
-    class BoundedRAMCache(llama_cpp.LlamaRAMCache):  # type: ignore[misc]
-        @property
-        def cache_size(self) -> int:
-            return sum(
-                s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes
-                for s in self.cache_state.values()
-            )
-
-    return BoundedRAMCache(capacity_bytes=capacity)
-
-
-def check_grammar(llama: Any, text: str) -> None:
-    """Parse a GBNF grammar against the model's vocabulary; raise UserError when it does not
-    parse (llama.cpp would otherwise fail only once sampling starts)."""
-    llama_cpp = _import_llama()
-    sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode(), b"root")
-    if not sampler:
-        raise UserError("the grammar does not parse (llama.cpp printed the reason on stderr)")
-    llama_cpp.llama_sampler_free(sampler)
+def check_grammar(engine: Engine, text: str) -> None:
+    """Parse a GBNF grammar against the model's vocabulary; raise UserError, with llama.cpp's
+    reason, when it does not parse."""
+    engine.check_grammar(text)
 
 
 def _fixed_messages(request: LLMRequest) -> int:
@@ -148,13 +96,41 @@ def _fixed_messages(request: LLMRequest) -> int:
     return len(request.messages) - 1 if request.purpose == "joiner" else 1
 
 
+class _Stops:
+    """Cuts streamed text at the first stop string, holding back a tail that may begin one."""
+
+    def __init__(self, stops: list[str]) -> None:
+        self.stops = [s for s in stops if s]
+        self.pending = ""
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The text safe to emit now, and whether a stop string was met."""
+        text = self.pending + text
+        hits = [i for s in self.stops if (i := text.find(s)) >= 0]
+        if hits:
+            self.pending = ""
+            return text[: min(hits)], True
+        keep = 0
+        for stop in self.stops:
+            for size in range(min(len(text), len(stop) - 1), 0, -1):
+                if text.endswith(stop[:size]):
+                    keep = max(keep, size)
+                    break
+        self.pending = text[len(text) - keep :] if keep else ""
+        return (text[: len(text) - keep] if keep else text), False
+
+    def flush(self) -> str:
+        rest, self.pending = self.pending, ""
+        return rest
+
+
 class LocalLLM(LLM):
     """A GGUF model in-process.  `model` is a registry name (see `planweave.llm.models.MODELS`)
     or a path to a GGUF file.  `grammar=True` constrains decoding with the request's grammar.
 
     `prefix_cache_mb` bounds the processed system prompts kept on disk for later processes
     (`planweave.llm.prefix_cache`); None reads `PLANWEAVE_PREFIX_CACHE_MB` (default 1024), 0
-    turns it off.  `prompt_cache_mb` bounds the in-process RAM cache of whole prompts."""
+    turns it off.  `prompt_cache_mb` bounds the same states kept in this process's memory."""
 
     embedded = True
 
@@ -200,109 +176,113 @@ class LocalLLM(LLM):
 
         path = resolve_model(self._model_arg, progress=assembling)
         assembled = time.monotonic()
-        key = (str(path.resolve()), self.n_ctx, self.draft_tokens)
+        key = (str(path.resolve()), self.n_ctx)
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
             cached = loaded is not None
             if loaded is None:
                 if progress is not None:
                     progress("loading", 0, 1)
-                llama_cpp = _import_llama()
                 start = time.monotonic()
-                drafting = self.draft_tokens > 0
-                cls = speculative_llama(llama_cpp) if drafting else llama_cpp.Llama
-                with _model_params(llama_cpp, extra_buffers=not _extra_buffers_crash()):
-                    llama = cls(
-                        model_path=str(path),
-                        draft_model=PromptLookup(self.draft_tokens) if drafting else None,
-                        n_ctx=self.n_ctx,
-                        n_threads=self.n_threads,
-                        n_threads_batch=self.n_threads,
-                        n_batch=256,  # also sizes the logits copy in every cached prompt state
-                        seed=self.seed,
-                        verbose=False,
-                    )
-                if self.prompt_cache_mb > 0:
-                    # Planner and joiner prompts alternate; keeping both prefixes' states in RAM
-                    # saves re-reading the long planner prompt on every question (about 4x here).
-                    llama.set_cache(_bounded_cache(llama_cpp, self.prompt_cache_mb << 20))
-                loaded = _Loaded(llama, threading.Lock(), time.monotonic() - start, {})
+                engine = Engine(
+                    path,
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_batch=256,
+                    extra_buffers=not _extra_buffers_crash(),
+                )
+                loaded = _Loaded(engine, threading.Lock(), time.monotonic() - start)
                 _MODELS[key] = loaded
                 if progress is not None:
                     progress("loading", 1, 1)
+            if loaded.prefix is None and (self.prefix_cache_mb > 0 or self.prompt_cache_mb > 0):
+                store = None
+                if self.prefix_cache_mb > 0:
+                    store = PrefixStore(
+                        self._prefix_dir or cache_dir() / "prefix-states",
+                        model_namespace(path, backend_version()),
+                        self.prefix_cache_mb << 20,
+                    )
+                # Planner and joiner prompts alternate; keeping both prefixes' states in memory
+                # saves re-reading the long planner prompt on every question.
+                loaded.prefix = PrefixReuse(loaded.engine, store, self.prompt_cache_mb << 20)
         self._loaded = loaded
-        if self.prefix_cache_mb > 0:
-            llama_cpp = _import_llama()
-            store = PrefixStore(
-                self._prefix_dir or cache_dir() / "prefix-states",
-                model_namespace(path, llama_cpp.__version__),
-                self.prefix_cache_mb << 20,
-            )
-            reuse = PrefixReuse(loaded.llama, store)
-            self._prefix = reuse if reuse.active else None
+        self._prefix = loaded.prefix
         self.report = LoadReport(path, assembled - began, 0.0 if cached else loaded.load_s, cached)
         return self.report
 
-    def _grammar(self, loaded: _Loaded, text: str) -> Any:
-        compiled = loaded.grammars.get(text)
-        if compiled is None:
-            check_grammar(loaded.llama, text)
-            compiled = _import_llama().LlamaGrammar.from_string(text, verbose=False)
-            loaded.grammars[text] = compiled
-        return compiled
+    @property
+    def engine(self) -> Engine:
+        """The loaded model (`load()` first)."""
+        if self._loaded is None:
+            raise UserError("the embedded model is not loaded yet: call load() first")
+        return self._loaded.engine
+
+    def _tokens(self, request: LLMRequest) -> tuple[list[int], int]:
+        """The prompt's tokens and how many of them open every request of its kind."""
+        engine = self.engine
+        messages = [m.to_dict() for m in request.messages]
+        prompt = engine.tokenize(engine.render(messages))
+        fixed = _fixed_messages(request)
+        if not 0 < fixed < len(messages):
+            return prompt, 0
+        head = engine.tokenize(engine.render(messages[:fixed], open_turn=False))
+        return prompt, common_prefix(prompt, head)
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         if self._loaded is None:
             await anyio.to_thread.run_sync(self.load)
         loaded = self._loaded
         assert loaded is not None
-        messages = [m.to_dict() for m in request.messages]
+        engine = loaded.engine
+        sampling = Sampling(
+            request.grammar if self.use_grammar and request.grammar else None,
+            request.temperature,
+            self.seed,
+        )
+        drafter = PromptLookup(self.draft_tokens) if self.draft_tokens > 0 else None
         await anyio.to_thread.run_sync(loaded.lock.acquire)
-        chunks: Iterator[Any] | None = None
-        produced = 0
+        tokens: Iterator[int] | None = None
+        outcome: dict[str, Any] = {}
         try:
-            grammar = (
-                self._grammar(loaded, request.grammar)
-                if self.use_grammar and request.grammar
-                else None
-            )
 
-            def start() -> Iterator[Any]:
-                if self._prefix is not None:
-                    self._prefix.prepare(messages, _fixed_messages(request))
-                return iter(
-                    loaded.llama.create_chat_completion(
-                        messages=messages,
-                        stream=True,
-                        stop=request.stop or None,
+            def start() -> tuple[Iterator[int], int]:
+                prompt, fixed = self._tokens(request)
+                if self._prefix is not None and fixed:
+                    self._prefix.prepare(prompt, fixed)
+                return (
+                    engine.generate(
+                        prompt,
+                        sampling,
                         max_tokens=request.max_tokens,
-                        temperature=request.temperature,
-                        seed=self.seed,
-                        grammar=grammar,
-                    )
+                        drafter=drafter,
+                        outcome=outcome,
+                    ),
+                    len(prompt),
                 )
 
-            try:
-                chunks = await anyio.to_thread.run_sync(start)
-                while True:
-                    chunk = await anyio.to_thread.run_sync(next, chunks, None)
-                    if chunk is None:
-                        break
-                    choice = chunk["choices"][0]
-                    text = choice["delta"].get("content")
-                    if text:
-                        produced += 1
-                        yield Delta(text=text)
-                    if choice.get("finish_reason"):
-                        yield Delta(finish_reason=choice["finish_reason"])
-            except ValueError as exc:
-                if "context" in str(exc).lower():
-                    raise LLMContextOverflow(f"prompt too long for {self.model}: {exc}") from exc
-                raise LLMError(f"the embedded model failed: {exc}") from exc
-            total = int(loaded.llama.n_tokens)
-            yield Delta(usage=Usage(max(0, total - produced), produced))
+            tokens, prompt_tokens = await anyio.to_thread.run_sync(start)
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            stops = _Stops(request.stop)
+            produced = 0
+            stopped = False
+            while not stopped:
+                token = await anyio.to_thread.run_sync(next, tokens, None)
+                if token is None:
+                    break
+                produced += 1
+                text, stopped = stops.feed(decoder.decode(engine.piece(token)))
+                if text:
+                    yield Delta(text=text)
+            if not stopped:
+                rest = stops.feed(decoder.decode(b"", final=True))[0] + stops.flush()
+                if rest:
+                    yield Delta(text=rest)
+            reason = "stop" if stopped else outcome.get("finish_reason", "stop")
+            yield Delta(finish_reason=reason)
+            yield Delta(usage=Usage(prompt_tokens, produced))
         finally:
             with anyio.CancelScope(shield=True):
-                if chunks is not None and hasattr(chunks, "close"):
-                    await anyio.to_thread.run_sync(chunks.close)
+                if tokens is not None and hasattr(tokens, "close"):
+                    await anyio.to_thread.run_sync(tokens.close)
             loaded.lock.release()

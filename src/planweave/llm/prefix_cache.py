@@ -9,8 +9,8 @@ in any process, restores the stored prefix sharing the most tokens with its own 
 evaluates only the rest.
 
 An entry is one file: a magic line, a JSON header (namespace, tokens, payload size and digest)
-and the payload.  The namespace names the model file (path, size, mtime), the llama-cpp-python
-version and this format, so a state is only ever offered to the model build that wrote it.
+and the payload.  The namespace names the model file (path, size, mtime), the llama.cpp build
+and this format, so a state is only ever offered to the model build that wrote it.
 Files are written to a temporary name and renamed, so a reader sees a whole entry or none; the
 digest catches the rest (a torn write after a crash, a truncated or edited file).  A file that
 fails any check is removed and treated as a miss: cache files are untrusted input.  The total
@@ -27,10 +27,14 @@ import os
 import struct
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .llamacpp import Engine
 
 __all__ = [
     "DEFAULT_PREFIX_CACHE_MB",
@@ -255,137 +259,114 @@ def _digest(payload: bytes) -> str:
     return hashlib.blake2b(payload, digest_size=32).hexdigest()
 
 
-def model_namespace(model_path: Path, llama_cpp_version: str) -> str:
+def model_namespace(model_path: Path, backend_version: str) -> str:
     st = model_path.stat()
     return json.dumps(
         {
-            "format": 1,
+            "format": 2,
             "model": str(model_path.resolve()),
             "size": st.st_size,
             "mtime_ns": st.st_mtime_ns,
-            "llama_cpp_python": llama_cpp_version,
+            "backend": backend_version,
         },
         sort_keys=True,
     )
 
 
 class PrefixReuse:
-    """Glue between a loaded `llama_cpp.Llama` and a `PrefixStore`.
+    """Glue between a loaded `Engine` and its stored prefix states: in this process's memory
+    (at most `ram_bytes`; planner and joiner prompts alternate, so both prefixes stay) and, with
+    a `store`, on disk for later processes.
 
-    `prepare(messages, fixed)` runs before each chat completion, under the model's lock: it
-    renders the prompt with the model's own chat template, and makes sure the model's KV cache
-    already holds the prefix of the request's first `fixed` messages: restored from disk when
-    stored, else evaluated now (work the completion would do anyway) and stored.  The
-    completion then finds the prefix in the KV cache (llama-cpp-python's own prefix match) and
-    evaluates only the rest."""
+    `prepare(prompt, prefix)` runs before each completion, under the model's lock: it makes sure
+    the engine's KV cache already holds `prompt[:prefix]` (the messages that are the same in every
+    request of this kind): kept from the previous request, restored from memory or disk, else
+    evaluated now (work the completion would do anyway) and stored.  The completion then reads
+    only the rest."""
 
-    def __init__(self, llama: Any, store: PrefixStore) -> None:
-        import llama_cpp
-        from llama_cpp import llama_chat_format
-
-        self.llama = llama
+    def __init__(self, engine: Engine, store: PrefixStore | None, ram_bytes: int) -> None:
+        self.engine = engine
         self.store = store
-        self._llama_cpp = llama_cpp
-        self._formatter: Any = None
-        template = llama.metadata.get("tokenizer.chat_template")
-        # Only when completions use the GGUF's own template, rendered as llama-cpp-python does,
-        # so these tokens are the ones the completion evaluates.
-        if template and llama.chat_handler is None and llama.chat_format == "chat_template.default":
-            eos, bos = llama.token_eos(), llama.token_bos()
-            self._formatter = llama_chat_format.Jinja2ChatFormatter(
-                template=template,
-                eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
-                bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
-                stop_token_ids=[eos],
-            )
+        self.ram_bytes = ram_bytes
+        self._ram: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
         # What it did in this process, for benchmarks and tests.
         self.restored = 0
         self.restored_tokens = 0
+        self.restored_from_ram = 0
         self.stored = 0
         self.seconds = 0.0
 
-    @property
-    def active(self) -> bool:
-        return self._formatter is not None
-
-    def tokens(self, messages: list[dict[str, Any]]) -> list[int]:
-        result = self._formatter(messages=messages)
-        tokens: list[int] = self.llama.tokenize(
-            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
-        )
-        return tokens
-
-    def prepare(self, messages: list[dict[str, Any]], fixed: int = 1) -> None:
-        """Make sure the KV cache holds the first `fixed` messages of the prompt (those that
-        are the same in every request of this kind, in every process)."""
-        if self._formatter is None or not 0 < fixed < len(messages):
-            return
-        prompt = self.tokens(messages)
-        if len(prompt) >= self.llama.n_ctx():
-            return  # the completion reports the overflow
-        prefix = _common_prefix(prompt, self.tokens(messages[:fixed]))
+    def prepare(self, prompt: Sequence[int], prefix: int) -> None:
+        engine = self.engine
         # Leave at least one token for the completion to evaluate.
         prefix = min(prefix, len(prompt) - 1)
-        if prefix < MIN_TOKENS:
-            return
-        llama = self.llama
-        have = _common_prefix(llama._input_ids.tolist(), prompt[:prefix])
-        if have >= prefix or self._in_ram(prompt) >= prefix:
+        if prefix < MIN_TOKENS or len(prompt) >= engine.n_ctx:
+            return  # too short to pay, or the completion reports the overflow
+        want = tuple(prompt[:prefix])
+        have = _common_prefix(engine.tokens, want)
+        if have >= prefix:
             return
         began = time.monotonic()
-        found = self.store.best(prompt[:prefix])
-        if found is not None and found[1] > max(have, MIN_TOKENS - 1):
-            entry, shared = found
-            if self._restore(entry):
-                self.restored_tokens += shared
-            # What the KV cache holds now: the entry, or nothing if llama.cpp refused it.
-            have = _common_prefix(llama._input_ids.tolist(), prompt[:prefix])
+        if self._restore_ram(want, have) or self._restore_disk(want, have):
+            have = _common_prefix(engine.tokens, want)
         self.seconds += time.monotonic() - began
         if have >= prefix:
             return
-        # Not stored (or only partly): evaluate the prefix now (the completion would have to
-        # anyway) and store it.
-        llama.n_tokens = have
-        llama.eval(prompt[have:prefix])
+        engine.evaluate(want)
         began = time.monotonic()
-        self._save(prompt[:prefix])
+        self._save(want)
         self.seconds += time.monotonic() - began
 
-    def _in_ram(self, prompt: list[int]) -> int:
-        cache = self.llama.cache
-        states = getattr(cache, "cache_state", None)
-        if not states:
-            return 0
-        return max(_common_prefix(key, prompt) for key in states)
+    def _restore_ram(self, want: tuple[int, ...], have: int) -> bool:
+        best: tuple[tuple[int, ...], int] | None = None
+        for key in self._ram:
+            n = _common_prefix(key, want)
+            if n == len(key) and n > max(have, MIN_TOKENS - 1) and (best is None or n > best[1]):
+                best = (key, n)
+        if best is None:
+            return False
+        key = best[0]
+        self._ram.move_to_end(key)
+        if not self.engine.load_state(key, self._ram[key]):
+            del self._ram[key]
+            return False
+        self.restored += 1
+        self.restored_from_ram += 1
+        self.restored_tokens += len(key)
+        return True
 
-    def _restore(self, entry: Entry) -> bool:
-        if len(entry.tokens) >= self.llama.n_ctx():
+    def _restore_disk(self, want: tuple[int, ...], have: int) -> bool:
+        if self.store is None:
+            return False
+        found = self.store.best(want)
+        if found is None or found[1] <= max(have, MIN_TOKENS - 1):
+            return False
+        entry, shared = found
+        if len(entry.tokens) >= self.engine.n_ctx:
             return False  # stored by a process with a longer context; not ours to drop
         payload = self.store.read(entry)
         if payload is None:
             return False
-        lib, llama = self._llama_cpp, self.llama
-        buffer = (lib.ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
-        llama._ctx.kv_cache_clear()
-        llama.n_tokens = 0
-        llama._requires_eval = True
-        if lib.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(payload), 0) != len(payload):
-            # llama.cpp refused it (another build, another model shape); the sequence is empty.
-            llama._ctx.kv_cache_clear()
+        if not self.engine.load_state(entry.tokens, payload):
             self.store.discard(entry, "llama.cpp could not load it")
             return False
-        n = len(entry.tokens)
-        llama.input_ids[:n] = entry.tokens
-        llama.n_tokens = n
         self.restored += 1
+        self.restored_tokens += shared
+        self._keep(entry.tokens, payload)
         return True
 
-    def _save(self, tokens: list[int]) -> None:
-        lib, ctx = self._llama_cpp, self.llama._ctx.ctx
-        size = lib.llama_state_seq_get_size(ctx, 0)
-        buffer = (lib.ctypes.c_uint8 * size)()
-        written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
-        if written == 0 or written > size:
+    def _keep(self, tokens: tuple[int, ...], payload: bytes) -> None:
+        if len(payload) > self.ram_bytes:
             return
-        if self.store.put(tokens, bytes(memoryview(buffer)[:written])) is not None:
+        self._ram[tokens] = payload
+        self._ram.move_to_end(tokens)
+        while sum(len(p) for p in self._ram.values()) > self.ram_bytes:
+            self._ram.popitem(last=False)
+
+    def _save(self, tokens: tuple[int, ...]) -> None:
+        payload = self.engine.save_state()
+        if payload is None:
+            return
+        self._keep(tokens, payload)
+        if self.store is not None and self.store.put(tokens, payload) is not None:
             self.stored += 1
