@@ -57,11 +57,13 @@ def test_model_text_is_printed_as_it_is_never_as_markup_or_emoji(
 
 
 def test_the_install_hint_keeps_its_brackets(tmp_path: Path) -> None:
-    # The embedded backend without its binding, cyllama (hidden here by a module that fails to
-    # import) names the extra to install; Rich markup used to eat the `[local]`.
+    # The embedded backend without its bindings, cyllama and llama-cpp-python (hidden here by
+    # modules that fail to import) names the extra to install; Rich markup used to eat the
+    # `[local]`.
     hide = tmp_path / "hide"
-    (hide / "cyllama").mkdir(parents=True)
-    (hide / "cyllama" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    for name in ("cyllama", "llama_cpp"):
+        (hide / name).mkdir(parents=True)
+        (hide / name / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
     path = os.pathsep.join([str(hide), str(TESTS), os.environ.get("PYTHONPATH", "")])

@@ -11,7 +11,7 @@ import pytest
 from demo_tools import TOOLS
 from planweave import ToolRegistry, UserError, tool
 from planweave.grammar import joiner_grammar, plan_grammar, react_grammar
-from planweave.llm.llamacpp import Engine
+from planweave.llm.llamacpp import BINDINGS, Engine, installed
 from planweave.llm.local import check_grammar
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 
@@ -45,10 +45,12 @@ REGISTRIES = {
 }
 
 
-@pytest.fixture(scope="module")
-def vocab_model() -> Iterator[Engine]:
+@pytest.fixture(scope="module", params=BINDINGS)
+def vocab_model(request: pytest.FixtureRequest) -> Iterator[Engine]:
+    if not installed(request.param):
+        pytest.skip(f"{request.param} is not installed")
     # cyllama's llama.cpp aborts on a vocabulary-only load, so a small context instead.
-    engine = Engine(resolve_model(DEFAULT_MODEL), n_ctx=256, n_batch=32)
+    engine = Engine(resolve_model(DEFAULT_MODEL), n_ctx=256, n_batch=32, binding=request.param)
     yield engine
     engine.close()
 

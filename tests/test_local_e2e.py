@@ -19,6 +19,7 @@ def test_embedded_model_answers_from_real_data(tmp_path: Path) -> None:
     population = int(CountryInfo("Norway").population())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
     env["PLANWEAVE_DB"] = str(tmp_path / "runs.db")
+    env["PLANWEAVE_LLAMA_BINDING"] = "cyllama"  # what `pip install 'planweave[local]'` brings
     proc = subprocess.run(
         [sys.executable, "-m", "planweave", "run", "What is the population of Norway?", "--json"],
         capture_output=True,

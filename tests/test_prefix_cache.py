@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from planweave.llm.llamacpp import BINDINGS, installed
 from planweave.llm.prefix_cache import PrefixStore, resolve_prefix_cache_mb
 
 NS = '{"model": "m.gguf"}'
@@ -212,9 +213,12 @@ _ONE_CALL = textwrap.dedent(
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_restored_prefix_gives_the_same_output(tmp_path: Path) -> None:
-    pytest.importorskip("cyllama")
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_restored_prefix_gives_the_same_output(tmp_path: Path, binding: str) -> None:
+    if not installed(binding):
+        pytest.skip(f"{binding} is not installed")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
+    env["PLANWEAVE_LLAMA_BINDING"] = binding
 
     def run(mb: int) -> dict[str, object]:
         proc = subprocess.run(

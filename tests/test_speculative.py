@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from planweave.errors import UserError
+from planweave.llm.llamacpp import BINDINGS, installed
 from planweave.llm.local import resolve_draft_tokens
 from planweave.llm.speculative import PromptLookup
 
@@ -95,9 +96,12 @@ _COPY = textwrap.dedent(
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_drafting_decodes_the_same_text_in_fewer_forward_passes() -> None:
-    pytest.importorskip("cyllama")
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_drafting_decodes_the_same_text_in_fewer_forward_passes(binding: str) -> None:
+    if not installed(binding):
+        pytest.skip(f"{binding} is not installed")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLANWEAVE_", "OPENAI_"))}
+    env["PLANWEAVE_LLAMA_BINDING"] = binding
 
     def run(draft: int) -> dict[str, object]:
         proc = subprocess.run(

@@ -22,7 +22,7 @@ import anyio
 
 from ..errors import UserError
 from .base import LLM, Delta, LLMRequest, Usage
-from .llamacpp import Engine, Sampling, backend_version, common_prefix
+from .llamacpp import Engine, Sampling, common_prefix, resolve_binding
 from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
 from .speculative import PromptLookup
@@ -40,7 +40,7 @@ class _Loaded:
     prefix: PrefixReuse | None = None
 
 
-_MODELS: dict[tuple[str, int], _Loaded] = {}
+_MODELS: dict[tuple[str, int, str], _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
 DEFAULT_DRAFT_TOKENS = 0  # measured: a 3-6 % gain on 2 cores (README); on for more cores
 
@@ -130,7 +130,8 @@ class LocalLLM(LLM):
 
     `prefix_cache_mb` bounds the processed system prompts kept on disk for later processes
     (`planweave.llm.prefix_cache`); None reads `PLANWEAVE_PREFIX_CACHE_MB` (default 1024), 0
-    turns it off.  `prompt_cache_mb` bounds the same states kept in this process's memory."""
+    turns it off.  `prompt_cache_mb` bounds the same states kept in this process's memory.
+    `binding` chooses llama.cpp's binding (`planweave.llm.llamacpp`; None: auto)."""
 
     embedded = True
 
@@ -147,6 +148,7 @@ class LocalLLM(LLM):
         draft_tokens: int | None = None,
         prefix_cache_dir: os.PathLike[str] | None = None,
         progress: Progress | None = None,
+        binding: str | None = None,
     ) -> None:
         self.model = str(model) if str(model) in MODELS else Path(model).name
         self.n_ctx = n_ctx
@@ -159,6 +161,7 @@ class LocalLLM(LLM):
         self._prefix_dir = Path(prefix_cache_dir) if prefix_cache_dir is not None else None
         self._prefix: PrefixReuse | None = None
         self._model_arg = model
+        self._binding = binding
         self._progress = progress
         self._loaded: _Loaded | None = None
         self.report: LoadReport | None = None
@@ -176,7 +179,8 @@ class LocalLLM(LLM):
 
         path = resolve_model(self._model_arg, progress=assembling)
         assembled = time.monotonic()
-        key = (str(path.resolve()), self.n_ctx)
+        binding = resolve_binding(self._binding)
+        key = (str(path.resolve()), self.n_ctx, binding)
         with _MODELS_LOCK:
             loaded = _MODELS.get(key)
             cached = loaded is not None
@@ -190,6 +194,7 @@ class LocalLLM(LLM):
                     n_threads=self.n_threads,
                     n_batch=256,
                     extra_buffers=not _extra_buffers_crash(),
+                    binding=binding,
                 )
                 loaded = _Loaded(engine, threading.Lock(), time.monotonic() - start)
                 _MODELS[key] = loaded
@@ -200,7 +205,7 @@ class LocalLLM(LLM):
                 if self.prefix_cache_mb > 0:
                     store = PrefixStore(
                         self._prefix_dir or cache_dir() / "prefix-states",
-                        model_namespace(path, backend_version()),
+                        model_namespace(path, loaded.engine.version()),
                         self.prefix_cache_mb << 20,
                     )
                 # Planner and joiner prompts alternate; keeping both prefixes' states in memory

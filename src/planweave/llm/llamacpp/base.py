@@ -1,0 +1,127 @@
+"""The contract a llama.cpp binding meets for the embedded engine, and what bindings share.
+
+A binding is one loaded GGUF model with one context (a single sequence, id 0): it renders a
+chat in the model's template, tokenizes, decodes a batch at given positions with the logits
+asked for, trims or clears the sequence, saves and loads its state, and builds a sampler
+(greedy or at a temperature, under a GBNF grammar).  Everything else (which prefix the KV cache
+holds, drafts, stop conditions) is the engine's (`engine.Engine`), the same for every binding.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = ["Binding", "LoadOptions", "Sampler", "Sampling", "grammar_errors"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    n_ctx: int = 8192
+    n_batch: int = 256
+    n_threads: int = 2
+    extra_buffers: bool = True
+    flash_attention: bool | None = None  # None: llama.cpp's own choice
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How the next token is chosen: greedy (temperature 0, what planweave asks for) or
+    sampled at a temperature with a seed, under an optional GBNF grammar."""
+
+    grammar: str | None = None
+    temperature: float = 0.0
+    seed: int = 0
+
+
+class Sampler(ABC):
+    @abstractmethod
+    def sample(self, index: int) -> int:
+        """The token chosen from the logits of the last batch's `index`-th token (-1: its
+        last), accepted into the sampler's state (the grammar advances)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Binding(ABC):
+    """One model and its context, through one Python binding of llama.cpp."""
+
+    name: str
+    n_ctx: int
+
+    @abstractmethod
+    def version(self) -> str:
+        """The binding's and llama.cpp's versions: saved states are only offered to the same."""
+
+    @abstractmethod
+    def render(self, messages: Sequence[dict[str, str]], open_turn: bool) -> str: ...
+
+    @abstractmethod
+    def tokenize(self, text: str) -> list[int]: ...
+
+    @abstractmethod
+    def piece(self, token: int) -> bytes: ...
+
+    @abstractmethod
+    def is_eog(self, token: int) -> bool: ...
+
+    @abstractmethod
+    def decode(self, tokens: Sequence[int], start: int, logits: Sequence[bool]) -> None:
+        """Put `tokens` at positions start.. of the sequence; LLMError when llama.cpp fails
+        (the sequence may then hold part of them: the engine clears it)."""
+
+    @abstractmethod
+    def trim(self, keep: int) -> bool:
+        """Drop the sequence's positions from `keep` on; False if llama.cpp cannot."""
+
+    @abstractmethod
+    def clear(self) -> None: ...
+
+    @abstractmethod
+    def save_state(self) -> bytes | None: ...
+
+    @abstractmethod
+    def load_state(self, payload: bytes) -> bool: ...
+
+    @abstractmethod
+    def sampler(self, sampling: Sampling) -> Sampler:
+        """UserError, with llama.cpp's reason, when the grammar does not parse."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Free the context, then the model."""
+
+
+_STDERR_LOCK = threading.Lock()
+
+
+@contextmanager
+def grammar_errors() -> Iterator[list[str]]:
+    """llama.cpp's reason when a grammar does not parse: it prints it to file descriptor 2 and
+    gives the binding no more than a null sampler.  Anything else written meanwhile is written
+    back."""
+    said: list[str] = []
+    with _STDERR_LOCK, tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                yield said
+            finally:
+                os.dup2(saved, 2)
+        finally:
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read(1 << 16).decode("utf-8", "replace")
+    if "error parsing grammar" in text:
+        said.append(text.split("error parsing grammar:", 1)[1].strip().splitlines()[0])
+    elif text:
+        sys.stderr.write(text)

@@ -1,0 +1,170 @@
+"""llama.cpp through `cyllama`, a Cython binding with llama.cpp compiled into manylinux wheels
+(glibc 2.17 and later): `pip install 'planweave[local]'` compiles nothing.  Its kernels stop at
+AVX2, so a prompt reads at about half the speed of a build for the machine's own CPU
+(`llama_cpp_python`, `planweave[local-build]`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import LLMError, UserError
+from .base import Binding, LoadOptions, Sampler, Sampling, grammar_errors
+
+NAME = "cyllama"
+INSTALL = "pip install 'planweave[local]'"
+_LOCK = threading.Lock()
+_MODULE: list[Any] = []
+
+
+def _module() -> Any:
+    try:
+        from cyllama.llama import llama_cpp  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise UserError(f"the embedded model needs cyllama: {INSTALL}") from exc
+    with _LOCK:
+        if not _MODULE:
+            llama_cpp.disable_logging()  # the loader's chatter; errors come back as exceptions
+            llama_cpp.llama_backend_init()
+            _MODULE.append(llama_cpp)
+    return _MODULE[0]
+
+
+def available() -> bool:
+    try:
+        import cyllama  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Sampler(Sampler):
+    def __init__(self, chain: Any, ctx: Any) -> None:
+        self._chain, self._ctx = chain, ctx
+
+    def sample(self, index: int) -> int:
+        token: int = self._chain.sample(self._ctx, index)
+        return token
+
+    def close(self) -> None:
+        self._chain.close()
+
+
+class CyllamaBinding(Binding):
+    name = NAME
+
+    def __init__(self, path: str | os.PathLike[str], options: LoadOptions) -> None:
+        ll = _module()
+        self._ll = ll
+        self._model: Any = None
+        self._ctx: Any = None
+        self._batch: Any = None
+        params = ll.LlamaModelParams()
+        params.n_gpu_layers = 0
+        params.use_extra_bufts = options.extra_buffers
+        try:
+            self._model = ll.LlamaModel(os.fspath(path), params)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise LLMError(f"llama.cpp could not load {os.fspath(path)!r}: {exc}") from exc
+        self._vocab = self._model.get_vocab()
+        self._add_bos = bool(self._vocab.get_add_bos())
+        self._template = self._model.get_default_chat_template() or None
+        cparams = ll.LlamaContextParams()
+        cparams.n_ctx = options.n_ctx
+        cparams.n_batch = options.n_batch
+        cparams.n_ubatch = options.n_batch
+        cparams.n_seq_max = 1
+        cparams.n_threads = options.n_threads
+        cparams.n_threads_batch = options.n_threads
+        cparams.no_perf = True
+        if options.flash_attention is not None:
+            cparams.flash_attn_type = 1 if options.flash_attention else 0
+        try:
+            self._ctx = ll.LlamaContext(self._model, cparams)
+        except (ValueError, RuntimeError, MemoryError) as exc:
+            self.close()
+            raise LLMError(f"llama.cpp could not create a context: {exc}") from exc
+        self.n_ctx = int(self._ctx.n_ctx)
+        self._batch = ll.LlamaBatch(n_tokens=options.n_batch, embd=0, n_seq_max=1)
+
+    def version(self) -> str:
+        import cyllama
+
+        ll = self._ll
+        return f"cyllama {getattr(cyllama, '__version__', '?')} ggml {ll.ggml_commit()}"
+
+    def render(self, messages: Sequence[dict[str, str]], open_turn: bool) -> str:
+        if self._template is None:
+            raise LLMError("the model file has no chat template")
+        chat = [self._ll.LlamaChatMessage(role=m["role"], content=m["content"]) for m in messages]
+        try:
+            text: str = self._model.chat_apply_template(self._template, chat, open_turn)
+        except (ValueError, RuntimeError) as exc:
+            raise LLMError(f"llama.cpp could not apply the model's chat template: {exc}") from exc
+        return text
+
+    def tokenize(self, text: str) -> list[int]:
+        tokens: list[int] = self._vocab.tokenize(text, self._add_bos, True)
+        return tokens
+
+    def piece(self, token: int) -> bytes:
+        text = self._vocab.token_to_piece(token, 0, False)
+        return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._vocab.is_eog(token))
+
+    def decode(self, tokens: Sequence[int], start: int, logits: Sequence[bool]) -> None:
+        batch = self._batch
+        batch.clear()
+        for i, token in enumerate(tokens):
+            batch.add(token, start + i, [0], logits[i])
+        try:
+            self._ctx.decode(batch)
+        except (ValueError, RuntimeError, InterruptedError) as exc:
+            raise LLMError(f"llama.cpp failed to decode: {exc}") from exc
+
+    def trim(self, keep: int) -> bool:
+        return bool(self._ctx.memory_seq_rm(0, keep, -1))
+
+    def clear(self) -> None:
+        self._ctx.kv_cache_clear()
+
+    def save_state(self) -> bytes | None:
+        try:
+            payload = self._ctx.get_state_seq_data(0)
+        except (ValueError, RuntimeError, MemoryError):
+            return None
+        return bytes(payload) if payload else None
+
+    def load_state(self, payload: bytes) -> bool:
+        try:
+            self._ctx.set_state_seq_data(payload, 0)
+        except (ValueError, RuntimeError):
+            return False
+        return True
+
+    def sampler(self, sampling: Sampling) -> Sampler:
+        ll = self._ll
+        chain = ll.LlamaSampler(ll.LlamaSamplerChainParams())
+        if sampling.grammar:
+            with grammar_errors() as said:
+                chain.add_grammar(self._vocab, sampling.grammar, "root")
+            if said:
+                chain.close()
+                raise UserError(f"the grammar does not parse: {said[0]}")
+        if sampling.temperature > 0:
+            chain.add_temp(sampling.temperature)
+            chain.add_dist(sampling.seed & 0xFFFFFFFF)
+        else:
+            chain.add_greedy()
+        return _Sampler(chain, self._ctx)
+
+    def close(self) -> None:
+        for name in ("_batch", "_ctx", "_model"):
+            held = getattr(self, name)
+            if held is not None:
+                held.close()
+                setattr(self, name, None)
