@@ -1,13 +1,13 @@
 """Prefill and decode speed of the embedded backend against llama-cpp-python, side by side.
 
 The same GGUF, the same prompt (the planner's, for the README question, with its grammar) and
-the same greedy decoding, in alternating fresh processes: planweave's engine (cyllama's prebuilt
-llama.cpp) and llama-cpp-python's `Llama` from another virtualenv (`--llama-cpp-python PYTHON`;
-build one with `python -m venv /tmp/lcp && /tmp/lcp/bin/pip install llama-cpp-python==0.3.36`,
-8-17 minutes of compiling on 2 cores).  Each process reads the prompt with an empty KV cache
-(prefill tokens/s) and then decodes up to `--tokens` tokens under the grammar (decode tokens/s).
+the same greedy decoding, in alternating fresh processes: planweave's engine on each installed
+binding (cyllama's prebuilt llama.cpp, `[local]`; llama-cpp-python compiled here,
+`[local-build]`) and llama-cpp-python's own `Llama` (from `--llama-cpp-python PYTHON`, else this
+interpreter when it has it).  Each process reads the prompt with an empty KV cache (prefill
+tokens/s) and then decodes up to `--tokens` tokens under the grammar (decode tokens/s).
 
-    python -m benchmarks.embedded_backends --rounds 3 --llama-cpp-python /tmp/lcp/bin/python \\
+    python -m benchmarks.embedded_backends --rounds 3 \\
         --out benchmarks/results/embedded_backends.json
 """
 
@@ -57,11 +57,13 @@ print(json.dumps({"load_s": load, "prompt_tokens": len(prompt), "prefill_s": pre
 """
 
 
-def _planweave(spec: dict[str, Any]) -> dict[str, Any]:
-    from planweave.llm.llamacpp import Engine, Sampling, backend_version
+def _planweave(spec: dict[str, Any], binding: str) -> dict[str, Any]:
+    from planweave.llm.llamacpp import Engine, Sampling
 
     began = time.monotonic()
-    engine = Engine(spec["model"], n_ctx=spec["n_ctx"], n_batch=256, n_threads=spec["threads"])
+    engine = Engine(
+        spec["model"], n_ctx=spec["n_ctx"], n_batch=256, n_threads=spec["threads"], binding=binding
+    )
     load = time.monotonic() - began
     prompt = engine.tokenize(spec["prompt"])
     began = time.monotonic()
@@ -75,6 +77,7 @@ def _planweave(spec: dict[str, Any]) -> dict[str, Any]:
     out.extend(tokens)
     decode = time.monotonic() - began
     text = b"".join(engine.piece(t) for t in out).decode("utf-8", "replace")
+    version = engine.version()
     engine.close()
     return {
         "load_s": load,
@@ -83,7 +86,7 @@ def _planweave(spec: dict[str, Any]) -> dict[str, Any]:
         "decode_tokens": len(out) - 1,
         "decode_s": decode,
         "text": text,
-        "version": backend_version(),
+        "version": version,
     }
 
 
@@ -97,7 +100,7 @@ def _spec(tokens: int, threads: int) -> dict[str, Any]:
     tools = builtin_tools()
     messages = Planner(tools).messages(QUESTION)
     model = resolve_model(DEFAULT_MODEL)
-    engine = Engine(model, n_ctx=512, n_batch=32)
+    engine = Engine(model, n_ctx=512, n_batch=32)  # only its chat template
     prompt = engine.render([m.to_dict() for m in messages])
     engine.close()
     return {
@@ -127,17 +130,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--llama-cpp-python", metavar="PYTHON", help="a python with it installed")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_planweave(json.loads(sys.stdin.read()))))
+        print(json.dumps(_planweave(json.loads(sys.stdin.read()), args.child)))
         return
+    from planweave.llm.llamacpp import BINDINGS, installed
+
     spec = _spec(args.tokens, args.threads)
     contestants = {
-        "planweave (cyllama)": (sys.executable, ["-m", "benchmarks.embedded_backends", "--child"])
+        f"planweave on {name}": (
+            sys.executable,
+            ["-m", "benchmarks.embedded_backends", "--child", name],
+        )
+        for name in BINDINGS
+        if installed(name)
     }
-    if args.llama_cpp_python:
-        contestants["llama-cpp-python"] = (args.llama_cpp_python, ["-c", _LLAMA_CPP_PYTHON])
+    anchor = args.llama_cpp_python or (sys.executable if installed("llama-cpp-python") else None)
+    if anchor:
+        contestants["llama-cpp-python's Llama"] = (anchor, ["-c", _LLAMA_CPP_PYTHON])
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in contestants}
     for round_ in range(args.rounds):
         for name, (python, code) in contestants.items():
