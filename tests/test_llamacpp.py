@@ -5,14 +5,15 @@ longer than the context as such."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
-from planweave.errors import LLMContextOverflow, UserError
-from planweave.llm.llamacpp import BINDINGS, Engine, Sampling, resolve_binding
+from planweave.errors import LLMContextOverflow, LLMError, UserError
+from planweave.llm.llamacpp import BINDINGS, Binding, Engine, Sampling, resolve_binding
 from planweave.llm.llamacpp import cyllama as cyllama_binding
 from planweave.llm.llamacpp import llama_cpp_python as lcp_binding
+from planweave.llm.llamacpp.base import Sampler
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 from planweave.llm.speculative import PromptLookup
 
@@ -89,6 +90,20 @@ def test_a_saved_state_restores_the_same_continuation(engine: Engine) -> None:
 def test_a_broken_grammar_and_a_long_prompt_are_refused(engine: Engine) -> None:
     with pytest.raises(UserError, match="the grammar does not parse: expecting"):
         engine.check_grammar('root ::= "a" (')
+    # Refusals llama.cpp logs rather than prints (cyllama once sampled with the null sampler
+    # they leave, and crashed the process).
+    for grammar, reason in [
+        ('foo ::= "a"', "root"),
+        ('root ::= root "a" | "a"', "left recursion"),
+        (" ", "failed to parse"),
+    ]:
+        with pytest.raises(UserError, match=f"the grammar does not parse: .*{reason}"):
+            list(engine.generate([1, 2, 3], Sampling(grammar)))
+    engine.check_grammar(GRAMMAR)  # accepted, and remembered
+    engine.check_grammar(GRAMMAR)
+    with pytest.raises(LLMError, match="empty prompt"):
+        list(engine.generate([], Sampling()))
+    assert list(engine.generate([1, 2, 3], Sampling(), max_tokens=0)) == []
     with pytest.raises(LLMContextOverflow, match="context holds 1024"):
         list(engine.generate(list(range(10, 1100)), Sampling()))
 
@@ -103,3 +118,87 @@ def test_the_binding_is_chosen_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PLANWEAVE_LLAMA_BINDING")
     expected = "llama-cpp-python" if INSTALLED["llama-cpp-python"] else "cyllama"
     assert resolve_binding() == expected
+
+
+class _Recurrent(Binding):
+    """A model that cannot drop part of its sequence (llama.cpp's recurrent and hybrid
+    models): its next token is a function of every token it holds, at its position."""
+
+    name = "recurrent"
+    n_ctx = 64
+
+    def __init__(self, can_trim: bool) -> None:
+        self.cells: dict[int, int] = {}
+        self.outputs: list[int] = []
+        self.can_trim = can_trim
+
+    def _next(self, upto: int) -> int:
+        held = [self.cells[p] for p in range(upto + 1)]  # a gap would be a KeyError
+        return (sum(t * (i + 1) for i, t in enumerate(held)) % 7) + 10
+
+    def version(self) -> str:
+        return "fake"
+
+    def render(self, messages: Sequence[dict[str, str]], open_turn: bool) -> str:
+        return ""
+
+    def tokenize(self, text: str) -> list[int]:
+        return []
+
+    def piece(self, token: int) -> bytes:
+        return b"x"
+
+    def is_eog(self, token: int) -> bool:
+        return False
+
+    def decode(self, tokens: Sequence[int], start: int, logits: Sequence[bool]) -> None:
+        assert start == len(self.cells), "decoded at a position the sequence does not reach"
+        for i, token in enumerate(tokens):
+            self.cells[start + i] = token
+        self.outputs = [self._next(start + i) for i in range(len(tokens)) if logits[i]]
+
+    def trim(self, keep: int) -> bool:
+        if not self.can_trim:
+            return False
+        self.cells = {p: t for p, t in self.cells.items() if p < keep}
+        return True
+
+    def clear(self) -> None:
+        self.cells.clear()
+
+    def save_state(self) -> bytes | None:
+        return None
+
+    def load_state(self, payload: bytes) -> bool:
+        return False
+
+    def sampler(self, sampling: Sampling) -> Sampler:
+        outer = self
+
+        class Greedy(Sampler):
+            def sample(self, index: int) -> int:
+                return outer.outputs[index]
+
+            def close(self) -> None:
+                pass
+
+        return Greedy()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("drafts", [0, 4])
+def test_a_sequence_that_cannot_be_trimmed_is_read_again(drafts: int) -> None:
+    outputs = {}
+    for can_trim in (True, False):
+        engine = Engine("unused", binding=_Recurrent(can_trim))
+        drafter = PromptLookup(drafts) if drafts else None
+        first = list(engine.generate([1, 2, 3, 4, 5], Sampling(), max_tokens=12, drafter=drafter))
+        # Another prompt sharing a prefix: the sequence must drop what follows it.
+        second = list(engine.generate([1, 2, 3, 4, 6, 7], Sampling(), max_tokens=12))
+        binding = engine.binding
+        assert isinstance(binding, _Recurrent)
+        assert [binding.cells[p] for p in sorted(binding.cells)] == engine.tokens
+        outputs[can_trim] = (first, second)
+    assert outputs[True] == outputs[False]

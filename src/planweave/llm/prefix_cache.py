@@ -307,8 +307,11 @@ class PrefixReuse:
         if have >= prefix:
             return
         began = time.monotonic()
-        if self._restore_ram(want, have) or self._restore_disk(want, have):
+        if not self._restore_ram(want, have):
+            # A refused state leaves the sequence empty: what it holds is counted again.
             have = _common_prefix(engine.tokens, want)
+            self._restore_disk(want, have)
+        have = _common_prefix(engine.tokens, want)
         self.seconds += time.monotonic() - began
         if have >= prefix:
             return

@@ -71,6 +71,7 @@ class CyllamaBinding(Binding):
         self._vocab = self._model.get_vocab()
         self._add_bos = bool(self._vocab.get_add_bos())
         self._template = self._model.get_default_chat_template() or None
+        self._parsed: set[str] = set()  # grammars llama.cpp accepted: not checked again
         cparams = ll.LlamaContextParams()
         cparams.n_ctx = options.n_ctx
         cparams.n_batch = options.n_batch
@@ -150,17 +151,40 @@ class CyllamaBinding(Binding):
         ll = self._ll
         chain = ll.LlamaSampler(ll.LlamaSamplerChainParams())
         if sampling.grammar:
-            with grammar_errors() as said:
+            if sampling.grammar in self._parsed:
                 chain.add_grammar(self._vocab, sampling.grammar, "root")
-            if said:
-                chain.close()
-                raise UserError(f"the grammar does not parse: {said[0]}")
+            else:
+                reasons = self._add_checked(chain, sampling.grammar)
+                if reasons:
+                    chain.close()
+                    raise UserError(f"the grammar does not parse: {reasons[0]}")
+                self._parsed.add(sampling.grammar)
         if sampling.temperature > 0:
             chain.add_temp(sampling.temperature)
             chain.add_dist(sampling.seed & 0xFFFFFFFF)
         else:
             chain.add_greedy()
         return _Sampler(chain, self._ctx)
+
+    def _add_checked(self, chain: Any, grammar: str) -> list[str]:
+        """Add the grammar to `chain`, with llama.cpp's reasons if it refused it.  cyllama adds
+        whatever llama.cpp returned, a null sampler included (sampling then crashes the
+        process), so the reasons are read from llama.cpp's error log (no root rule, left
+        recursion) and from what its parser prints to stderr (a syntax error)."""
+        ll = self._ll
+        logged: list[str] = []
+
+        def log(level: int, text: str) -> None:
+            if level == 4 and text.strip():  # GGML_LOG_LEVEL_ERROR
+                logged.append(text.strip())
+
+        with grammar_errors() as printed:
+            ll.set_log_callback(log)
+            try:
+                chain.add_grammar(self._vocab, grammar, "root")
+            finally:
+                ll.disable_logging()
+        return printed + logged
 
     def close(self) -> None:
         for name in ("_batch", "_ctx", "_model"):

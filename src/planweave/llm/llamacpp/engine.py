@@ -28,8 +28,8 @@ atexit.register(_close_all)
 
 
 class Engine:
-    """One GGUF model and one context (a single sequence, id 0), through `binding` (see
-    `open_binding`).
+    """One GGUF model and one context (a single sequence, id 0), through `binding`: a name
+    (see `open_binding`) or a loaded `Binding`.
 
     `tokens` is exactly what the KV cache holds, in order; every method keeps it so.  Not
     thread-safe: the caller holds a lock around each use (one model, one stream at a time)."""
@@ -43,7 +43,7 @@ class Engine:
         n_threads: int | None = None,
         extra_buffers: bool = True,
         flash_attention: bool | None = None,
-        binding: str | None = None,
+        binding: str | Binding | None = None,
     ) -> None:
         from . import open_binding
 
@@ -54,7 +54,9 @@ class Engine:
             extra_buffers=extra_buffers,
             flash_attention=flash_attention,
         )
-        self.binding: Binding = open_binding(path, options, binding)
+        self.binding: Binding = (
+            binding if isinstance(binding, Binding) else open_binding(path, options, binding)
+        )
         self.n_ctx = self.binding.n_ctx
         self.n_batch = n_batch
         self.tokens: list[int] = []
@@ -97,11 +99,16 @@ class Engine:
     # -- the KV cache ---------------------------------------------------------------------
 
     def _truncate(self, keep: int) -> None:
+        """Keep the sequence's first `keep` tokens.  Where llama.cpp cannot drop part of a
+        sequence (recurrent and hybrid models), it is cleared and the kept part read again."""
         if keep < len(self.tokens):
-            if not self.binding.trim(keep):
-                self.binding.clear()
-                keep = 0
-            del self.tokens[keep:]
+            kept = self.tokens[:keep]
+            if self.binding.trim(keep):
+                del self.tokens[keep:]
+                return
+            self.binding.clear()
+            self.tokens.clear()
+            self._decode(kept)
 
     def _decode(self, tokens: Sequence[int], *, every_logit: bool = False) -> None:
         """Append `tokens` to the sequence in batches of n_batch; logits for the last token
@@ -135,8 +142,9 @@ class Engine:
         return self.binding.save_state()
 
     def load_state(self, tokens: Sequence[int], payload: bytes) -> bool:
-        """Replace the sequence with a saved state of `tokens`; False (and an empty sequence)
-        when llama.cpp refuses it (another build, another model shape)."""
+        """Replace the sequence with a saved state of `tokens`; False when it does not fit the
+        context (the sequence untouched) or llama.cpp refuses it (another build, another model
+        shape: the sequence is then empty)."""
         if len(tokens) >= self.n_ctx:
             return False
         self.binding.clear()
@@ -168,6 +176,8 @@ class Engine:
             raise LLMContextOverflow(
                 f"the prompt is {len(prompt)} tokens; the context holds {self.n_ctx}"
             )
+        if not prompt:
+            raise LLMError("an empty prompt: the model has nothing to continue")
         outcome = {} if outcome is None else outcome
         outcome.update(finish_reason="stop", passes=0, drafted=0, accepted=0)
         # Read at least the prompt's last token, for its logits.
@@ -180,6 +190,9 @@ class Engine:
         limit = max_tokens if max_tokens is not None else self.n_ctx
         produced = 0
         try:
+            if limit <= 0:
+                outcome["finish_reason"] = "length"
+                return
             pending = chain.sample(-1)
             while True:
                 if binding.is_eog(pending):
@@ -189,8 +202,9 @@ class Engine:
                 if produced >= limit or len(self.tokens) + 2 >= self.n_ctx:
                     outcome["finish_reason"] = "length"
                     return
-                room = min(limit - produced, self.n_ctx - len(self.tokens) - 2, self.n_batch - 1)
-                draft = list(drafter([*self.tokens, pending]))[:room] if drafter else []
+                # As far as plain decoding may go: it stops with the sequence at n_ctx - 2.
+                room = min(limit - produced, self.n_ctx - len(self.tokens) - 3, self.n_batch - 1)
+                draft = list(drafter([*self.tokens, pending]))[: max(0, room)] if drafter else []
                 base = len(self.tokens)
                 self._decode([pending, *draft], every_logit=bool(draft))
                 outcome["passes"] += 1

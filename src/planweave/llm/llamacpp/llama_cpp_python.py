@@ -78,6 +78,7 @@ class LlamaCppPythonBinding(Binding):
         self._add_bos = bool(self._model.add_bos_token())
         template = lib.llama_model_chat_template(self._model.model, None)
         self._template: bytes | None = template or None
+        self._parsed: set[str] = set()  # grammars llama.cpp accepted: not checked again
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = options.n_ctx
         cparams.n_batch = options.n_batch
@@ -176,13 +177,18 @@ class LlamaCppPythonBinding(Binding):
         lib = self._lib
         chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
         if sampling.grammar:
-            with grammar_errors() as said:
+            reasons: list[str] = []
+            if sampling.grammar in self._parsed:
                 grammar = lib.llama_sampler_init_grammar(
                     self._vocab, sampling.grammar.encode(), b"root"
                 )
+            else:
+                grammar, reasons = self._checked(sampling.grammar)
             if not grammar:
                 lib.llama_sampler_free(chain)
-                raise UserError(f"the grammar does not parse: {said[0] if said else '?'}")
+                reason = reasons[0] if reasons else "llama.cpp gave no reason"
+                raise UserError(f"the grammar does not parse: {reason}")
+            self._parsed.add(sampling.grammar)
             lib.llama_sampler_chain_add(chain, grammar)
         if sampling.temperature > 0:
             lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_temp(sampling.temperature))
@@ -192,6 +198,28 @@ class LlamaCppPythonBinding(Binding):
         else:
             lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_greedy())
         return _Sampler(lib, chain, self._ctx.ctx)
+
+    def _checked(self, grammar: str) -> tuple[Any, list[str]]:
+        """The grammar's sampler (None if llama.cpp refused it) and llama.cpp's reasons: what
+        its parser prints to stderr and its error log (no root rule, left recursion), which
+        llama-cpp-python's own log handler would hide."""
+        from llama_cpp import _logger
+
+        lib = self._lib
+        logged: list[str] = []
+
+        @lib.llama_log_callback  # type: ignore[untyped-decorator,unused-ignore]
+        def log(level: int, text: bytes, _data: Any) -> None:
+            if level == 4 and text:  # GGML_LOG_LEVEL_ERROR
+                logged.append(text.decode("utf-8", "replace").strip())
+
+        with grammar_errors() as printed:
+            lib.llama_log_set(log, ctypes.c_void_p(0))
+            try:
+                sampler = lib.llama_sampler_init_grammar(self._vocab, grammar.encode(), b"root")
+            finally:
+                lib.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+        return sampler, [*printed, *(line for line in logged if line)]
 
     def close(self) -> None:
         for name in ("_batch", "_ctx", "_model"):
