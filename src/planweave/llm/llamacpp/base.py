@@ -17,8 +17,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Binding", "LoadOptions", "Sampler", "Sampling", "grammar_errors"]
+__all__ = [
+    "Binding",
+    "LoadOptions",
+    "Sampler",
+    "Sampling",
+    "close_in_order",
+    "configure_context",
+    "grammar_errors",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +106,31 @@ class Binding(ABC):
     @abstractmethod
     def close(self) -> None:
         """Free the context, then the model."""
+
+
+def configure_context(params: Any, options: LoadOptions) -> Any:
+    """llama.cpp's context parameters (the same struct in every binding) set from `options`:
+    one sequence, the prompt read in batches of n_batch, no performance counters."""
+    params.n_ctx = options.n_ctx
+    params.n_batch = options.n_batch
+    params.n_ubatch = options.n_batch
+    params.n_seq_max = 1
+    params.n_threads = options.n_threads
+    params.n_threads_batch = options.n_threads
+    params.no_perf = True
+    if options.flash_attention is not None:
+        params.flash_attn_type = 1 if options.flash_attention else 0
+    return params
+
+
+def close_in_order(holder: Any, *names: str) -> None:
+    """Close `holder`'s handles in the order named (a context before its model) and forget
+    them, so closing twice does nothing."""
+    for name in names:
+        held = getattr(holder, name)
+        if held is not None:
+            held.close()
+            setattr(holder, name, None)
 
 
 _STDERR_LOCK = threading.Lock()

@@ -5,37 +5,42 @@ AVX2, so a prompt reads at about half the speed of a build for the machine's own
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import LLMError, UserError
-from .base import Binding, LoadOptions, Sampler, Sampling, grammar_errors
+from .base import (
+    Binding,
+    LoadOptions,
+    Sampler,
+    Sampling,
+    close_in_order,
+    configure_context,
+    grammar_errors,
+)
 
 NAME = "cyllama"
 INSTALL = "pip install 'planweave[local]'"
-_LOCK = threading.Lock()
-_MODULE: list[Any] = []
 
 
+@functools.cache  # a failed import is not cached: installing the extra later works
 def _module() -> Any:
     try:
         from cyllama.llama import llama_cpp  # type: ignore[import-untyped]
     except ImportError as exc:
         raise UserError(f"the embedded model needs cyllama: {INSTALL}") from exc
-    with _LOCK:
-        if not _MODULE:
-            llama_cpp.disable_logging()  # the loader's chatter; errors come back as exceptions
-            llama_cpp.llama_backend_init()
-            _MODULE.append(llama_cpp)
-    return _MODULE[0]
+    llama_cpp.disable_logging()  # the loader's chatter; errors come back as exceptions
+    llama_cpp.llama_backend_init()
+    return llama_cpp
 
 
 def available() -> bool:
+    """Whether the binding imports (a package that is there but broken counts as absent)."""
     try:
-        import cyllama  # type: ignore[import-untyped]  # noqa: F401
-    except ImportError:
+        _module()
+    except UserError:
         return False
     return True
 
@@ -73,15 +78,7 @@ class CyllamaBinding(Binding):
         self._template = self._model.get_default_chat_template() or None
         self._parsed: set[str] = set()  # grammars llama.cpp accepted: not checked again
         cparams = ll.LlamaContextParams()
-        cparams.n_ctx = options.n_ctx
-        cparams.n_batch = options.n_batch
-        cparams.n_ubatch = options.n_batch
-        cparams.n_seq_max = 1
-        cparams.n_threads = options.n_threads
-        cparams.n_threads_batch = options.n_threads
-        cparams.no_perf = True
-        if options.flash_attention is not None:
-            cparams.flash_attn_type = 1 if options.flash_attention else 0
+        configure_context(cparams, options)
         try:
             self._ctx = ll.LlamaContext(self._model, cparams)
         except (ValueError, RuntimeError, MemoryError) as exc:
@@ -91,7 +88,7 @@ class CyllamaBinding(Binding):
         self._batch = ll.LlamaBatch(n_tokens=options.n_batch, embd=0, n_seq_max=1)
 
     def version(self) -> str:
-        import cyllama
+        import cyllama  # type: ignore[import-untyped]
 
         ll = self._ll
         return f"cyllama {getattr(cyllama, '__version__', '?')} ggml {ll.ggml_commit()}"
@@ -187,8 +184,4 @@ class CyllamaBinding(Binding):
         return printed + logged
 
     def close(self) -> None:
-        for name in ("_batch", "_ctx", "_model"):
-            held = getattr(self, name)
-            if held is not None:
-                held.close()
-                setattr(self, name, None)
+        close_in_order(self, "_batch", "_ctx", "_model")

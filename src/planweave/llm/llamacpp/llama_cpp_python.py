@@ -5,40 +5,45 @@ as the prebuilt `cyllama` where the CPU has AVX-512.  Chosen over cyllama when i
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import LLMError, UserError
-from .base import Binding, LoadOptions, Sampler, Sampling, grammar_errors
+from .base import (
+    Binding,
+    LoadOptions,
+    Sampler,
+    Sampling,
+    close_in_order,
+    configure_context,
+    grammar_errors,
+)
 
 NAME = "llama-cpp-python"
 INSTALL = "pip install 'planweave[local-build]'"
-_LOCK = threading.Lock()
-_MODULE: list[Any] = []
 
 
+@functools.cache  # a failed import is not cached: installing the extra later works
 def _module() -> Any:
     try:
         import llama_cpp  # type: ignore[import-not-found,unused-ignore]
         from llama_cpp import _internals  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise UserError(f"this binding needs llama-cpp-python: {INSTALL}") from exc
-    with _LOCK:
-        if not _MODULE:
-            from llama_cpp import _logger  # type: ignore[import-not-found,unused-ignore]
+    from llama_cpp import _logger  # type: ignore[import-not-found,unused-ignore]
 
-            _logger.set_verbose(False)  # llama.cpp's chatter; errors still print
-            llama_cpp.llama_backend_init()
-            _MODULE.append((llama_cpp, _internals))
-    return _MODULE[0]
+    _logger.set_verbose(False)  # llama.cpp's chatter; errors still print
+    llama_cpp.llama_backend_init()
+    return llama_cpp, _internals
 
 
 def available() -> bool:
+    """Whether the binding imports (a package that is there but broken counts as absent)."""
     try:
-        import llama_cpp  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
+        _module()
+    except UserError:
         return False
     return True
 
@@ -80,15 +85,7 @@ class LlamaCppPythonBinding(Binding):
         self._template: bytes | None = template or None
         self._parsed: set[str] = set()  # grammars llama.cpp accepted: not checked again
         cparams = lib.llama_context_default_params()
-        cparams.n_ctx = options.n_ctx
-        cparams.n_batch = options.n_batch
-        cparams.n_ubatch = options.n_batch
-        cparams.n_seq_max = 1
-        cparams.n_threads = options.n_threads
-        cparams.n_threads_batch = options.n_threads
-        cparams.no_perf = True
-        if options.flash_attention is not None:
-            cparams.flash_attn_type = 1 if options.flash_attention else 0
+        configure_context(cparams, options)
         try:
             self._ctx = internals.LlamaContext(model=self._model, params=cparams, verbose=False)
         except (ValueError, RuntimeError, MemoryError) as exc:
@@ -222,8 +219,4 @@ class LlamaCppPythonBinding(Binding):
         return sampler, [*printed, *(line for line in logged if line)]
 
     def close(self) -> None:
-        for name in ("_batch", "_ctx", "_model"):
-            held = getattr(self, name)
-            if held is not None:
-                held.close()
-                setattr(self, name, None)
+        close_in_order(self, "_batch", "_ctx", "_model")
