@@ -247,6 +247,7 @@ def run_config(
     grounding: bool | None,
     wall_s: float,
     threads: int | None = None,
+    plan_answers: bool | None = None,
 ) -> dict[str, Any]:
     from planweave.llm.local import LocalLLM
 
@@ -258,6 +259,7 @@ def run_config(
         mode=mode,  # type: ignore[arg-type]
         grounding=grounding,
         budget=Budget(wall_s=wall_s),
+        plan_answers=plan_answers,
     )
     rows = []
     for q in qs:
@@ -365,6 +367,12 @@ def main() -> None:
     parser.add_argument("--grounding", choices=["default", "on", "off"], default="default")
     parser.add_argument("--wall", type=float, default=180.0, help="budget per question, s")
     parser.add_argument(
+        "--plan-answers",
+        choices=["default", "on", "off"],
+        default="default",
+        help='let a plan end with its answer, join("...${N}...") (default: off when embedded)',
+    )
+    parser.add_argument(
         "--threads", type=int, help="llama.cpp threads (default: every core); times then differ"
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
@@ -386,8 +394,9 @@ def main() -> None:
         print(f"{len(chosen)} of {len(qs)} questions")
         return
     grounding = {"default": None, "on": True, "off": False}[args.grounding]
+    plan_answers = {"default": None, "on": True, "off": False}[args.plan_answers]
     results = [
-        run_config(model, mode, chosen, grounding, args.wall, args.threads)
+        run_config(model, mode, chosen, grounding, args.wall, args.threads, plan_answers)
         for model in args.models
         for mode in args.modes
     ]
