@@ -464,3 +464,20 @@ def test_a_count_asked_for_must_come_from_the_results() -> None:
     # Nor is a count asked for where no result is a list: "how many people" is a number.
     people = [done(1_371_498, 1)]
     assert ungrounded("About 1.4 million, 1 city.", "How many people live in Milan?", people) == []
+
+
+def test_the_joiner_reads_floats_short_and_the_checks_keep_them_exact() -> None:
+    from planweave.plan import render_text
+    from planweave.records import shown
+
+    density = 403.36917562724017
+    record = done({"largest": "Netherlands", "values": [density, 367.7105935534591]})
+    assert record.observation() == '{"largest": "Netherlands", "values": [403.369, 367.711]}'
+    assert done(0.000123456789).observation() == "0.000123457"
+    # Whole digits are never rounded away, however many; integers and texts are as they were.
+    assert shown(123456789.123) == 123456789.12
+    assert shown(39964076.666666664) == 39964076.67
+    assert shown([16881000, "16881000.123456"]) == [16881000, "16881000.123456"]
+    # What a later call gets, and what an answer is checked against, is the exact value.
+    assert render_text(density) == "403.36917562724017"
+    assert not ungrounded("The Netherlands: 403.37 per km².", "Which is denser?", [done(density)])

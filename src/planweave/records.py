@@ -9,6 +9,7 @@ that the store depends on records, not on the scheduler or an LLM backend.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -35,6 +36,33 @@ __all__ = [
     "run_dict",
     "task_dict",
 ]
+
+
+_SHOWN_ITEMS = 1000
+
+
+def shown(value: Any, depth: int = 0) -> Any:
+    """A result as the joiner and the replanner read it: a float keeps its whole digits, two
+    decimals and at least six significant digits (403.36917562724017 reads 403.369,
+    39964076.666666664 reads 39964076.67), in lists and mappings too.
+    Qwen's tokenizer spends a token on each digit, and no answer needs the seventeenth;
+    arguments interpolated into later calls (`render_text`) and the grounding check keep the
+    exact value."""
+    if isinstance(value, float):
+        if not math.isfinite(value) or value == 0 or abs(value) >= 1e15:
+            return value
+        if abs(value) >= 1:
+            # Two decimals at least: 39964076.67 says a mean is no whole number, where
+            # 39964077.0 read as one (the 1.5B model then withdrew its averages).
+            return round(value, max(2, 6 - len(str(int(abs(value))))))
+        return float(f"{value:.6g}")
+    if depth >= 16:
+        return value
+    if isinstance(value, Mapping) and len(value) <= _SHOWN_ITEMS:
+        return {k: shown(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple) and len(value) <= _SHOWN_ITEMS:
+        return [shown(v, depth + 1) for v in value]
+    return value
 
 
 class TaskStatus(StrEnum):
@@ -221,7 +249,7 @@ class TaskRecord:
     def observation(self, limit: int = 2000) -> str:
         """What the joiner and replanner read about this task."""
         if self.status is TaskStatus.DONE:
-            text = render_text(self.result)
+            text = render_text(shown(self.result))
         elif self.error is not None:
             text = f"ERROR: {self.error.message}"
         else:

@@ -113,7 +113,7 @@ Action: city_info("Kyoto", field="population")
 Observation: 1463723
 Thought: Divide Osaka's population by Kyoto's.
 Action: calculator("${1} / ${2}")
-Observation: 1.8814092557130004
+Observation: 1.88141
 Thought: The ratio answers the question.
 Action: Finish(About 1.88 times as many: 2,753,862 people in Osaka against 1,463,723 in Kyoto.)""",
 ]
