@@ -12,7 +12,6 @@ from demo_tools import TOOLS
 from planweave import ToolRegistry, UserError, tool
 from planweave.grammar import joiner_grammar, plan_grammar, react_grammar
 from planweave.llm.llamacpp import BINDINGS, Engine, installed
-from planweave.llm.local import check_grammar
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 
 
@@ -58,15 +57,15 @@ def vocab_model(request: pytest.FixtureRequest) -> Iterator[Engine]:
 @pytest.mark.parametrize("name", sorted(REGISTRIES))
 def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     registry = REGISTRIES[name]
-    check_grammar(vocab_model, plan_grammar(registry))
-    check_grammar(vocab_model, react_grammar(registry))
-    check_grammar(vocab_model, joiner_grammar("full", registry))  # a Replan carrying a plan
-    check_grammar(vocab_model, joiner_grammar("compact", registry, answers=True))  # and bare
+    vocab_model.check_grammar(plan_grammar(registry))
+    vocab_model.check_grammar(react_grammar(registry))
+    vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
+    vocab_model.check_grammar(joiner_grammar("compact", registry, answers=True))  # and bare
 
 
 def test_joiner_grammar_parses(vocab_model: Any) -> None:
-    check_grammar(vocab_model, joiner_grammar())
-    check_grammar(vocab_model, joiner_grammar("compact", finish_only=True))
+    vocab_model.check_grammar(joiner_grammar())
+    vocab_model.check_grammar(joiner_grammar("compact", finish_only=True))
 
 
 @pytest.mark.parametrize("style", ["full", "compact"])
@@ -89,7 +88,7 @@ def test_the_last_round_s_joiner_grammar_only_answers(style: Any) -> None:
 
 def test_a_broken_grammar_is_a_clear_error(vocab_model: Any) -> None:
     with pytest.raises(UserError, match="does not parse"):
-        check_grammar(vocab_model, 'root ::= "a" undefined-rule')
+        vocab_model.check_grammar('root ::= "a" undefined-rule')
 
 
 def test_plan_grammar_names_every_tool_and_typed_arguments() -> None:

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
 from .speculative import PromptLookup
 
-__all__ = ["LoadReport", "LocalLLM", "check_grammar"]
+__all__ = ["LoadReport", "LocalLLM"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -38,6 +38,8 @@ class _Loaded:
     lock: threading.Lock
     load_s: float
     prefix: PrefixReuse | None = None
+    # The tokens of each kind's fixed messages (the system prompt...): read once, not per call.
+    heads: dict[tuple[tuple[str, str], ...], list[int]] = field(default_factory=dict)
 
 
 _MODELS: dict[tuple[str, int, str], _Loaded] = {}
@@ -81,12 +83,6 @@ def resolve_draft_tokens(chosen: int | None) -> int:
     if not 0 <= chosen <= 32:
         raise UserError(f"draft tokens must be between 0 and 32, not {chosen}")
     return chosen
-
-
-def check_grammar(engine: Engine, text: str) -> None:
-    """Parse a GBNF grammar against the model's vocabulary; raise UserError, with llama.cpp's
-    reason, when it does not parse."""
-    engine.check_grammar(text)
 
 
 def _fixed_messages(request: LLMRequest) -> int:
@@ -231,7 +227,13 @@ class LocalLLM(LLM):
         fixed = _fixed_messages(request)
         if not 0 < fixed < len(messages):
             return prompt, 0
-        head = engine.tokenize(engine.render(messages[:fixed], open_turn=False))
+        heads = self._loaded.heads if self._loaded is not None else {}
+        key = tuple((m["role"], m["content"]) for m in messages[:fixed])
+        head = heads.get(key)
+        if head is None:
+            if len(heads) >= 16:
+                heads.clear()
+            head = heads[key] = engine.tokenize(engine.render(messages[:fixed], open_turn=False))
         return prompt, common_prefix(prompt, head)
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .llamacpp.engine import common_prefix
+
 if TYPE_CHECKING:
     from .llamacpp import Engine
 
@@ -68,15 +70,6 @@ def resolve_prefix_cache_mb(explicit: int | None) -> int:
     except ValueError:
         log.warning("%s=%r is not a whole number of MB; the prefix cache is off", _ENV, raw)
         return 0
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +156,7 @@ class PrefixStore:
         """The entry sharing the longest prefix with `tokens`, and that length."""
         found: tuple[Entry, int] | None = None
         for entry in self.entries():
-            n = _common_prefix(entry.tokens, tokens)
+            n = common_prefix(entry.tokens, tokens)
             if n > 0 and (found is None or n > found[1]):
                 found = (entry, n)
         return found
@@ -303,17 +296,15 @@ class PrefixReuse:
         if prefix < MIN_TOKENS or len(prompt) >= engine.n_ctx:
             return  # too short to pay, or the completion reports the overflow
         want = tuple(prompt[:prefix])
-        have = _common_prefix(engine.tokens, want)
+        have = common_prefix(engine.tokens, want)
         if have >= prefix:
             return
         began = time.monotonic()
         if not self._restore_ram(want, have):
             # A refused state leaves the sequence empty: what it holds is counted again.
-            have = _common_prefix(engine.tokens, want)
-            self._restore_disk(want, have)
-        have = _common_prefix(engine.tokens, want)
+            self._restore_disk(want, common_prefix(engine.tokens, want))
         self.seconds += time.monotonic() - began
-        if have >= prefix:
+        if common_prefix(engine.tokens, want) >= prefix:
             return
         engine.evaluate(want)
         began = time.monotonic()
@@ -323,7 +314,7 @@ class PrefixReuse:
     def _restore_ram(self, want: tuple[int, ...], have: int) -> bool:
         best: tuple[tuple[int, ...], int] | None = None
         for key in self._ram:
-            n = _common_prefix(key, want)
+            n = common_prefix(key, want)
             if n == len(key) and n > max(have, MIN_TOKENS - 1) and (best is None or n > best[1]):
                 best = (key, n)
         if best is None:

@@ -14,10 +14,12 @@ import sys
 import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from ...errors import UserError
 
 __all__ = [
     "Binding",
@@ -27,6 +29,7 @@ __all__ = [
     "close_in_order",
     "configure_context",
     "grammar_errors",
+    "importable",
 ]
 
 
@@ -106,6 +109,16 @@ class Binding(ABC):
     @abstractmethod
     def close(self) -> None:
         """Free the context, then the model."""
+
+
+def importable(load: Callable[[], Any]) -> bool:
+    """Whether a binding's `load` (its import and set-up) works: a package that is there but
+    broken counts as absent."""
+    try:
+        load()
+    except UserError:
+        return False
+    return True
 
 
 def configure_context(params: Any, options: LoadOptions) -> Any:

@@ -19,6 +19,7 @@ from .base import (
     close_in_order,
     configure_context,
     grammar_errors,
+    importable,
 )
 
 NAME = "cyllama"
@@ -37,12 +38,7 @@ def _module() -> Any:
 
 
 def available() -> bool:
-    """Whether the binding imports (a package that is there but broken counts as absent)."""
-    try:
-        _module()
-    except UserError:
-        return False
-    return True
+    return importable(_module)
 
 
 class _Sampler(Sampler):
