@@ -481,3 +481,10 @@ def test_the_joiner_reads_floats_short_and_the_checks_keep_them_exact() -> None:
     # What a later call gets, and what an answer is checked against, is the exact value.
     assert render_text(density) == "403.36917562724017"
     assert not ungrounded("The Netherlands: 403.37 per km².", "Which is denser?", [done(density)])
+
+
+def test_a_result_nested_too_deeply_reads_as_such() -> None:
+    deep: Any = [1.5]
+    for _ in range(100_000):
+        deep = [deep]
+    assert done(deep).observation() == "[a list nested too deeply to show]"

@@ -173,6 +173,9 @@ def render_text(value: Any) -> str:
             return json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
             return str(value)
+        except RecursionError:
+            # A hostile or broken result (a list in a list, 100,000 deep): say so, do not crash.
+            return f"[a {type(value).__name__} nested too deeply to show]"
     return str(value)
 
 
