@@ -39,9 +39,9 @@ from planweave import (
     mcp_sessions,
 )
 from planweave.grammar import plan_grammar
-from planweave.mcp_tools import _params
 from planweave.parser import parse_plan
 from planweave.store import Journal
+from planweave.tool_schema import schema_params as _params
 
 TESTS = Path(__file__).parent
 TIME_SERVER = shlex.join([sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"])

@@ -28,9 +28,6 @@ The `mcp` SDK is imported only when a server is reached, so planweave imports wi
 
 from __future__ import annotations
 
-import inspect
-import keyword
-import operator
 import os
 import re
 import shlex
@@ -40,15 +37,15 @@ from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import reduce
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 
 from .errors import ToolFailed, UserError
-from .tools import Param, Tool, ToolRegistry
+from .tool_schema import identifier, one_line, schema_params, schema_returns, sentence
+from .tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -64,9 +61,7 @@ __all__ = [
 ]
 
 OPEN_TIMEOUT = 60.0
-_MAX_DESCRIPTION = 1_000
 _STDERR_TAIL = 2_000
-_NOT_IDENTIFIER = re.compile(r"\W+")
 
 
 class MCPServerGone(Exception):
@@ -308,124 +303,9 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-# ---------------------------------------------------------------------- JSON Schema -> Tool
-
-
-def _annotation(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
-    """The Python type a JSON Schema describes, as far as planning needs it (the server
-    validates the rest); Any where it cannot say."""
-    if not isinstance(schema, Mapping) or depth > 16:
-        return Any
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = defs.get(ref.rpartition("/")[2]) if ref.startswith("#/$defs/") else None
-        return _annotation(target, defs, depth + 1)
-    for key in ("enum", "const"):
-        if key in schema:
-            values = schema[key] if key == "enum" else [schema[key]]
-            if (
-                isinstance(values, list)
-                and values
-                and all(isinstance(v, str | int | bool) or v is None for v in values)
-            ):
-                return Literal[tuple(values)]
-            return Any
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return _union([_annotation(s, defs, depth + 1) for s in schema[key]])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return _union([_annotation({**schema, "type": k}, defs, depth + 1) for k in kind])
-    if kind == "array":
-        item = _annotation(schema.get("items"), defs, depth + 1)
-        return list if item is Any else list[item]  # type: ignore[valid-type]
-    simple: dict[Any, Any] = {
-        "string": str,
-        "integer": int,
-        "number": float,
-        "boolean": bool,
-        "null": type(None),
-        "object": dict[str, Any],
-    }
-    return simple.get(kind, Any)
-
-
-def _union(options: list[Any]) -> Any:
-    if not options or any(o is Any for o in options):
-        return Any
-    return reduce(operator.or_, options)
-
-
-def _identifier(name: str) -> str:
-    text = _NOT_IDENTIFIER.sub("_", name).strip("_") or "_"
-    if text[0].isdigit() or keyword.iskeyword(text):
-        text += "_"
-    return text
-
-
-def _one_line(text: str | None, limit: int = _MAX_DESCRIPTION) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _sentence(text: str | None) -> str:
-    text = " ".join((text or "").split())
-    return text + "." if text and text[-1].isalnum() else text
-
-
-def _params(schema: Mapping[str, Any]) -> tuple[tuple[Param, ...], dict[str, str]]:
-    """The parameters of an input schema, required first; and our names for the server's."""
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    properties = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    params: list[Param] = []
-    names: dict[str, str] = {}
-    for original, prop in properties.items():
-        name = _identifier(str(original))
-        while name in names:
-            name += "_"
-        names[name] = str(original)
-        prop = prop if isinstance(prop, Mapping) else {}
-        annotation = _annotation(prop, defs)
-        if original in required:
-            default: Any = inspect.Parameter.empty
-        elif "default" in prop:
-            default = prop["default"]
-        else:
-            default = None
-            if annotation is not Any:
-                annotation = annotation | None
-        params.append(
-            Param(
-                name=name,
-                annotation=annotation,
-                default=default,
-                description=_one_line(prop.get("description"), 300),
-                positional_only=False,
-            )
-        )
-    params.sort(key=lambda p: not p.required)
-    return tuple(params), {k: v for k, v in names.items() if k != v}
-
-
-def _returns(schema: Mapping[str, Any] | None) -> tuple[Any, bool, str]:
-    """The declared return type, whether results are `{"result": x}` to unwrap, and a line
-    for the description naming the fields (so the planner can write `$1.field`)."""
-    if not isinstance(schema, Mapping):
-        return inspect.Parameter.empty, False, ""
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or not properties:
-        return inspect.Parameter.empty, False, ""
-    if set(properties) == {"result"}:
-        # The SDK's MCPServer wraps a plain return value so: the planner sees the value.
-        inner = _annotation(properties["result"], schema.get("$defs") or {})
-        return (inspect.Parameter.empty if inner is Any else inner), True, ""
-    return dict[str, Any], False, f"Returns {{{', '.join(map(str, properties))}}}."
-
-
 def _tool(spec: MCPServerSpec, name: str, described: MCPTool) -> Tool:
-    params, names = _params(described.input_schema)
-    returns, unwrap, fields = _returns(described.output_schema)
+    params, names = schema_params(described.input_schema)
+    returns, unwrap, fields = schema_returns(described.output_schema)
     hints = described.annotations
     # Annotations are hints from the server: a tool it calls read-only or idempotent may be
     # called again (retried, re-run on resume); any other may change the world.
@@ -433,7 +313,7 @@ def _tool(spec: MCPServerSpec, name: str, described: MCPTool) -> Tool:
     return Tool(
         fn=MCPCall(spec, described.name, names, unwrap),
         name=name,
-        description=_one_line(_sentence(described.description) + " " + fields),
+        description=one_line(sentence(described.description) + " " + fields),
         params=params,
         returns=returns,
         side_effects=not harmless,
@@ -546,7 +426,7 @@ async def _list_tools(sessions: MCPSessions, spec: MCPServerSpec) -> tuple[str, 
             break
     info = client.server_info
     name = info.name if info is not None and info.name else spec.fallback_name()
-    return _identifier(name), described
+    return identifier(name), described
 
 
 def _named(
@@ -559,14 +439,14 @@ def _named(
     counts: dict[str, int] = {}
     for spec in specs:
         for described in found[spec][1]:
-            key = _identifier(described.name)
+            key = identifier(described.name)
             counts[key] = counts.get(key, 0) + 1
     tools: list[Tool] = []
     taken = set(reserved)
     for spec in specs:
         server_name, described_tools = found[spec]
         for described in described_tools:
-            name = _identifier(described.name)
+            name = identifier(described.name)
             if counts[name] > 1 or name in reserved or name == "join":
                 name = f"{server_name}_{name}"
             if name in taken:

@@ -21,6 +21,7 @@ from typing import (
 )
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from typing_extensions import is_typeddict
 
 from .errors import UserError
 
@@ -97,6 +98,10 @@ def _type_name(annotation: Any) -> str:
         return f"{origin.__name__}[{inner}]" if inner and inner != "any" else origin.__name__
     if origin is not None:
         return getattr(origin, "__name__", str(origin))
+    if is_typeddict(annotation):
+        # A nested object of a JSON Schema: the planner sees its fields.
+        fields = get_type_hints(annotation)
+        return "{" + ", ".join(f"{k}: {_type_name(v)}" for k, v in fields.items()) + "}"
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
@@ -291,6 +296,37 @@ class Tool:
             executor=executor,
             placement=placement or Placement(),
             pure=pure and not side_effects,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        fn: Callable[..., Any],
+        *,
+        returns: Mapping[str, Any] | None = None,
+        side_effects: bool = True,
+        timeout: float | None = None,
+        max_concurrency: int | None = None,
+        pure: bool = False,
+    ) -> Tool:
+        """A tool from a name, a description and the JSON Schema of its arguments (an OpenAI
+        function definition's `parameters`, an MCP tool's `inputSchema`); `fn` is called with
+        the arguments as keywords under the schema's names.  See `planweave.tool_schema`."""
+        from .tool_schema import tool_from_schema
+
+        return tool_from_schema(
+            name,
+            description,
+            parameters,
+            fn,
+            returns=returns,
+            side_effects=side_effects,
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            pure=pure,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
