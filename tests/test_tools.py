@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from planweave import Tool, ToolRegistry, UserError, load_tools, tool
+from planweave.errors import ArgumentError
+from planweave.parser import parse_plan
 
 # --------------------------------------------------------------------------- tools used below
 
@@ -632,3 +634,25 @@ def test_a_module_that_fails_to_import_is_a_user_error(
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(UserError, match="cannot import"):
         load_tools("broken_tools_mod:X")
+
+
+def test_a_required_nested_object_is_checked_by_its_own_fields() -> None:
+    # A schema's nested object is a typed dict; pydantic refuses a second config for one, and
+    # the plan parser checking the argument raised PydanticUserError instead of reading it.
+    where = Tool.from_schema(
+        "places.find",
+        "Find places.",
+        {
+            "type": "dict",
+            "properties": {
+                "near": {"type": "dict", "properties": {"lat": {"type": "float"}}},
+            },
+            "required": ["near"],
+        },
+        fn=lambda near: near,
+    )
+    registry = ToolRegistry([where])
+    (call, _join) = parse_plan("1. places_find(near={'lat': 48.1})\n2. join()", registry)
+    assert call.bound == {"near": {"lat": 48.1}}
+    with pytest.raises(ArgumentError, match="near"):
+        parse_plan("1. places_find(near={'lat': 'north'})\n2. join()", registry)

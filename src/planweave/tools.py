@@ -6,7 +6,7 @@ import importlib
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from types import UnionType
 from typing import (
     Any,
@@ -78,6 +78,15 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         part.strip() for part in "\n".join(description).strip().split("\n\n")[0].split()
     )
     return text, params
+
+
+def _has_own_config(annotation: Any) -> bool:
+    """Whether pydantic reads `annotation`'s config from the type itself."""
+    return (
+        is_typeddict(annotation)
+        or is_dataclass(annotation)
+        or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+    )
 
 
 def _type_name(annotation: Any) -> str:
@@ -401,7 +410,12 @@ class Tool:
             annotation = next(p.annotation for p in self.params if p.name == name)
             if annotation is inspect.Parameter.empty:
                 return
-            adapter = TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True))
+            # A typed dict, model or dataclass (a schema's nested object) brings its own config,
+            # and pydantic refuses a second one.
+            config = (
+                None if _has_own_config(annotation) else ConfigDict(arbitrary_types_allowed=True)
+            )
+            adapter = TypeAdapter(annotation, config=config)
             self._adapters[name] = adapter
         try:
             adapter.validate_python(value)
