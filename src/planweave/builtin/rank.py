@@ -17,23 +17,33 @@ __all__ = ["MAX_ITEMS", "rank"]
 MAX_ITEMS = 1000
 
 
-def _number(value: float, name: str) -> float:
-    # The schema made it a number; NaN and infinities cannot be ranked.
-    if not math.isfinite(value):
+def _value(value: Any, name: str) -> float | str:
+    """A value to rank: a number (finite) or a text (ranked alphabetically, as dates written
+    2024-05-01 are); anything else is refused with what to use instead."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        hint = (
+            '; to see which items two lists share use calculator("common(${1}, ${2})")'
+            if isinstance(value, list | tuple)
+            else '; pass one number per name, as in rank(["A", "B"], [$1, $2])'
+        )
+        kind = "a list" if isinstance(value, list | tuple) else type(value).__name__
+        raise ToolFailed(f"rank ranks one number per name; the value of {name!r} is {kind}{hint}")
+    if isinstance(value, float) and not math.isfinite(value):
         raise ToolFailed(f"the value of {name!r} is not a finite number: {value}")
-    return float(value)
+    return value if isinstance(value, str) else float(value)
 
 
 @tool(pure=True)
 def rank(
-    names: list[str], values: list[float], order: Literal["largest", "smallest"] = "largest"
+    names: list[str], values: list[Any], order: Literal["largest", "smallest"] = "largest"
 ) -> dict[str, Any]:
     """Which of several named values is largest or smallest, so no one compares numbers in
     prose: rank(["Lyon", "Bergen"], [$1, $2]) gives {"largest": "Bergen", ...}.
 
     Args:
         names: the names of the things compared, such as countries or cities
-        values: their values, in the same order as the names (results such as $1, $2)
+        values: their values, in the same order as the names (results such as $1, $2):
+            numbers, or texts such as dates, ranked alphabetically
         order: "largest" to put the largest first, "smallest" for the smallest first
     """
     if len(names) != len(values):
@@ -44,7 +54,9 @@ def rank(
         raise ToolFailed("rank needs at least one name and its value")
     if len(names) > MAX_ITEMS:
         raise ToolFailed(f"rank takes at most {MAX_ITEMS} names, not {len(names)}")
-    pairs = [(str(n), _number(v, str(n))) for n, v in zip(names, values, strict=True)]
+    pairs = [(str(n), _value(v, str(n))) for n, v in zip(names, values, strict=True)]
+    if len({isinstance(v, str) for _, v in pairs}) > 1:
+        raise ToolFailed("rank compares numbers, or texts, not a mix of the two")
     ordered = sorted(pairs, key=lambda p: p[1], reverse=order == "largest")
     first_name, first_value = ordered[0]
     ties = [n for n, v in ordered if v == first_value]
