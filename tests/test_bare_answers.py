@@ -159,7 +159,11 @@ def test_a_sub_goal_whose_joiner_gives_no_answer_gave_none() -> None:
     """A decomposed task's sub-goal whose joiner replies with nothing fails that task the way
     a sub-goal without an answer does; the run's joiner still answers from what is left."""
     script = Script.by_purpose(
-        planner=['1. total(["a"])\n2. join()\n<END_OF_PLAN>', '1. lookup("a")\n2. join()'],
+        planner=[
+            '1. total(["a"])\n2. join()\n<END_OF_PLAN>',
+            '1. lookup("a")\n2. join()',  # the sub-goal's plan
+            "3. join()",  # asked again after task 1 failed, the planner gives up
+        ],
         joiner=["Action:", "The total is unknown."],
     )
     runtime = Runtime(

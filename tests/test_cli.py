@@ -28,7 +28,8 @@ PLAN = (
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     script = Script.by_purpose(
-        planner=[Reply(PLAN, chunk_size=7, delay=0.01)] * 3,
+        # Task 4 fails for good: the planner is asked again with its error, and gives up.
+        planner=[Reply(PLAN, chunk_size=7, delay=0.01), "6. join()\n<END_OF_PLAN>"] * 3,
         joiner=["Thought: ok\nAction: Finish(About 428 (people) per km².)"] * 3,
         react=['Action: population("Belgium")', "Action: Finish(11.8 million)"],
     )
@@ -57,7 +58,7 @@ def test_json_output_has_the_documented_fields(server: ScriptedServer) -> None:
     data = json.loads(proc.stdout)
     assert data["answer"] == "About 428 (people) per km²."
     assert data["mode"] == "compiled"
-    assert data["llm"]["calls"] == 2
+    assert data["llm"]["calls"] == 3  # plan, plan again after task 4's error, join
     assert data["wall_s"] > 0
     tasks = {t["id"]: t for t in data["tasks"]}
     assert tasks[3]["result"] == pytest.approx(POPULATION["Netherlands"] / AREA["Netherlands"])
@@ -186,7 +187,7 @@ def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
         "--model", "m", "--json", "--grammar-field", "grammar",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    planner, joiner = server.bodies[0], server.bodies[1]
+    planner, joiner = server.bodies[0], server.bodies[2]
     assert Grammar(planner["grammar"]).accepts('population("France")', "call")
     assert '"Finish(" answer ")"' in joiner["grammar"]
 
@@ -289,10 +290,11 @@ def test_prompt_style_option(server: ScriptedServer) -> None:
     base = ["run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url]
     proc = planweave(*base, "--model", "m", "--prompt-style", "full", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert "Examples:" in server.requests[0][0].content  # asked for, against the default
+    # Asked for, against the default: the full joiner shows one worked exchange.
+    assert len(server.requests[2]) == 4
     proc = planweave(*base, "--model", "m", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert "Examples:" not in server.requests[2][0].content  # an endpoint's default: compact
+    assert len(server.requests[5]) == 2  # an endpoint's default: compact, no worked exchange
     bad = planweave(*base, "--prompt-style", "terse")
     assert bad.returncode == 2
     assert "--prompt-style must be full or compact" in bad.stderr

@@ -29,7 +29,7 @@ def planweave(
 def hostile() -> Iterator[ScriptedServer]:
     """A model that puts Rich markup and emoji codes in an argument and in its answer."""
     script = Script.by_purpose(
-        planner=[f'1. population("{HOSTILE}")\n2. join()\n<END_OF_PLAN>'] * 2,
+        planner=[f'1. population("{HOSTILE}")\n2. join()\n<END_OF_PLAN>', "3. join()"] * 2,
         joiner=[f"Thought: ok\nAction: Finish({HOSTILE} is not a country)"] * 2,
     )
     with ScriptedServer(script) as srv:

@@ -109,7 +109,7 @@ def stream_all(llm: OpenAICompatible) -> list[str]:
 def test_lone_surrogates_from_the_model_are_journaled_and_printable(tmp_path: Path) -> None:
     plan = 'Thought: look \ud800 up\n1. population("Nether\udc00lands")\n2. join()\n<END_OF_PLAN>'
     finish = "Thought: ok \ud800\nAction: Finish(about \ud800 17.9 million)"
-    llm = ScriptedLLM(Script.by_purpose(planner=[plan], joiner=[finish]))
+    llm = ScriptedLLM(Script.by_purpose(planner=[plan, "3. join()"], joiner=[finish]))
     runtime = Runtime(TOOLS, llm, journal=tmp_path / "runs.db", recovery=Recovery.none())
     result = runtime.run("q")
     assert result.answer == "about \ufffd 17.9 million"

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -66,7 +67,10 @@ def demo_stdio() -> MCPTools:
 
 
 def scripted(plan: str, *, joiner: list[str] | None = None) -> ScriptedLLM:
-    return ScriptedLLM(Script.by_purpose(planner=[plan], joiner=joiner or [FINISH]))
+    # Asked again after a task failed for good, the planner gives up (a plan of join alone).
+    last = max(int(n) for n in re.findall(r"^(\d+)\.", plan, re.M))
+    giving_up = f"{last + 1}. join()"
+    return ScriptedLLM(Script.by_purpose(planner=[plan, giving_up], joiner=joiner or [FINISH]))
 
 
 def records(result: object) -> dict[int, object]:

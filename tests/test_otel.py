@@ -233,7 +233,8 @@ def test_each_call_of_a_retried_task_is_a_span_and_failures_carry_their_class(
         .on("tool.transient", Retry(3, base=0.05, jitter=0))
         .on("tool.timeout", Fallback("mirror"))
     )
-    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(14)"])
+    # Task 4 fails for good: the planner, asked again with its error, gives up.
+    script = Script.by_purpose(planner=[plan, "7. join()"], joiner=["Action: Finish(14)"])
     result = runtime(provider, script, recovery=recovery).run("What is twice the flaky value?")
     spans = exporter.get_finished_spans()
     tasks = tool_spans(spans)

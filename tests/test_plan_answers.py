@@ -68,12 +68,22 @@ def test_a_plan_that_ends_with_its_answer_needs_no_joiner_over_http() -> None:
     assert [e.text for e in events if isinstance(e, AnswerDelta)] == [answer]
 
 
-def test_a_failed_task_sends_the_plan_to_the_joiner() -> None:
+def test_a_failed_task_is_planned_again_and_that_plan_answers() -> None:
     failing = PLAN.replace('population("Netherlands")', 'population("Atlantis")')
-    script = Script.by_purpose(planner=[failing], joiner=[FINISH])
+    fixed = '5. population("Netherlands")\n6. divide($5, $2)\n7. join("About ${6} people.")\n'
+    script = Script.by_purpose(planner=[failing, fixed], joiner=[FINISH])
+    answer, _ = _run(ScriptedLLM(script), prompt_style="compact")
+    assert answer == "About 428.69 people."
+    assert script.purposes == ["planner", "planner"]  # no joiner call at all
+    assert "no country named 'Atlantis'" in script.requests[1][-1].content
+
+
+def test_a_failed_task_the_planner_cannot_fix_sends_the_plan_to_the_joiner() -> None:
+    failing = PLAN.replace('population("Netherlands")', 'population("Atlantis")')
+    script = Script.by_purpose(planner=[failing, "5. join()"], joiner=[FINISH])
     answer, _ = _run(ScriptedLLM(script), prompt_style="compact")
     assert answer == "About 428 people per km²."
-    assert script.purposes == ["planner", "joiner"]
+    assert script.purposes == ["planner", "planner", "joiner"]
 
 
 def test_an_answer_the_results_do_not_ground_goes_to_the_joiner() -> None:

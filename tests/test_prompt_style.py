@@ -100,7 +100,8 @@ def test_a_style_can_be_chosen_against_the_backend_default() -> None:
 
 def test_a_replan_streams_no_answer_and_keeps_its_thought() -> None:
     replan = "Thought: the area is missing.\nAction: Replan(find the area)"
-    script = Script.by_purpose(planner=[PLAN, PLAN.replace("1.", "5.", 1)], joiner=[replan])
+    # Replan in the last round is asked once more for an answer: it replans again.
+    script = Script.by_purpose(planner=[PLAN, PLAN.replace("1.", "5.", 1)], joiner=[replan, replan])
     llm = ScriptedLLM(script)
     runtime = Runtime(TOOLS, llm, prompt_style="compact", max_replans=0)
     seen: list[Event] = []

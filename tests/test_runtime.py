@@ -213,14 +213,11 @@ def test_a_replan_may_not_repeat_a_call_that_already_failed(join_replan: bool) -
     # The same failing call again, its argument now by keyword: the same arguments.
     again = '4. population(country="Belgia")\n5. join()\n<END_OF_PLAN>'
     fixed = '4. population("Belgium")\n5. divide($2, $4)\n6. join()\n<END_OF_PLAN>'
-    replan = "Thought: x\nAction: Replan(Belgia was not found)"
-    if join_replan:
-        script = Script.by_purpose(
-            planner=[first], joiner=[f"{replan}\n{again}", FINISH], repair=[fixed]
-        )
-    else:
-        script = Script.by_purpose(planner=[first, again], joiner=[replan, FINISH], repair=[fixed])
+    # Task 2 failed for good: the planner is asked again with its error (no joiner call).
+    script = Script.by_purpose(planner=[first, again], joiner=[FINISH], repair=[fixed])
     result = Runtime(TOOLS, ScriptedLLM(script), join_replan=join_replan).run("q")
+    assert script.purposes == ["planner", "planner", "repair", "joiner"]
+    assert "no country named 'Belgia'" in script.requests[1][-1].content.split("Why")[1]
     assert script.purposes[-2:] == ["repair", "joiner"]
     invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
     assert [e.error["type"] for e in invalid] == ["ArgumentError"]
@@ -243,13 +240,7 @@ def test_a_replan_may_not_read_a_task_that_gave_no_result(join_replan: bool) -> 
     )
     again = "5. divide($1, $3)\n6. join()\n<END_OF_PLAN>"
     fixed = '5. population("Belgium")\n6. divide($1, $5)\n7. join()\n<END_OF_PLAN>'
-    replan = "Thought: x\nAction: Replan(the ratio is missing)"
-    if join_replan:
-        script = Script.by_purpose(
-            planner=[first], joiner=[f"{replan}\n{again}", FINISH], repair=[fixed]
-        )
-    else:
-        script = Script.by_purpose(planner=[first, again], joiner=[replan, FINISH], repair=[fixed])
+    script = Script.by_purpose(planner=[first, again], joiner=[FINISH], repair=[fixed])
     result = Runtime(TOOLS, ScriptedLLM(script), join_replan=join_replan).run("q")
     invalid = [e for e in result.events if isinstance(e, PlanInvalid)]
     assert [e.error["type"] for e in invalid] == ["InvalidReferenceError"]
@@ -285,10 +276,10 @@ def test_a_failed_call_reading_a_result_may_be_written_again() -> None:
     # Its arguments are known only once the result is: the same text may mean other values.
     first = '1. echo("Belgia")\n2. population($1)\n3. join()\n<END_OF_PLAN>'
     second = "4. population($1)\n5. join()\n<END_OF_PLAN>"
-    script = Script.by_purpose(
-        planner=[first, second], joiner=["Thought: x\nAction: Replan(again)", FINISH]
-    )
+    script = Script.by_purpose(planner=[first, second], joiner=[FINISH])
     result = Runtime(TOOLS, ScriptedLLM(script), join_replan=False).run("q")
+    # Task 4 failed exactly as task 2 did: planning again would only repeat it; the joiner answers.
+    assert script.purposes == ["planner", "planner", "joiner"]
     assert not [e for e in result.events if isinstance(e, PlanInvalid)]
     assert [r.task.id for r in result.tasks] == [1, 2, 4]
     assert [r.status for r in result.tasks] == [TaskStatus.DONE] + [TaskStatus.FAILED] * 2
@@ -312,7 +303,7 @@ def test_replanning_stops_at_the_bound() -> None:
     plan = '1. population("France")\n2. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(
         planner=[plan, '3. population("Belgium")\n4. join()\n'],
-        joiner=["Action: Replan(more)", "Action: Replan(still more)"],
+        joiner=["Action: Replan(more)", "Action: Replan(still more)", "Replan(even more)"],
     )
     runtime = Runtime(TOOLS, ScriptedLLM(script), max_replans=1)
     with pytest.raises(RunFailed) as info:
@@ -325,6 +316,9 @@ def test_replanning_stops_at_the_bound() -> None:
     joiner_requests = [m for m in script.requests if "Finish(" in m[0].content]
     assert "last round" in joiner_requests[-1][0].content
     assert "last round" not in joiner_requests[0][0].content
+    # A Replan where the last round must answer is asked once more, told why.
+    assert "no more plans can run" in joiner_requests[-1][-1].content
+    assert "no more plans can run" not in joiner_requests[-2][-1].content
 
 
 def test_invalid_plan_is_repaired_and_accepted_tasks_are_not_rerun(
@@ -619,11 +613,12 @@ def test_a_last_line_without_newline_or_join_runs_and_the_run_resumes(tmp_path: 
 
 def test_an_argument_past_the_runtime_limit_is_an_observation_for_the_joiner() -> None:
     plan = f'1. echo("{"x" * 80}")\n2. echo("${{1}}${{1}}")\n3. join()\n'
-    script = Script.by_purpose(planner=[plan], joiner=[FINISH])
+    script = Script.by_purpose(planner=[plan, "4. join()\n"], joiner=[FINISH])
     runtime = Runtime(TOOLS, ScriptedLLM(script), max_argument_chars=100)
     result = runtime.run("q")
     assert result.results == {1: "x" * 80}
     assert result.tasks[1].status is TaskStatus.FAILED
+    assert "more than 100 characters" in script.requests[1][-1].content  # planned again
     assert "more than 100 characters" in script.requests[-1][-1].content
     assert runtime.settings.max_argument_chars == 100
     assert RunSettings.from_dict(runtime.settings.to_dict()).max_argument_chars == 100

@@ -25,8 +25,8 @@ from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
 from .planner import Planner
-from .records import TaskRecord
-from .recovery import SubplanAnswer
+from .records import TaskRecord, TaskStatus
+from .recovery import SubplanAnswer, classify
 from .replies import AnswerStream, JoinDecision, JoinReplyStream, fill_answer
 from .scheduler import Scheduler
 from .tools import ToolRegistry
@@ -47,6 +47,7 @@ class Compiled:
     join_replan: bool = False
     grounding: bool = False
     plan_answers: bool = False
+    replan_failures: bool = True
 
     async def answer(
         self,
@@ -66,6 +67,7 @@ class Compiled:
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
         redone = False  # the joiner is asked again at most once for an ungrounded answer
+        asked_again = False  # ... and once for a directive where the last round must answer
         for round_ in range(self.max_replans + 1):
             if messages is not None:
                 scheduler.plan_round = round_
@@ -73,11 +75,21 @@ class Compiled:
                 notes = await self._plan_and_run(llm, messages, parser, scheduler, bus, first)
             # else the joiner's reply carried this round's plan, which has run.
             records = list(scheduler.records.values())
+            last_round = round_ == self.max_replans
+            failed = _new_failures(records, round_) if self.replan_failures else []
+            if failed and not last_round:
+                # A task failed and rounds are left: the planner gets the error, not the joiner.
+                reason = _failure_reason(failed)
+                bus.emit(ReplanEvent(reason=reason, plan_round=round_ + 1))
+                parser.remember_failures(records)
+                messages = self.planner.replan_messages(
+                    question, records, reason, parser.last_id + 1
+                )
+                continue
             answer = self._plan_answer(question, parser, records, round_, notes)
             if answer is not None:
                 _deltas(bus)(answer)
                 return answer
-            last_round = round_ == self.max_replans
             if self.join_replan and not last_round:
                 decision, planned = await self._join_and_plan(
                     llm, question, records, notes, parser, scheduler, bus, round_ + 1
@@ -99,6 +111,13 @@ class Compiled:
                 decision = await self._join(llm, question, records, last_round, again, bus)
             if decision.action == "finish":
                 return fill_answer(decision.text, records)
+            if last_round and not asked_again:
+                # A directive where an answer must come: asked once more, told why.
+                asked_again = True
+                again = [*notes, _NO_MORE_PLANS]
+                decision = await self._join(llm, question, records, True, again, bus)
+                if decision.action == "finish":
+                    return fill_answer(decision.text, records)
             if last_round:
                 break
             if planned is not None:
@@ -285,6 +304,53 @@ def _deltas(bus: EventBus | None) -> Callable[[str], None]:
             bus.emit(AnswerDelta(text=text))
 
     return emit
+
+
+# Failures another plan can fix by writing other lines: the tool refused its arguments.  A
+# crash, a timeout or a result too large is no better for being planned again.
+_REPLANNABLE = frozenset({"tool.permanent", "tool.invalid_arguments"})
+_NO_MORE_PLANS = (
+    "Your reply asked for another plan, but no more plans can run: answer from the results "
+    "above, and say plainly what could not be found."
+)
+
+
+def _new_failures(records: list[TaskRecord], plan_round: int) -> list[TaskRecord]:
+    """The tasks of `plan_round` that failed in a way another plan can fix (not those skipped
+    for a failed input), less the calls that already failed the same way in an earlier round:
+    asked again, the planner would only repeat them."""
+    failed = [
+        r
+        for r in records
+        if r.plan_round == plan_round
+        and r.status is TaskStatus.FAILED
+        and not r.task.is_join
+        and r.error is not None
+        and classify(r.error) in _REPLANNABLE
+        and not r.recovery  # the run's recovery rules already acted on it (decomposed, ...)
+    ]
+    earlier = {
+        (r.task.call_text(), r.error.message if r.error else "")
+        for r in records
+        if r.plan_round < plan_round and r.status is TaskStatus.FAILED
+    }
+    new = [
+        r for r in failed if (r.task.call_text(), r.error.message if r.error else "") not in earlier
+    ]
+    return new if new else []
+
+
+def _failure_reason(failed: list[TaskRecord]) -> str:
+    """Why the next round is planned: each failed task and its error, which says what to fix."""
+    lines = [
+        f"task {r.task.id} failed ({r.error.message if r.error else r.status.value})"
+        for r in failed
+    ]
+    return (
+        "; ".join(lines)
+        + ". Plan again what those tasks were for: fix their arguments as the error says, or "
+        "use another tool; reuse $<id> of the tasks that worked."
+    )
 
 
 def _notes(plan_error: PlanError | None) -> list[str]:

@@ -123,8 +123,9 @@ _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
 
 
 def synthesized_example(tools: ToolRegistry) -> str:
-    """A worked example of the plan form built from the registry's own tools, for tool sets
-    that bring no examples: two independent calls, one that uses their results, and join."""
+    """A worked example of the plan form built from the registry's own tools: two independent
+    calls, one that uses their results, and join.  No longer shown by default (small models
+    copy its shape); kept for the BFCL benchmark's comparison (`--examples synthesized`)."""
     chosen = list(tools.values())[:2]
     if not chosen:
         return ""
@@ -192,7 +193,7 @@ def planner_system_prompt(
         "",
         rules + ("\n- " + _PLAN_ANSWER_RULE if answers else ""),
     ]
-    if style == "full":
+    if style == "full" and examples:
         parts += ["", "Examples:", examples]
     return "\n".join(parts)
 

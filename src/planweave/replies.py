@@ -129,7 +129,7 @@ def _bare_decision(output: str, start: int) -> JoinDecision:
     thought = None
     if start > 0 and (head := _LEADING_THOUGHT_RE.match(output)) is not None:
         thought = output[head.end() : start].strip() or None
-    return _answered(JoinDecision("finish", output[start:].strip(), thought), output)
+    return _answered(_directive(JoinDecision("finish", output[start:].strip(), thought)), output)
 
 
 def _answered(decision: JoinDecision, output: str) -> JoinDecision:
@@ -164,8 +164,8 @@ def parse_decision(output: str, *, bare: bool = False) -> JoinDecision:
         text = re.sub(r"^\s*Thought\s*:.*?(?:\n|$)", "", output, flags=re.I).strip()
         if bare:  # `Action: <the answer>`, or nothing after the label
             text = re.sub(r"^Action\s*:\s*", "", text, flags=re.I)
-            return _answered(JoinDecision("finish", text, thought), output)
-        return JoinDecision("finish", text or output.strip(), thought)
+            return _answered(_directive(JoinDecision("finish", text, thought)), output)
+        return _directive(JoinDecision("finish", text or output.strip(), thought))
     match = matches[0]
     body = output[match.end() :]
     close = body.rfind(")")
@@ -174,8 +174,30 @@ def parse_decision(output: str, *, bare: bool = False) -> JoinDecision:
     action: Literal["finish", "replan"] = (
         "finish" if match.group(1).lower() == "finish" else "replan"
     )
-    decision = JoinDecision(action, _unquote(body), thought)
+    decision = _directive(JoinDecision(action, _unquote(body), thought))
     return _answered(decision, output) if bare else decision
+
+
+# An answer that is itself a directive: `Finish(Replan(...))`, or a tool call of the plan.
+_NESTED_RE = re.compile(r"\s*(?:Action\s*:\s*)?(Finish|Replan)\s*\((.*)\)\s*$", re.S | re.I)
+_CALL_RE = re.compile(r"\s*[A-Za-z_]\w*\(\s*(?:\$|\"|')[^\n]*\)\s*$")
+
+
+def _directive(decision: JoinDecision) -> JoinDecision:
+    """A finishing decision whose text is a directive, read as that directive: a small model
+    that wraps `Replan(...)` in `Finish(...)`, or answers with the tool call it wants run, asks
+    for another plan; it has not answered (its text never becomes the answer)."""
+    if decision.action != "finish":
+        return decision
+    nested = _NESTED_RE.match(decision.text)
+    if nested is not None:
+        action: Literal["finish", "replan"] = (
+            "finish" if nested.group(1).lower() == "finish" else "replan"
+        )
+        return _directive(replace(decision, action=action, text=_unquote(nested.group(2))))
+    if _CALL_RE.match(decision.text):
+        return replace(decision, action="replan", text=f"run {decision.text.strip()}")
+    return decision
 
 
 class AnswerStream:

@@ -265,7 +265,8 @@ def find_country(name: str) -> str:
 
 @tool(pure=True)
 def country_info(name: str, field: CountryField | None = None) -> CountryValue:
-    """Facts about a country (population, area_km2, capital, region, languages, neighbours).
+    """Facts about a country (population, area_km2, capital, region, currencies, languages,
+    neighbours); not about a city: a city's country comes from city_info.
 
     Returns a dict with the keys name, population, area_km2, capital, region, subregion,
     currencies (ISO 4217 codes), languages (English names) and neighbours (country names), or
