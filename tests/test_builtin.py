@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from planweave import Runtime, Script, ScriptedLLM, ToolFailed, UserError
+from planweave import Runtime, Script, ScriptedLLM, TaskStatus, ToolFailed, UserError
 from planweave.builtin import (
     BUILTIN,
     builtin_tools,
@@ -679,3 +679,20 @@ def test_rank_names_the_largest_and_the_smallest() -> None:
 def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolFailed, match=message):
         rank.invoke(arguments)
+
+
+@pytest.mark.parametrize("example", BUILTIN.usable_examples())
+def test_plan_examples_run_and_their_answers_fill_in(example: str) -> None:
+    # Each worked plan runs on the real tools and its answer is filled in from the results,
+    # with no joiner call; where plan answers are off the planner is shown `join()` instead.
+    question, plan = example.split("\n", 1)
+    script = Script.by_purpose(planner=[plan])
+    result = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question[10:])
+    assert script.purposes == ["planner"]
+    assert result.answer
+    assert "${" not in result.answer
+    assert "[" not in result.answer
+    assert all(r.status is TaskStatus.DONE for r in result.tasks)
+    shown = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=False).planner.examples
+    assert 'join("' not in shown
+    assert plan.split("\n")[-3] in shown

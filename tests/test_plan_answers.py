@@ -61,7 +61,7 @@ def test_a_plan_that_ends_with_its_answer_needs_no_joiner_over_http() -> None:
         llm = OpenAICompatible(base_url=server.base_url, model="m")
         answer, events = _run(llm)
     density = 17_900_000 / 41_850
-    assert answer == f"About {density!r} people per km² in the Netherlands."
+    assert answer == f"About {density:,.2f} people per km² in the Netherlands."  # as said
     assert script.purposes == ["planner"]
     assert PLAN_ANSWER in server.requests[0][0].content  # the planner is told it may
     # The answer reaches the event stream as a whole once the results are in.
@@ -73,7 +73,7 @@ def test_a_failed_task_is_planned_again_and_that_plan_answers() -> None:
     fixed = '5. population("Netherlands")\n6. divide($5, $2)\n7. join("About ${6} people.")\n'
     script = Script.by_purpose(planner=[failing, fixed], joiner=[FINISH])
     answer, _ = _run(ScriptedLLM(script), prompt_style="compact")
-    assert answer == "About 428.69 people."
+    assert answer == "About 427.72 people."
     assert script.purposes == ["planner", "planner"]  # no joiner call at all
     assert "no country named 'Atlantis'" in script.requests[1][-1].content
 
@@ -125,7 +125,7 @@ def test_a_replan_carried_by_the_joiner_may_end_with_the_answer() -> None:
     with ScriptedServer(script) as server:
         llm = OpenAICompatible(base_url=server.base_url, model="m")
         answer, events = _run(llm)
-    assert answer == f"{17_900_000 / 41_850!r} people per km²"
+    assert answer == f"{17_900_000 / 41_850:,.2f} people per km²"
     assert script.purposes == ["planner", "joiner"]
     joiner = server.requests[1][0].content
     assert THOUGHT_BEFORE_REPLAN not in joiner  # compact: the Replan comes alone
@@ -219,3 +219,15 @@ def test_plan_answers_are_chosen_on_the_command_line_and_recorded(
         run_cli("runs", "show", json.loads(ran.stdout)["id"], "--db", db, "--json").stdout
     )
     assert shown["settings"]["plan_answers"] is on
+
+
+def test_a_plan_answer_says_results_as_a_sentence_does() -> None:
+    from planweave.replies import spoken
+
+    assert spoken(17_900_000) == "17,900,000"
+    assert spoken(427.7222) == "427.72"
+    assert spoken(True) == "yes"
+    assert spoken(False) == "no"
+    assert spoken(["German", "French"]) == "German, French"
+    assert spoken([66_078_000, 549_700]) == "66,078,000, 549,700"
+    assert spoken({"a": 1}) == '{"a": 1}'

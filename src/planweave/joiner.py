@@ -10,10 +10,10 @@ from . import prompts
 from .errors import ProjectionError, ToolArgumentError
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
-from .plan import END_OF_PLAN, Task, Template, resolve
+from .plan import END_OF_PLAN, Ref, Task, Template, resolve
 from .prompts import TaskOutcome
 from .records import TaskRecord, TaskStatus
-from .replies import AnswerStream, JoinDecision, as_text, fill_answer, parse_decision
+from .replies import AnswerStream, JoinDecision, as_text, fill_answer, parse_decision, spoken
 from .tools import ToolRegistry
 
 # fill_answer and parse_decision are re-exported: the runtime reads the joiner's replies
@@ -36,7 +36,14 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     if isinstance(answer, Template) and len(answer.parts) == 1:
         answer = answer.parts[0]  # `join("${3}")`: the result whole, as `join($3)`
     try:
-        text = as_text(resolve(answer, done))
+        if isinstance(answer, Template):
+            # Each result as a sentence says it: 1,234,567, not 1234567; a list by commas.
+            text = "".join(
+                spoken(resolve(part, done)) if isinstance(part, Ref) else part
+                for part in answer.parts
+            )
+        else:
+            text = as_text(resolve(answer, done))
     except (ProjectionError, ToolArgumentError):
         return None
     return text if text.strip() else None

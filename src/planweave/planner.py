@@ -3,6 +3,7 @@ Its prompts live in `prompts`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from typing import Literal
@@ -18,6 +19,8 @@ from .recovery import classify
 from .tools import ToolRegistry
 
 __all__ = ["Planner"]
+
+_ANSWER_JOIN_RE = re.compile(r"^(\d+\.\s*)join\(.+\)[ \t]*$", re.M)
 
 
 class Planner:
@@ -47,6 +50,9 @@ class Planner:
             # example it is shown onto tools it does not fit (on BFCL, an example built from the
             # registry's first tools cut the planner's right plans from 37 of 60 to 13).
             examples = "\n\n".join(tools.usable_examples())
+        if not answers:
+            # An example's answer is shown only where a plan may end with one.
+            examples = _ANSWER_JOIN_RE.sub(r"\1join()", examples)
         self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:

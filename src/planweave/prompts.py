@@ -115,8 +115,8 @@ PLAN_ANSWER = "If the answer is results in set words"
 _PLAN_ANSWER_RULE = (
     PLAN_ANSWER
     + """, end with `<id>. join("<the answer, ${<id>} where
-  a result goes>")`: it is the answer.  Not when the words depend on the results (which is
-  larger, yes or no)."""
+  a result goes>")`: it is the answer (a rank task's ${<id>.largest} names the larger one).
+  Not when other words depend on the results."""
 )
 
 _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}

@@ -27,6 +27,7 @@ __all__ = [
     "parse_action",
     "parse_decision",
     "readable_number",
+    "spoken",
 ]
 
 
@@ -363,6 +364,22 @@ def fill_answer(text: str, records: Sequence[TaskRecord], *, last_id: int = 0) -
         return as_text(done[task_id])
 
     return _QUOTED_RE.sub(filled, text)
+
+
+def spoken(value: object) -> str:
+    """A result as a sentence says it where a plan's answer quotes it (`join("... ${3} ...")`):
+    numbers readably, True/False as yes/no, a list's items separated by commas."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return readable_number(value)
+    if isinstance(value, list | tuple) and all(
+        isinstance(v, str | int | float) and not isinstance(v, bool) for v in value
+    ):
+        return ", ".join(spoken(v) for v in value)
+    if isinstance(value, str):
+        return value
+    return render_text(value)
 
 
 def as_text(value: object) -> str:

@@ -47,7 +47,8 @@ __all__ = [
 
 # Worked plans for the planner prompt.  Small models copy the shape of what they are shown, so
 # these cover the common shapes: independent lookups, lookups feeding the calculator, a lookup
-# per item of a list result (a fan-out), a city.
+# per item of a list result (a fan-out), a city.  Each ends with its answer as a fill-in
+# (`join("... ${3} ...")`); where plan answers are off the planner shows `join()` instead.
 # The evaluation questions (benchmarks/local_eval.py) are kept out of them.
 EXAMPLES = [
     """Question: Which country has the larger area, Chile or Peru?
@@ -55,7 +56,7 @@ Thought: The two areas are independent lookups; rank names the larger.
 1. country_info("Chile", field="area_km2")
 2. country_info("Peru", field="area_km2")
 3. rank(["Chile", "Peru"], [$1, $2])
-4. join()
+4. join("${3.largest} has the larger area: ${3.value} km².")
 <END_OF_PLAN>""",
     """Question: Which has more people per square kilometre, Uruguay or Paraguay, and by how much?
 Thought: People per square kilometre is the population divided by the area, for each country.
@@ -66,14 +67,14 @@ Thought: People per square kilometre is the population divided by the area, for 
 5. calculator("${1} / ${2}")
 6. calculator("${3} / ${4}")
 7. rank(["Uruguay", "Paraguay"], [$5, $6])
-8. calculator("${5} - ${6}")
-9. join()
+8. calculator("abs(${5} - ${6})")
+9. join("${7.largest} has more people per square kilometre, by ${8} people per km².")
 <END_OF_PLAN>""",
     # A count is the length of a list result (the 1.5B model ranked the list instead).
     """Question: How many official languages does Switzerland have?
 1. country_info("Switzerland", field="languages")
 2. calculator("len(${1})")
-3. join()
+3. join("Switzerland has ${2} official languages: ${1}.")
 <END_OF_PLAN>""",
     # A fan-out: the list is known only once task 1 has run, so one plan still covers it.
     """Question: How many countries border Belgium, and what is their total population?
@@ -82,7 +83,7 @@ Thought: Each neighbour's population is looked up once the neighbours are known,
 2. country_info($1[*], field="population")
 3. calculator("len(${1})")
 4. calculator("sum(${2})")
-5. join()
+5. join("${3} countries border Belgium (${1}); together they have ${4} people.")
 <END_OF_PLAN>""",
     # One line: the question is written on one line in the prompt.
     "Question: How many times more people live in Osaka than in Kyoto, and what percentage of"
@@ -91,7 +92,7 @@ Thought: Each neighbour's population is looked up once the neighbours are known,
 2. city_info("Kyoto", field="population")
 3. calculator("${1} / ${2}")
 4. calculator("${1} / (${1} + ${2}) * 100")
-5. join()
+5. join("${3} times as many people live in Osaka as in Kyoto; ${4} % of the two live in Osaka.")
 <END_OF_PLAN>""",
     # ReAct transcripts with the tools' real observations and real answers (a placeholder
     # answer was copied literally by the 1.5B model).
