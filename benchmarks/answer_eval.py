@@ -15,6 +15,10 @@ question gives (of a fallback answer, only the withdrawn answer's kept words are
 
     PYTHONPATH=src python benchmarks/answer_eval.py --part heldout --modes compiled react \\
         --models qwen2.5-coder-1.5b --per-template 10
+
+`--suite shapes` runs the other suite (benchmarks/shapes/): 49 other templates in eight
+categories, split *by template* into a tune half and a held-out half (`--part`), with scorers
+for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
 """
 
 from __future__ import annotations
@@ -23,18 +27,22 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planweave import Budget, Runtime
 from planweave.builtin import builtin_tools
 from planweave.events import AnswerUngrounded, LLMCallFinished
 from planweave.grounding import numbers, stated, ungrounded, unquoted
 from planweave.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from benchmarks.shapes import ShapeQuestion
 
 COUNTRIES = [
     "France", "Germany", "Italy", "Spain", "Portugal", "Netherlands", "Belgium", "Austria",
@@ -233,6 +241,11 @@ def correct(q: Question, answer: str | None) -> bool:
     return all(o not in low or low.index(gold) < low.index(o) for o in others)
 
 
+def score(q: Question | ShapeQuestion, answer: str | None) -> bool:
+    """Whether `answer` is right: the names suite's `correct`, or a shapes question's scorer."""
+    return correct(q, answer) if isinstance(q, Question) else q.score(answer)
+
+
 def answered(answer: str | None) -> str | None:
     """The answer without a fallback answer's quotes of the results ("What was found: ...",
     every result as a tool gave it): what `strict` scores.  A fallback's lead (the ranking's
@@ -243,7 +256,7 @@ def answered(answer: str | None) -> str | None:
 def run_config(
     model: str,
     mode: str,
-    qs: list[Question],
+    qs: Sequence[Question | ShapeQuestion],
     grounding: bool | None,
     wall_s: float,
     threads: int | None = None,
@@ -277,11 +290,12 @@ def run_config(
             {
                 "question": q.text,
                 "template": q.template,
+                **({} if isinstance(q, Question) else {"class": q.category}),
                 "heldout": q.heldout,
-                "gold": q.gold,
+                "gold": q.gold if isinstance(q, Question) else asdict(q.gold),  # type: ignore[call-overload]
                 "answer": answer,
-                "correct": correct(q, answer),
-                "strict": correct(q, answered(answer)),
+                "correct": score(q, answer),
+                "strict": score(q, answered(answer)),
                 "wall_s": round(wall, 2),
                 "llm_calls": len(calls),
                 "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
@@ -299,8 +313,10 @@ def run_config(
 
 def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
     rows = [r for r in result["rows"] if part == "all" or r["heldout"] == (part == "heldout")]
-    if not rows:
-        return None
+    return measures(rows) if rows else None
+
+
+def measures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     walls = sorted(r["wall_s"] for r in rows)
     return {
         "n": len(rows),
@@ -312,6 +328,18 @@ def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
         "ungrounded": sum(bool(r["ungrounded"]) for r in rows),
         "withdrawn": sum(r["withdrawn"] > 0 for r in rows),
     }
+
+
+def breakdown(result: dict[str, Any]) -> dict[str, Any]:
+    """A shapes run's measures over all its rows, per category and per template."""
+
+    def by(key: str) -> dict[str, Any]:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in result["rows"]:
+            groups.setdefault(row[key], []).append(row)
+        return {name: measures(rows) for name, rows in sorted(groups.items())}
+
+    return {"all": measures(result["rows"]), "by_class": by("class"), "by_template": by("template")}
 
 
 def print_table(results: list[dict[str, Any]]) -> None:
@@ -331,6 +359,16 @@ def print_table(results: list[dict[str, Any]]) -> None:
                 f"| {s['p90_s']:.1f} "
                 f"| {s['llm_calls']:.1f} | {s['ungrounded']} | {s['withdrawn']} |"
             )
+    categories = sorted({row["class"] for r in results for row in r["rows"] if "class" in row})
+    if categories:
+        print("\n| class | " + " | ".join(f"{r['model']} {r['mode']}" for r in results) + " |")
+        print("|---|" + "---|" * len(results))
+        for c in categories:
+            cells = []
+            for r in results:
+                rows = [row for row in r["rows"] if row.get("class") == c]
+                cells.append(f"{sum(x['correct'] for x in rows)}/{len(rows)}")
+            print(f"| {c} | " + " | ".join(cells) + " |")
     templates = sorted({row["template"] for r in results for row in r["rows"]})
     print("\n| template | " + " | ".join(f"{r['model']} {r['mode']}" for r in results) + " |")
     print("|---|" + "---|" * len(results))
@@ -346,19 +384,45 @@ def rescore(saved: Path, out: Path) -> None:
     """Score a saved run's answers with today's questions and scoring (same seed and size)."""
     data = json.loads(saved.read_text())
     saved_args = data["args"]
-    by_text = {q.text: q for q in questions(saved_args["per_template"], saved_args["seed"])}
+    suite = saved_args.get("suite", "names")
+    by_text = {
+        q.text: q
+        for q in suite_questions(
+            suite, saved_args.get("part", "all"), saved_args["per_template"], saved_args["seed"]
+        )
+    }
     for result in data["results"]:
         for row in result["rows"]:
-            row["correct"] = correct(by_text[row["question"]], row["answer"])
-            row["strict"] = correct(by_text[row["question"]], answered(row["answer"]))
+            row["correct"] = score(by_text[row["question"]], row["answer"])
+            row["strict"] = score(by_text[row["question"]], answered(row["answer"]))
+        if suite == "shapes":
+            result["summary"] = breakdown(result)
     data["questions"] = [asdict(by_text[q["text"]]) for q in data["questions"]]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1))
     print_table(data["results"])
 
 
+def suite_questions(
+    suite: str, part: str, per_template: int, seed: int
+) -> Sequence[Question | ShapeQuestion]:
+    """The questions of a suite; of the names suite all of them (its parts are split by name
+    inside every template), of the shapes suite only the templates of `part`."""
+    if suite == "names":
+        return questions(per_template, seed)
+    from benchmarks import shapes
+
+    return shapes.questions(part, per_template, seed, Data())  # type: ignore[arg-type]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--suite",
+        choices=["names", "shapes"],
+        default="names",
+        help="names: the 16 templates, held out by name; shapes: 49 others, held out by template",
+    )
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument("--part", choices=["tune", "heldout", "all"], default="tune")
@@ -377,7 +441,8 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
     parser.add_argument("--list", action="store_true", help="print the questions and stop")
-    parser.add_argument("--templates", nargs="+", choices=sorted(TEMPLATES), help="only these")
+    parser.add_argument("--templates", nargs="+", help="only these")
+    parser.add_argument("--classes", nargs="+", help="only these categories (shapes suite)")
     parser.add_argument(
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
@@ -385,9 +450,17 @@ def main() -> None:
     if args.rescore:
         rescore(args.rescore, args.out)
         return
-    qs = questions(args.per_template, args.seed)
+    qs = suite_questions(args.suite, args.part, args.per_template, args.seed)
+    known = {q.template for q in qs}
+    if unknown := set(args.templates or ()) - known:
+        parser.error(f"no such templates in {args.suite} ({args.part}): {sorted(unknown)}")
+    if args.classes and args.suite != "shapes":
+        parser.error("--classes needs --suite shapes")
+    if unknown := set(args.classes or ()) - {getattr(q, "category", None) for q in qs}:
+        parser.error(f"no such classes: {sorted(unknown)}")
     chosen = [q for q in qs if args.part == "all" or q.heldout == (args.part == "heldout")]
     chosen = [q for q in chosen if not args.templates or q.template in args.templates]
+    chosen = [q for q in chosen if not args.classes or getattr(q, "category", None) in args.classes]
     if args.list:
         for q in chosen:
             print(f"{q.template:18} {'H' if q.heldout else 'T'} {q.text} -> {q.gold}")
@@ -400,6 +473,9 @@ def main() -> None:
         for model in args.models
         for mode in args.modes
     ]
+    if args.suite == "shapes":
+        for result in results:
+            result["summary"] = breakdown(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -415,4 +491,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # Run as a script, the shapes suite is found as `benchmarks.shapes` from the repository root.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main()

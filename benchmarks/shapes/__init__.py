@@ -1,0 +1,66 @@
+"""The shapes suite: does what was tuned carry over to question shapes nobody tuned on?
+
+The names suite (answer_eval's 16 templates) holds out questions *by name* inside the templates
+the prompts were tuned on, so it measures recall.  Here the split is *by template*: 49 other
+templates in eight categories (lookup, chain, comparison, count, yesno, relative, units, list),
+each category with templates in both halves: `tune.py` to tune against, `heldout.py` to read
+only at the final run.  Golds are computed from the built-in tools' own data, in Python, never
+by planweave; scoring is in `scoring.py`.
+
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from . import heldout, tune
+from .common import CATEGORIES, Category, Facts, Template
+from .scoring import Count, Gold, counts
+
+__all__ = ["CATEGORIES", "PARTS", "ShapeQuestion", "questions", "templates"]
+
+Part = Literal["tune", "heldout", "all"]
+PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
+
+
+@dataclass
+class ShapeQuestion:
+    template: str
+    category: Category
+    text: str
+    gold: Gold
+    heldout: bool
+
+    def score(self, answer: str | None) -> bool:
+        return bool(answer) and self.gold.score(answer or "", self.text)
+
+
+def templates(part: Part) -> list[Template]:
+    return [t for name, ts in PARTS.items() if part in ("all", name) for t in ts]
+
+
+def questions(part: Part, per_template: int, seed: int, facts: Facts) -> list[ShapeQuestion]:
+    """`per_template` distinct questions of every template of `part`, the same for a seed."""
+    out = []
+    for name, ts in PARTS.items():
+        if part not in ("all", name):
+            continue
+        for t in ts:
+            rng = random.Random(f"{seed}:{t.name}")
+            seen: set[str] = set()
+            tries = 0
+            while len(seen) < per_template and tries < 100 * per_template:  # may run out
+                tries += 1
+                drawn = t.make(rng, facts)
+                if drawn is None or drawn[0] in seen:
+                    continue
+                text, gold = drawn
+                # A count the question itself writes could never be told from the question.
+                if isinstance(gold, Count) and gold.value in counts(text):
+                    continue
+                seen.add(text)
+                out.append(ShapeQuestion(t.name, t.category, text, gold, name == "heldout"))
+    return out
