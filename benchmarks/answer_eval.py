@@ -10,7 +10,8 @@ the gold name must come before the other candidates where both appear).  "strict
 same answers without a fallback answer's quotes of the results (a fallback lists what every
 tool gave, so a gold number among them would count): only what the answer itself says.
 Every answer is also checked offline by the grounding check (`planweave.grounding.ungrounded`)
-over the run's own results: "ungrounded" counts answers stating a number no result and not the
+over the run's own results ("unnamed": a name, `planweave.grounding.unnamed`, likewise):
+"ungrounded" counts answers stating a number no result and not the
 question gives (of a fallback answer, only the withdrawn answer's kept words are statements).
 
     PYTHONPATH=src python benchmarks/answer_eval.py --part heldout --modes compiled react \\
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from planweave import Budget, Runtime
 from planweave.builtin import builtin_tools
 from planweave.events import AnswerUngrounded, LLMCallFinished
-from planweave.grounding import numbers, stated, ungrounded, unquoted
+from planweave.grounding import numbers, stated, ungrounded, unnamed, unquoted
 from planweave.tools import ToolRegistry
 
 if TYPE_CHECKING:
@@ -300,12 +301,14 @@ def run_config(
                 "llm_calls": len(calls),
                 "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
                 "ungrounded": ungrounded(stated(answer or ""), q.text, records),
+                "unnamed": unnamed(stated(answer or ""), q.text, records),
             }
         )
         row = rows[-1]
         print(
             f"  [{model} {mode}] {q.text} -> {answer!r} {'OK' if row['correct'] else 'WRONG'}"
-            f" ({wall:.1f}s){' UNGROUNDED ' + str(row['ungrounded']) if row['ungrounded'] else ''}",
+            f" ({wall:.1f}s){' UNGROUNDED ' + str(row['ungrounded']) if row['ungrounded'] else ''}"
+            f"{' UNNAMED ' + str(row['unnamed']) if row['unnamed'] else ''}",
             flush=True,
         )
     return {"model": model, "mode": mode, "grounding": runtime.grounding, "rows": rows}
@@ -326,6 +329,7 @@ def measures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "p90_s": walls[min(len(walls) - 1, int(0.9 * len(walls)))],
         "llm_calls": statistics.fmean(r["llm_calls"] for r in rows),
         "ungrounded": sum(bool(r["ungrounded"]) for r in rows),
+        "unnamed": sum(bool(r.get("unnamed")) for r in rows),
         "withdrawn": sum(r["withdrawn"] > 0 for r in rows),
     }
 

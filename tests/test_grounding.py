@@ -12,7 +12,7 @@ from planweave.builtin import rank
 from planweave.cli.view import DagView
 from planweave.errors import ToolFailed
 from planweave.events import AnswerDelta, AnswerUngrounded
-from planweave.grounding import fallback_answer, numbers, ungrounded
+from planweave.grounding import fallback_answer, numbers, ungrounded, unnamed
 from planweave.plan import Task
 from planweave.records import TaskRecord
 
@@ -489,3 +489,22 @@ def test_a_result_nested_too_deeply_reads_as_such() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert done(deep).observation() == "[a list nested too deeply to show]"
+
+
+@pytest.mark.parametrize(
+    ("answer", "names"),
+    [
+        ("Belgium has 11,800,000 people.", []),
+        ("The Belgium of today has 11,800,000 people.", []),  # "The" opens the sentence
+        ("The Netherlands has 17,900,000 people.", ["Netherlands"]),
+        ("Belgium pays in Euro.", ["Euro"]),  # no result and not the question says it
+        ("Yes. However, Germany borders France.", ["Germany"]),  # France is in the question
+        ("It uses USD, as Ecuador does.", ["USD", "Ecuador"]),
+        ("Approximately 12 million people live in Belgium, together.", []),
+    ],
+)
+def test_a_name_no_result_gives_is_found_offline(answer: str, names: list[str]) -> None:
+    plan = '1. population("Belgium")\n2. area("Belgium")\n3. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=[finish("x")])
+    records = Runtime(TOOLS, ScriptedLLM(script)).run("Belgium or France?").tasks
+    assert unnamed(answer, "Belgium or France?", records) == names
