@@ -495,7 +495,7 @@ def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings
 # that open sentences or carry no name are not names; a name is grounded when the question or
 # a finished result says it (accents and case aside).
 _NAME_RE = re.compile(
-    r"\b[A-Z][\w'’-]*[a-zà-ÿ][\w'’-]*(?:[ -](?:[A-Z][\w'’-]+|of|de|la|da))*|\b[A-Z]{2,4}\b"
+    r"\b[A-Z][\w'’-]*[a-zà-ÿ][\w'’-]*(?:[ -](?:(?:of|de|la|da) )?[A-Z][\w'’-]+)*|\b[A-Z]{2,4}\b"
 )
 _NOT_NAMES = frozenset(
     """a about all almost also an and approximately are around as at be because both but by
