@@ -326,6 +326,7 @@ def test_calculator_keeps_whole_floats_as_floats() -> None:
         ("10 ** 10 ** 10", "power in the expression is too large"),
         ("9 ** 4000000", "power in the expression is too large"),
         ("(10 ** 999) ** 2", "power in the expression is too large"),
+        ("10 ** 999 * 10 ** 999 * 10 ** 999", "a product in the expression has more than 1000"),
         ("1 / 0", "division by zero"),
         ("5 // 0", "division by zero"),
         ("5 % 0", "division by zero"),

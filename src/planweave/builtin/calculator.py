@@ -27,6 +27,7 @@ __all__ = ["MAX_DIGITS", "MAX_ITEMS", "MAX_LENGTH", "calculator"]
 MAX_LENGTH = 4000  # characters in one expression (results substituted in may be lists)
 MAX_DIGITS = 1000  # decimal digits an integer power may produce
 MAX_ITEMS = 1000  # items of a list the expression evaluates to
+_MAX_BITS = MAX_DIGITS * 10 // 3
 
 _SYMBOLS = {"×": "*", "÷": "/", "−": "-", "^": "**", "≥": ">=", "≤": "<=", "≠": "!="}
 _UNDERSCORE_RE = re.compile(r"(?<=\d)_(?=\d)")
@@ -61,6 +62,14 @@ def _arithmetic(name: str, op: Callable[[Any, Any], Any]) -> Callable[[Any, Any]
                     else ""
                 )
                 raise ToolFailed(f"{name} takes numbers, not {_kind(value)}{hint}")
+        if (
+            name == "*"
+            and isinstance(a, int)
+            and isinstance(b, int)
+            and a.bit_length() + b.bit_length() > 2 * _MAX_BITS
+        ):
+            # A chain of products of huge integers would grow past any use, step by step.
+            raise ToolFailed(f"a product in the expression has more than {MAX_DIGITS} digits")
         return op(a, b)
 
     return checked
@@ -315,7 +324,7 @@ def _result(expression: str, result: Any) -> Any:
         return result
     if not isinstance(result, int | float):
         raise ToolFailed(f"{expression!r} does not evaluate to a number, yes/no or a list")
-    if isinstance(result, int) and result.bit_length() > MAX_DIGITS * 10 // 3:
+    if isinstance(result, int) and result.bit_length() > _MAX_BITS:
         raise ToolFailed(f"the result of {expression!r} has more than {MAX_DIGITS} digits")
     if isinstance(result, float) and not math.isfinite(result):
         raise ToolFailed(f"the result of {expression!r} is not a finite number")
