@@ -231,3 +231,18 @@ def test_a_plan_answer_says_results_as_a_sentence_does() -> None:
     assert spoken(["German", "French"]) == "German, French"
     assert spoken([66_078_000, 549_700]) == "66,078,000, 549,700"
     assert spoken({"a": 1}) == '{"a": 1}'
+
+
+def test_a_record_quoted_whole_is_no_plan_answer() -> None:
+    # The 1.5B model wrote `join("... ${7}.")` over a rank's whole result: the joiner answers.
+    from planweave.builtin import BUILTIN
+
+    plan = '1. rank(["A", "B"], [1, 2])\n2. join("The larger: ${1}.")\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(B is larger.)"])
+    result = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run("A or B?")
+    assert result.answer == "B is larger."
+    assert script.purposes == ["planner", "joiner"]
+    named = Script.by_purpose(planner=[plan.replace("${1}", "${1.largest}")])
+    assert Runtime(BUILTIN, ScriptedLLM(named), plan_answers=True).run("A or B?").answer == (
+        "The larger: B."
+    )

@@ -38,9 +38,12 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     try:
         if isinstance(answer, Template):
             # Each result as a sentence says it: 1,234,567, not 1234567; a list by commas.
+            values = [resolve(p, done) if isinstance(p, Ref) else p for p in answer.parts]
+            if any(isinstance(v, dict) for v in values):
+                return None  # a record quoted whole (a rank's, not its `.largest`): no words
             text = "".join(
-                spoken(resolve(part, done)) if isinstance(part, Ref) else part
-                for part in answer.parts
+                p if isinstance(p, str) else spoken(v)
+                for p, v in zip(answer.parts, values, strict=True)
             )
         else:
             text = as_text(resolve(answer, done))
