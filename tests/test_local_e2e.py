@@ -36,7 +36,8 @@ def test_embedded_model_answers_from_real_data(tmp_path: Path) -> None:
     assert population in [t["result"] for t in lookups]
     digits = re.sub(r"(?<=\d)[,\s.](?=\d{3}\b)", "", data["answer"])
     assert str(population) in digits, data["answer"]
-    assert data["llm"]["calls"] == 2  # one plan, one answer: the grammar left nothing to repair
+    # One plan (which may end with its answer), at most one joiner call: nothing to repair.
+    assert data["llm"]["calls"] in (1, 2)
     # The run is in the journal, the same object `planweave runs show` gives.
     shown = subprocess.run(
         [sys.executable, "-m", "planweave", "runs", "show", data["id"], "--json"],

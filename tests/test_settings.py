@@ -202,7 +202,7 @@ def test_the_runtime_records_typed_settings_of_its_own_arguments() -> None:
         budget=Budget(tokens=100),
         join_replan=True,  # resolved: on for every backend but the embedded model
         grounding=False,  # resolved: on for the embedded model only
-        plan_answers=True,  # resolved: on for every backend but the embedded model
+        plan_answers=True,  # resolved: on for every backend
         cache=False,  # no journal, so no plan cache
     )
     custom = Runtime(runtime.tools, llm, recovery=Recovery.none())

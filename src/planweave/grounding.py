@@ -506,7 +506,7 @@ _NOT_NAMES = frozenset(
     when where which who why with yes you your since therefore area nearly two three four
     five six seven eight nine ten january february march april may june july august
     september october november december monday tuesday wednesday thursday friday saturday
-    sunday utc iso ok""".split()  # noqa: SIM905
+    sunday utc iso ok please sorry unfortunately invalid note""".split()  # noqa: SIM905
 )
 
 

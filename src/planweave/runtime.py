@@ -213,7 +213,7 @@ class Runtime:
         for every backend but the embedded model, whose prompts stay as measured).
         `plan_answers`: a plan whose answer is its results in set words may end with it
         (`join("... ${3} ...")`), and then no joiner call is made, unless a task of the round
-        did not finish (None: on for every backend but the embedded model).
+        did not finish (None: on; the embedded model's worked plans end with their answers).
         `grounding`: an answer stating numbers that no result and not the question gives is
         withdrawn, the joiner asked once more, then the run answers with what was found (None:
         on for the embedded model, whose answers need it, off for endpoints).
@@ -260,7 +260,7 @@ class Runtime:
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.grounding = llm.embedded if grounding is None else grounding
-        self.plan_answers = not llm.embedded if plan_answers is None else plan_answers
+        self.plan_answers = True if plan_answers is None else plan_answers
         self.subscribers = list(subscribers or ())
         self.recovery = recovery if recovery is not None else Recovery.default()
         self.budget = budget or Budget()

@@ -64,8 +64,7 @@ class RunSettings:
     `grounding` withdraws an answer stating numbers no result gives and asks the joiner again
     (null: on for the embedded model, off for endpoints; a journal from before reads false);
     `plan_answers` lets a plan whose answer is its results in set words end with it and skip
-    the joiner (null: on for endpoints, off for the embedded model; a journal from before
-    reads false);
+    the joiner (null: on; a journal from before reads false);
     `cache` uses and feeds the plan cache (in the journal's file; nothing without a journal);
     `cache_adapt` plans a question that only resembles a cached one with that one as example;
     `approve` makes tasks wait for a person's yes: "plan" (the whole first plan) or
