@@ -31,7 +31,8 @@ spells them, which is what this benchmark hands it.
 `synthesized` forces the worked example `prompts.synthesized_example` builds from the tools;
 `none` forces no worked example.  Given several, each question is planned under each in turn,
 so a loaded machine weighs on all alike; the categories take turns too, and `--out` is rewritten
-after every question, so a run cut short still says something about each.  Seconds per question
+after every question, so a run cut short still says something about each (`--resume` then
+plans only the questions the files lack).  Seconds per question
 are the planner's (repairs included), the model loaded before the first question, and count
 only a question's first setting (its order alternates): the next one finds most of its prompt,
 the same tools and rules, already read, which a new tool set never does.  `--gold` needs no
@@ -458,6 +459,14 @@ async def bench(
         "questions": sum(map(len, chosen.values())),
     }
     rows: dict[str, list[dict[str, Any]]] = {e: [] for e in settings}
+    for examples, earlier in (args.earlier or {}).items():
+        kept = {
+            k: v for k, v in earlier["config"].items() if k in ("model", "seed", "per_category")
+        }
+        if kept != {k: config[k] for k in kept}:
+            raise SystemExit(f"--resume: the saved {examples} run was made with {kept}")
+        rows[examples] = list(earlier["questions"].values())
+    done = set.intersection(*({r["id"] for r in rows[e]} for e in settings))
 
     def results() -> dict[str, dict[str, Any]]:
         out = {}
@@ -473,12 +482,15 @@ async def bench(
         return out
 
     for i, q in enumerate(round_robin(chosen)):
+        if q.id in done:
+            continue
         fns = functions(q.functions)
         for turn, examples in enumerate(settings if i % 2 == 0 else settings[::-1]):
             if llm is None:
                 planned = read_plan(gold_plan(q, fns), fns.registry)
             else:
                 planned = await run_question(llm, q, fns, examples)
+            rows[examples] = [r for r in rows[examples] if r["id"] != q.id]
             rows[examples].append(row(q, fns, planned, checker) | {"warm": turn > 0})
             last = rows[examples][-1]
             calls = "; ".join(json.dumps(c, ensure_ascii=False) for c in last["calls"])
@@ -519,7 +531,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="JSON of every question's plan and verdict, rewritten after each question; with "
         "several --examples, a name with {examples} in it",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the questions --out already holds (same seed and sample) and plan the rest",
+    )
     args = parser.parse_args(argv)
+    args.earlier = {}
+    if args.resume:
+        if not args.out:
+            parser.error("--resume needs --out")
+        for examples in ["gold"] if args.gold else args.examples:
+            saved = Path(args.out.replace("{examples}", examples))
+            if saved.exists():
+                args.earlier[examples] = json.loads(saved.read_text())
     if args.out and len(set(args.examples)) > 1 and "{examples}" not in args.out:
         parser.error("with several --examples, --out needs {examples} in its name")
 
