@@ -32,10 +32,10 @@ spells them, which is what this benchmark hands it.
 `none` forces no worked example.  Given several, each question is planned under each in turn,
 so a loaded machine weighs on all alike; the categories take turns too, and `--out` is rewritten
 after every question, so a run cut short still says something about each (`--resume` then
-plans only the questions the files lack).  Seconds per question
-are the planner's (repairs included), the model loaded before the first question, and count
-only a question's first setting (its order alternates): the next one finds most of its prompt,
-the same tools and rules, already read, which a new tool set never does.  `--gold` needs no
+plans only the questions the files lack).  Seconds per question are the planner's (repairs
+included), the model loaded before the first question, and count only a question's first
+setting (its order alternates): the next one finds most of its prompt, the same tools and
+rules, already read, which a new tool set never does.  `--gold` needs no
 model: BFCL's own answers, written as plans, go through the same parser, conversion and checker
 (995 of the 1,000 pass in bfcl-eval 2026.3.23; the 5 others are answers that BFCL's own
 function documents refuse: an argument the function lacks, a string where the document says
