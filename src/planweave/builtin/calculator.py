@@ -144,9 +144,14 @@ def _count(items: Any) -> int:
     return len(items)
 
 
+def _items(args: tuple[Any, ...]) -> list[Any]:
+    """A function's values: one list, or the values written out (sum(1, 2) or sum([1, 2]))."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
+
+
 def _numbers(name: str, args: tuple[Any, ...]) -> list[Any]:
     """The numbers of sum(...) or mean(...): one list, or the numbers written out."""
-    items = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
+    items = _items(args)
     if not items:
         raise ToolFailed(f"{name} needs numbers, as in {name}([1, 2, 3]) or {name}(1, 2, 3)")
     for item in items:
@@ -166,9 +171,7 @@ def _mean(*args: Any) -> float:
 
 def _extreme(name: str, pick: Callable[..., Any]) -> Callable[..., Any]:
     def chosen(*args: Any) -> Any:
-        items = (
-            list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
-        )
+        items = _items(args)
         if not items:
             raise ToolFailed(f"{name} needs values, as in {name}([1, 2, 3])")
         if not (all(_is_number(i) for i in items) or all(isinstance(i, str) for i in items)):
