@@ -29,6 +29,8 @@ __all__ = [
     "LLMCallFinished",
     "LLMCallStarted",
     "LLMRetry",
+    "ModelAcquired",
+    "ModelWaiting",
     "PlanApproved",
     "PlanAwaitingApproval",
     "PlanInvalid",
@@ -115,6 +117,30 @@ class LLMRetry(Event):
     error: str
     attempt: int
     delay: float
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelWaiting(Event):
+    """LLM call `call` waits for the model, which answers one call at a time (the embedded
+    model, shared by every run in the process): `ahead` calls are before it, the one the model
+    is answering included.  Sent again as that number goes down; `ModelAcquired` once the
+    call has the model (a call cancelled while it waits ends with its `llm_call_finished`)."""
+
+    kind: ClassVar[str] = "model_waiting"
+    call: int
+    purpose: Purpose
+    ahead: int
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelAcquired(Event):
+    """LLM call `call`, which waited (`ModelWaiting`), has the model after `waited` seconds.
+    The call's `llm_call_finished` duration includes the wait."""
+
+    kind: ClassVar[str] = "model_acquired"
+    call: int
+    purpose: Purpose
+    waited: float
 
 
 @dataclass(slots=True, kw_only=True)

@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 
 from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled, UserError
-from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry
+from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, ModelAcquired, ModelWaiting
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
+from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
 from .redaction import encodable
@@ -157,11 +158,17 @@ class MeteredLLM:
         text in `parts`, the backend's usage report in `usage` and why the model stopped in
         `finish` as they arrive."""
         retries = 0
+        heard = self._waits(call, request.purpose)
         while True:
             try:
                 text = _Text()
                 async with aclosing(self.llm.stream(request)) as deltas:
-                    async for delta in deltas:
+                    while True:
+                        # Only the backend's own steps hear of a wait for the model.
+                        with listening(heard):
+                            delta = await anext(deltas, None)
+                        if delta is None:
+                            break
                         if delta.usage is not None:
                             usage.append(delta.usage)
                         if delta.finish_reason is not None:
@@ -192,6 +199,17 @@ class MeteredLLM:
                     )
                 )
                 await anyio.sleep(wait)
+
+    def _waits(self, call: int, purpose: Purpose) -> Listener:
+        """What the backend tells of call `call`'s wait for the model, as events."""
+
+        def heard(ahead: int, waited: float) -> None:
+            if ahead:
+                self.bus.emit(ModelWaiting(call=call, purpose=purpose, ahead=ahead))
+            else:
+                self.bus.emit(ModelAcquired(call=call, purpose=purpose, waited=round(waited, 3)))
+
+        return heard
 
     def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
         model = self.llm.model

@@ -45,6 +45,8 @@ from .events import (
     LLMCallFinished,
     LLMCallStarted,
     LLMRetry,
+    ModelAcquired,
+    ModelWaiting,
     PlanApproved,
     PlanAwaitingApproval,
     PlanInvalid,
@@ -296,6 +298,16 @@ class RunTrace:
                 self._ns(event.t),
             )
 
+    def _call_waited(self, event: ModelWaiting | ModelAcquired) -> None:
+        span = self._calls.get(event.call)
+        if span is not None:
+            attributes = (
+                {"planweave.model.ahead": event.ahead}
+                if isinstance(event, ModelWaiting)
+                else {"planweave.model.waited": event.waited}
+            )
+            span.add_event(event.kind, attributes, self._ns(event.t))
+
     def _call_finished(self, event: LLMCallFinished) -> None:
         span = self._calls.pop(event.call, None)
         if span is None:
@@ -443,6 +455,8 @@ class RunTrace:
         TaskSkipped: _note,
         LLMCallStarted: _call_started,
         LLMRetry: _call_retried,
+        ModelWaiting: _call_waited,
+        ModelAcquired: _call_waited,
         LLMCallFinished: _call_finished,
         TaskPlanned: _planned,
         TaskStarted: _started,

@@ -18,6 +18,8 @@ from ..events import (
     LLMCallFinished,
     LLMCallStarted,
     LLMRetry,
+    ModelAcquired,
+    ModelWaiting,
     PlanApproved,
     PlanAwaitingApproval,
     PlanInvalid,
@@ -109,6 +111,7 @@ class DagView:
     # A fan-out's elements by task id and item, shown under their task.
     items: dict[int, dict[int, _Row]] = field(default_factory=dict)
     llm_state: str = ""
+    llm_model: str = ""
     notes: list[str] = field(default_factory=list)
     now: float = 0.0
     # The answer as it streams; the whole answer is printed apart once the run has it.
@@ -153,7 +156,15 @@ class DagView:
                 row = self._row(event)
                 row.status, row.end = "cancelled", event.t if row.start is not None else None
             case LLMCallStarted():
+                self.llm_model = event.model
                 self.llm_state = f"{event.purpose} ({event.model}) streaming…"
+            case ModelWaiting():
+                self.llm_state = (
+                    f"{event.purpose} waiting for the model ({self.llm_model}), "
+                    f"{event.ahead} ahead…"
+                )
+            case ModelAcquired():
+                self.llm_state = f"{event.purpose} ({self.llm_model}) streaming…"
             case LLMCallFinished():
                 self.llm_state = ""
             case PlanInvalid():

@@ -1,7 +1,8 @@
 """The embedded backend: a GGUF model run in-process by llama.cpp (`planweave[local]`).
 
 The model is loaded once per process and shared by every run; one model means one stream at a
-time, so calls are serialized by a lock while tools keep running in parallel.  Tokens are pulled
+time, so calls take turns, first come first served (`queue.ModelQueue`: a call that waits says
+how many are ahead of it), while tools keep running in parallel.  Tokens are pulled
 from llama.cpp (`llamacpp.Engine`) in a worker thread one at a time, so the event loop never
 blocks and a consumer that stops early (the planner after `join()`) stops generation at the next
 token.
@@ -25,6 +26,7 @@ from .base import LLM, Delta, LLMRequest, Usage
 from .llamacpp import Engine, Sampling, common_prefix, resolve_binding
 from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
+from .queue import ModelQueue
 from .speculative import PromptLookup
 
 __all__ = ["LoadReport", "LocalLLM"]
@@ -35,7 +37,7 @@ Progress = Callable[[str, int, int], None]
 @dataclass(slots=True)
 class _Loaded:
     engine: Engine
-    lock: threading.Lock
+    queue: ModelQueue
     load_s: float
     prefix: PrefixReuse | None = None
     # The tokens of each kind's fixed messages (the system prompt...): read once, not per call.
@@ -192,7 +194,7 @@ class LocalLLM(LLM):
                     extra_buffers=not _extra_buffers_crash(),
                     binding=binding,
                 )
-                loaded = _Loaded(engine, threading.Lock(), time.monotonic() - start)
+                loaded = _Loaded(engine, ModelQueue(), time.monotonic() - start)
                 _MODELS[key] = loaded
                 if progress is not None:
                     progress("loading", 1, 1)
@@ -248,7 +250,7 @@ class LocalLLM(LLM):
             self.seed,
         )
         drafter = PromptLookup(self.draft_tokens) if self.draft_tokens > 0 else None
-        await anyio.to_thread.run_sync(loaded.lock.acquire)
+        await loaded.queue.acquire()
         tokens: Iterator[int] | None = None
         outcome: dict[str, Any] = {}
         try:
@@ -297,4 +299,4 @@ class LocalLLM(LLM):
             with anyio.CancelScope(shield=True):
                 if tokens is not None and hasattr(tokens, "close"):
                     await anyio.to_thread.run_sync(tokens.close)
-            loaded.lock.release()
+            loaded.queue.release()

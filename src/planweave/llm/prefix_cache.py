@@ -271,7 +271,7 @@ class PrefixReuse:
     (at most `ram_bytes`; planner and joiner prompts alternate, so both prefixes stay) and, with
     a `store`, on disk for later processes.
 
-    `prepare(prompt, prefix)` runs before each completion, under the model's lock: it makes sure
+    `prepare(prompt, prefix)` runs before each completion, in the model's turn: it makes sure
     the engine's KV cache already holds `prompt[:prefix]` (the messages that are the same in every
     request of this kind): kept from the previous request, restored from memory or disk, else
     evaluated now (work the completion would do anyway) and stored.  The completion then reads
