@@ -160,13 +160,14 @@ def critical_path_limit(
     task + the longest chain of tool latencies + the joiner call (after the joiner's prompt);
     `prompts` are the planner's and the joiner's prompt tokens, `joiner_tokens` what the
     joiner streamed (None: the full-style gold reply); without `joined` (the plan gave the
-    answer), no joiner call.  Not defined for replanning questions (two rounds)."""
+    answer, after the steps it adds for it, such as a rank), no joiner call.  Not defined for
+    replanning questions (two rounds)."""
     if q.kind == "replan":
         return None
     planner, joiner_prompt = prompts
-    lines = q.plan_text().splitlines()
+    lines = q.plan_text(answers=not joined).splitlines()
     finish: dict[int, float] = {}
-    for i, step in enumerate(q.steps, 1):
+    for i, step in enumerate(q.plan_steps(answers=not joined), 1):
         # A task can start once its line has streamed and its inputs have landed.
         ready = oracle.seconds("\n".join(lines[:i]) + "\n", planner)
         ready = max([ready, *(finish[d] for d in q.deps(i))])
@@ -181,8 +182,8 @@ def critical_path_limit(
 
 def shortest_prompt(q: Question) -> int:
     """Tokens of the shortest prompt that names the tools: the question and one
-    `name(parameter)` per tool, as one user message."""
-    tools = ", ".join(f"{name}({param})" for name, param in PARAMETERS.items())
+    `name(parameters)` per tool, as one user message."""
+    tools = ", ".join(f"{name}({', '.join(params)})" for name, params in PARAMETERS.items())
     message = {"role": "user", "content": f"Tools: {tools}\nQuestion: {q.text}"}
     return prompt_tokens({"messages": [message]})
 

@@ -131,7 +131,8 @@ def gold_calls(q: Question) -> list[str]:
             text = json.loads(arg)
             value = re.sub(r"\$\{(\d+)\}", lambda m: render_text(results[int(m.group(1))]), text)
         results[i] = _WORLD[step.tool](value) if step.tool != "calculator" else None
-        arguments = {PARAMETERS[step.tool]: value}
+        (param,) = PARAMETERS[step.tool]
+        arguments = {param: value}
         calls.append(f"{step.tool}{json.dumps(arguments, sort_keys=True, default=str)}")
     return sorted(calls)
 

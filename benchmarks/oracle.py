@@ -175,19 +175,27 @@ class Oracle:
         second: bool,
         call: Callable[[Step], str] = Step.call,
         answers: bool = False,
+        renumber: int | None = None,
     ) -> str:
         """The gold plan, each call written by `call`; a replan question gets its first step,
-        then (`second`) its last step numbered on from the first plan.  Where the prompt
-        offers plan answers (`answers`) and the gold answer is a result of this plan as it
-        stands, the plan ends with it, `join("${N}")`: the same words the joiner would give
-        (its gold answer is that number), as a capable model would use the form."""
-        steps, first = q.steps, 1
+        then (`second`) its last step numbered on from the first plan (from `renumber`, where
+        that is given).  Where the prompt offers plan answers (`answers`) and the gold answer
+        is a result of this plan as it stands, the plan ends with it, `join("${N}")`: the same
+        words the joiner would give (its gold answer is that number), as a capable model would
+        use the form.  Where the answer is which of the lookups is largest, such a plan ranks
+        them and ends with the rank's winner, `join("${N.largest}")`, as the prompt's rule
+        shows; a plan without an answer has no use for the rank."""
+        steps, first = q.plan_steps(answers), 1
         if q.kind == "replan":
             steps, first = ([q.steps[1]], 3) if second else ([q.steps[0]], 1)
+        if renumber is not None:
+            first = renumber
         lines = [f"{first + i}. {call(step)}" for i, step in enumerate(steps)]
         answer = ""
-        if answers and q.answer_step is not None and q.steps[q.answer_step - 1] in steps:
-            answer = f'"${{{first + steps.index(q.steps[q.answer_step - 1])}}}"'
+        target = q.plan_steps(True)[q.answer_step - 1] if q.answer_step else None
+        if answers and target is not None and target in steps:
+            projection = f".{q.answer_field}" if q.answer_field else ""
+            answer = f'"${{{first + steps.index(target)}{projection}}}"'
         lines.append(f"{first + len(steps)}. join({answer})")
         return "\n".join(lines) + "\n<END_OF_PLAN>"
 
@@ -251,7 +259,8 @@ class Oracle:
             for ref, value in sorted(results.items(), reverse=True):
                 arg = arg.replace(f"${{{ref}}}", value).replace(f"${ref}", json.dumps(value))
             value_obj = json.loads(arg)
-            calls.append((step.tool, {PARAMETERS[step.tool]: value_obj}))
+            (param,) = PARAMETERS[step.tool]
+            calls.append((step.tool, {param: value_obj}))
         return Reply(
             "", chunk_size=CHARS_PER_TOKEN, delay=1.0 / self.tps, ttft=self.ttft, tool_calls=calls
         )

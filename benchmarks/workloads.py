@@ -9,6 +9,7 @@ same latency for the same call.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -54,20 +55,31 @@ class Question:
     # the references in N's arguments: a replan's second lookup names the capital the first
     # one found, so no contestant can write it before that result is back.
     reads: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    # The step (1-based) whose result is the gold answer as it stands, if one is: a plan may
-    # then end with it (`join("${N}")`) where plan answers are on.
+    # The step (1-based, of `plan_steps(answers=True)`) whose result is the gold answer as it
+    # stands, if one is, and the field of it that is (`largest`, of a rank): a plan may then
+    # end with it (`join("${N}")`, `join("${N.largest}")`) where plan answers are on.
     answer_step: int | None = None
+    answer_field: str | None = None
+    # Steps a plan adds only to end with its answer: a rank over the lookups where the answer
+    # is which of them is largest.  A plan that does not end with its answer has no use for
+    # them, nor have ReAct, native calling and the peers: they read the results and answer.
+    answer_steps: list[Step] = field(default_factory=list)
 
-    def plan_text(self) -> str:
-        lines = [f"{i}. {s.call()}" for i, s in enumerate(self.steps, 1)]
-        lines.append(f"{len(self.steps) + 1}. join()")
+    def plan_steps(self, answers: bool = False) -> list[Step]:
+        """The gold plan's calls; with `answers`, those a plan that ends with its answer makes."""
+        return [*self.steps, *self.answer_steps] if answers else list(self.steps)
+
+    def plan_text(self, answers: bool = False) -> str:
+        steps = self.plan_steps(answers)
+        lines = [f"{i}. {s.call()}" for i, s in enumerate(steps, 1)]
+        lines.append(f"{len(steps) + 1}. join()")
         return "\n".join(lines) + "\n<END_OF_PLAN>"
 
     def deps(self, index: int) -> list[int]:
-        """The 1-based ids step `index` (1-based) refers to."""
-        step = self.steps[index - 1]
-        refs = [int(a[1:].split(".")[0]) for a in step.args if a.startswith("$") and a[1:2] != "{"]
-        refs += [int(part.split("}")[0]) for a in step.args for part in a.split("${")[1:]]
+        """The 1-based ids step `index` (1-based, answer steps after the others) refers to."""
+        step = self.plan_steps(answers=True)[index - 1]
+        refs = [int(r) for a in step.args for r in re.findall(r"\$\{?(\d+)", a)]
+        refs = list(dict.fromkeys(refs))
         return refs + [r for r in self.reads.get(index, ()) if r not in refs]
 
 
@@ -80,6 +92,16 @@ def _summed(qid: str, shape: str, text: str, names: list[str], field: str) -> Qu
     return Question(
         qid, shape, text, float(total), steps, answer=f"{total}", answer_step=len(steps)
     )
+
+
+def _ranked(q: Question) -> Question:
+    """`q` (lookups of one figure per name, the answer the name with the largest) with a rank
+    over its lookups as the step a plan may end its answer with: `join("${N.largest}")`."""
+    names = [json.loads(step.args[0]) for step in q.steps]
+    refs = ", ".join(f"${i}" for i in range(1, len(q.steps) + 1))
+    q.answer_steps = [Step("rank", (json.dumps(names), f"[{refs}]"))]
+    q.answer_step, q.answer_field = len(q.steps) + 1, "largest"
+    return q
 
 
 def generate(n: int = 200, seed: int = 2026) -> list[Question]:
@@ -102,14 +124,15 @@ def _make(shape: str, rng: random.Random, qid: str) -> Question:
         gold = a if fa["population"] > fb["population"] else b
         steps = [Step("population", (f'"{a}"',)), Step("population", (f'"{b}"',))]
         text = f"Which has more people, {a} or {b}?"
-        return Question(qid, shape, text, gold, steps, answer=f"{gold} has more people.")
+        answer = f"{gold} has more people."
+        return _ranked(Question(qid, shape, text, gold, steps, answer=answer))
     if shape == "pick4":
         names = rng.sample(COUNTRIES, 4)
         areas = {n: facts(n)["area"] for n in names}
         gold = max(areas, key=areas.__getitem__)
         steps = [Step("area", (f'"{n}"',)) for n in names]
         text = f"Which of {', '.join(names[:3])} and {names[3]} has the largest area?"
-        return Question(qid, shape, text, gold, steps, answer=f"{gold} is the largest.")
+        return _ranked(Question(qid, shape, text, gold, steps, answer=f"{gold} is the largest."))
     if shape == "fanout":
         names = rng.sample(COUNTRIES, rng.randint(2, 5))
         text = f"What is the combined population of {', '.join(names)}?"

@@ -1,5 +1,6 @@
 """The benchmark's world: country facts, the seeded latency profile and the tool functions every
-contestant calls.
+contestant calls: five lookups, a calculator and `rank` (which of several named values is
+largest, so a plan can end with the winner's name instead of asking a model to compare).
 
 It imports neither planweave nor any agent framework (only `countryinfo` and `simpleeval`), so
 the runners of peer frameworks, which live in virtualenvs of their own, call exactly the same
@@ -27,7 +28,7 @@ COUNTRIES = [
     "Peru", "Argentina", "Hungary", "Romania", "Turkey", "Thailand", "Vietnam",
 ]  # fmt: skip
 
-LOCAL_TOOLS = frozenset({"calculator"})
+LOCAL_TOOLS = frozenset({"calculator", "rank"})
 
 
 @cache
@@ -53,10 +54,11 @@ def latency(profile: str, tool_name: str, argument: str) -> float:
     return min(3.0, math.exp(rng.gauss(math.log(0.3), 0.4)))
 
 
-def tool_functions(profile: str) -> dict[str, Callable[[str], Any]]:
-    """The benchmark tools as plain synchronous functions of one string, keyed by tool name,
-    with type hints and docstrings; each lookup sleeps its seeded latency first.  Every
-    framework wraps these same functions in its own tool type."""
+def tool_functions(profile: str) -> dict[str, Callable[..., Any]]:
+    """The benchmark tools as plain synchronous functions, keyed by tool name, with type hints
+    and docstrings: the lookups and the calculator take one string, `rank` a list of names and
+    a list of values.  Each lookup sleeps its seeded latency first.  Every framework wraps these
+    same functions in its own tool type."""
 
     def wait(name: str, arg: str) -> None:
         seconds = latency(profile, name, arg)
@@ -95,13 +97,20 @@ def tool_functions(profile: str) -> dict[str, Callable[[str], Any]]:
         """Evaluate arithmetic."""
         return float(simpleeval.simple_eval(expression))
 
-    return {
-        f.__name__: f for f in (population, area, capital, country_of, city_population, calculator)
-    }
+    functions = (population, area, capital, country_of, city_population, calculator, rank)
+    return {f.__name__: f for f in functions}
 
 
-# The name of each tool's one parameter, for frameworks that call with keywords.
+def rank(names: list[str], values: list[float]) -> dict[str, Any]:
+    """Which of several named values is largest: rank(["Spain", "Peru"], [$1, $2]) gives
+    {"largest": "Spain", "value": ..., "order": ["Spain", "Peru"]}."""
+    if len(names) != len(values) or not names:
+        raise ValueError(f"rank needs one value per name: {len(names)} names, {len(values)} values")
+    pairs = sorted(zip(names, map(float, values), strict=True), key=lambda p: p[1], reverse=True)
+    return {"largest": pairs[0][0], "value": pairs[0][1], "order": [n for n, _ in pairs]}
+
+
+# The names of each tool's parameters, in order, for frameworks that call with keywords.
 PARAMETERS = {
-    name: next(iter(inspect.signature(fn).parameters))
-    for name, fn in tool_functions("zero").items()
+    name: tuple(inspect.signature(fn).parameters) for name, fn in tool_functions("zero").items()
 }

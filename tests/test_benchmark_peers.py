@@ -3,12 +3,25 @@ ports themselves only where their virtualenvs exist (`bash benchmarks/peers/setu
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 from benchmarks.__main__ import correct
 from benchmarks.oracle import Oracle
+from benchmarks.peers import original_runner
 from benchmarks.peers.client import PEERS, Peer, PeerRunner, available
-from benchmarks.peers.dialects import LLAMAINDEX_JOINER, LLMCOMPILER_JOINER, keyword_call, peer_text
+from benchmarks.peers.dialects import (
+    LLAMAINDEX_JOINER,
+    LLMCOMPILER_JOINER,
+    ORIGINAL_PLANNER,
+    PLANNER_HEAD,
+    keyword_call,
+    peer_text,
+)
 from benchmarks.workloads import Step, generate
+from benchmarks.world import facts, tool_functions
 
 from planweave.llm.base import Message
 from planweave.prompts import joiner_messages
@@ -16,7 +29,73 @@ from planweave.prompts import joiner_messages
 # What each port gets wrong on the oracle's gold replies (see benchmarks/peers/dialects.py):
 # the LlamaIndex pack looks for "Replan" inside Action's parentheses, so it never replans;
 # llmcompiler cannot resolve an argument holding two references ("${1} + ${2}").
-KNOWN_WRONG = {"llamaindex-port": {"replan"}, "llmcompiler-port": {"fanout", "map"}}
+KNOWN_WRONG = {
+    "llamaindex-port": {"replan"},
+    "llmcompiler-port": {"fanout", "map"},
+    "llmcompiler-original": set(),
+}
+
+
+def test_a_peer_without_its_virtualenv_is_skipped_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "original" / "bin").mkdir(parents=True)  # a folder, but no python in it
+    present, skipped = available(tmp_path)
+    assert present == []
+    assert len(skipped) == len(PEERS)
+    (line,) = [s for s in skipped if "llmcompiler-original" in s]
+    assert "\n" not in line
+    assert str(tmp_path / "original" / "bin" / "python") in line
+    assert line.endswith("benchmarks/peers/setup.sh original")
+    (tmp_path / "original" / "bin" / "python").touch()
+    present, skipped = available(tmp_path)
+    assert [p.contestant for p in present] == ["llmcompiler-original"]
+    assert len(skipped) == len(PEERS) - 1
+
+
+def test_world_tools_take_the_originals_tool_form() -> None:
+    """What the original's planner prompt lists for each tool, what its joiner prompt shows
+    of a call, and the coroutine its task fetching unit awaits with a plan's arguments."""
+    functions = tool_functions("zero")
+    assert original_runner.describe("population", functions["population"]) == (
+        "population(country: str) -> int:\n - The population of a country.\n"
+    )
+    rank = original_runner.describe("rank", functions["rank"])
+    assert rank.startswith("rank(names: list[str], values: list[float]) -> dict[str, Any]:\n - ")
+    assert rank.count("\n") == 2  # the docstring's two lines as one note
+    assert original_runner.stringify("population")(["France"]) == "population(France)"
+    assert original_runner.stringify("rank")([["a", "b"], [1, 2]]) == "rank(['a', 'b'], [1, 2])"
+
+    async def run() -> tuple[int, dict[str, object]]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=2))
+        population = original_runner.awaitable(functions["population"])
+        ranked = original_runner.awaitable(functions["rank"])
+        return await population("France"), await ranked(["France", "Peru"], [3, 5])
+
+    people, ranked = asyncio.run(run())
+    assert people == facts("France")["population"]
+    assert ranked["largest"] == "Peru"
+    assert ranked["order"] == ["Peru", "France"]
+
+
+def test_the_original_is_not_loaded_from_a_folder_without_its_checkout(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"setup\.sh"):
+        original_runner.load(tmp_path)
+
+
+def test_the_originals_second_plan_starts_at_one_after_a_thought() -> None:
+    """Its task fetching unit makes join wait on every id below its own, so the second plan
+    is numbered from 1 (and opens with the thought its replanning prompt asks for)."""
+    (q,) = [q for q in generate(6, seed=3) if q.kind == "replan"]
+    oracle = Oracle([q])
+    system = Message("system", f"{PLANNER_HEAD} ...\n - {ORIGINAL_PLANNER}\n")
+    first = peer_text(oracle, q, [system, Message("user", f"Question: {q.text}")])
+    assert first == f"1. {q.steps[0].call()}\n2. join()\n<END_OF_PLAN>"
+    context = f"Question: {q.text}\nPrevious Plan:\n\n1. capital(...)\n\nCurrent Plan:\n\n"
+    second = peer_text(oracle, q, [system, Message("user", context)])
+    assert second is not None
+    thought, plan = second.split("\n", 1)
+    assert thought.startswith("Thought: ")
+    assert plan == f"1. {q.steps[1].call()}\n2. join()\n<END_OF_PLAN>"
 
 
 def test_keyword_calls_quote_bare_references() -> None:

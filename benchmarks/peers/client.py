@@ -34,6 +34,7 @@ class Peer:
 PEERS = (
     Peer("llamaindex-port", "llamaindex", "llama-index-packs-agents-llm-compiler 0.3.1"),
     Peer("llmcompiler-port", "llmcompiler", "llmcompiler 2.0.1"),
+    Peer("llmcompiler-original", "original", "SqueezeAILab/LLMCompiler a00c9d3"),
 )
 
 
@@ -42,7 +43,7 @@ def available(venvs: Path = VENVS) -> tuple[list[Peer], list[str]]:
     present = [p for p in PEERS if p.python(venvs).exists()]
     skipped = [
         f"skipping {p.contestant} ({p.package}): no {p.python(venvs)}; "
-        "build it with benchmarks/peers/setup.sh"
+        f"build it with benchmarks/peers/setup.sh {p.venv}"
         for p in PEERS
         if p not in present
     ]

@@ -11,6 +11,12 @@ Each request is recognized by a sentence of the port's own prompt:
   (`1. population(country="France")`, references as `"${1}"`); the joiner answers with a
   fenced JSON object holding `_thought_` and `_finish_` or `_replan_`, with the same thought
   and the same answer or reason planweave's joiner gets.
+- the original LLMCompiler (SqueezeAILab's code): the planner wants positional arguments, as
+  the LlamaIndex pack's (which took its prompts from it); its joiner prompt opens with the
+  same sentence as the pack's, and reads the same `Thought:` / `Action:` reply.  Its second
+  plan is numbered from 1 and opens with a thought: its replanning prompt asks for the thought,
+  and its task fetching unit makes `join` wait on every id below its own, so a plan numbered on
+  from the first (`3.`, `4. join()`) would wait on tasks 1 and 2 it does not hold (KeyError).
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ LLAMAINDEX_JOINER = "Solve a question answering task with interleaving Observati
 LLMCOMPILER_PLANNER = "idx. tool(arg_name=args)"
 LLMCOMPILER_REPLAN = "Context from last attempt:"
 LLMCOMPILER_JOINER = "Solve a question answering task. Here are some guidelines:"
+ORIGINAL_PLANNER = "Never introduce new actions other than the ones provided."
+ORIGINAL_REPLAN = "Previous Plan:"
+ORIGINAL_REPLAN_THOUGHT = "look up its population."
 
 # The joiner's words, the same for planweave and every peer (only the syntax around them
 # differs), so no contestant streams more for the same decision.
@@ -51,7 +60,12 @@ def peer_text(oracle: Oracle, q: Question, messages: Sequence[Message]) -> str |
     if system.startswith(PLANNER_HEAD) and any(LLMCOMPILER_PLANNER in m.content for m in messages):
         second = any(LLMCOMPILER_REPLAN in m.content for m in messages)
         return oracle.plan(q, second=second, call=keyword_call)
-    if system.startswith(LLAMAINDEX_JOINER):
+    if system.startswith(PLANNER_HEAD) and ORIGINAL_PLANNER in system:
+        if ORIGINAL_REPLAN in messages[-1].content:
+            plan = oracle.plan(q, second=True, renumber=1)
+            return f"Thought: {ORIGINAL_REPLAN_THOUGHT}\n{plan}"
+        return oracle.plan(q, second=False)
+    if system.startswith(LLAMAINDEX_JOINER):  # the original's joiner too
         thought, action = joiner_decision(q, messages)
         return f"Thought: {thought}\nAction: {action}"
     if system.startswith(LLMCOMPILER_JOINER):
@@ -65,8 +79,9 @@ def peer_text(oracle: Oracle, q: Question, messages: Sequence[Message]) -> str |
 def keyword_call(step: Step) -> str:
     """`population(country="France")`; a bare reference `$1` becomes `"${1}"`."""
     (arg,) = step.args
+    (param,) = PARAMETERS[step.tool]
     arg = re.sub(r"^\$(\d+)$", r'"${\1}"', arg)
-    return f"{step.tool}({PARAMETERS[step.tool]}={arg})"
+    return f"{step.tool}({param}={arg})"
 
 
 def joiner_decision(q: Question, messages: Sequence[Message]) -> tuple[str, str]:

@@ -14,7 +14,7 @@ marked for partial substitution, as its own math tool's problem is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_type_hints
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
@@ -44,12 +44,14 @@ class _Usage(BaseCallbackHandler):
         self.meter.add(int(tokens))
 
 
-def compiler_tool(name: str, fn: Callable[[str], Any]) -> CompilerBaseTool:
-    param = PARAMETERS[name]
+def compiler_tool(name: str, fn: Callable[..., Any]) -> CompilerBaseTool:
+    params = PARAMETERS[name]
+    hints = get_type_hints(fn)
     extra = PARTIAL_RESOLVED_ARGS_PARSE if name == "calculator" else None
-    inputs = create_model(
-        f"{name}_input", **{param: (str, Field(description=param, json_schema_extra=extra))}
-    )
+    fields: dict[str, Any] = {
+        p: (hints[p], Field(description=p, json_schema_extra=extra)) for p in params
+    }
+    inputs = create_model(f"{name}_input", **fields)
     outputs = create_model(f"{name}_output", **{name: (Any, Field(None, description=name))})
 
     class WorldTool(CompilerBaseTool):
@@ -58,7 +60,7 @@ def compiler_tool(name: str, fn: Callable[[str], Any]) -> CompilerBaseTool:
         dag_flow_kwargs: list[str] = [name]  # noqa: RUF012 (a pydantic field)
 
         def _run(self, **kwargs: Any) -> ActionOutput:
-            value = fn(kwargs[param])
+            value = fn(*(kwargs[p] for p in params))
             return ActionOutput(any=value, dag_kwargs=self.flow({name: value}))
 
     return WorldTool(name=name, description=fn.__doc__ or name)
