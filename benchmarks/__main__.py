@@ -1,7 +1,9 @@
 """Orchestration benchmark on the oracle LLM: planweave compiled (streaming dispatch), compiled
 without streaming dispatch, ReAct and native function calling, interleaved per question, against
 the critical-path limit and the lower bound; with the peer ports of LLMCompiler (LlamaIndex's
-pack and PyPI's `llmcompiler`) when their virtualenvs exist (`bash benchmarks/peers/setup.sh`).
+pack and PyPI's `llmcompiler`) and the original LLMCompiler (SqueezeAILab's code, as
+`llmcompiler-original`) when their virtualenvs exist (`bash benchmarks/peers/setup.sh`; the
+original's source comes from `LLMCOMPILER_SRC`, see that script).
 
     python -m benchmarks --n 30 --profile web --ttft 0.3 --tps 60 --prefill hosted
 
@@ -443,6 +445,7 @@ def summarize(rows: list[dict[str, Any]]) -> str:
         + summarize_first_answer(rows)
         + summarize_levers(rows)
         + summarize_peers(rows)
+        + summarize_original(rows)
         + summarize_splits(rows)
     )
 
@@ -549,6 +552,42 @@ def summarize_peers(rows: list[dict[str, Any]]) -> str:
         "\n".join(lines)
         + "\n\nPeer ports of LLMCompiler, each in its own virtualenv, on the same oracle and tools;"
         " a port's time is measured inside its runner around the agent call.\n\n"
+    )
+
+
+def summarize_original(rows: list[dict[str, Any]], original: str = "llmcompiler-original") -> str:
+    """planweave compiled against the original LLMCompiler, per shape: how many times faster,
+    compiled against the lower bound, the first answer token and the prompts each sent."""
+    if not any(r["contestant"] == original for r in rows):
+        return ""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(r["kind"], r["contestant"])].append(r)
+    lines = [
+        "| shape | compiled s | original s | original / compiled | compiled / lower bound | "
+        "first answer s (compiled / original) | LLM calls | prompt tokens | correct |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in sorted({r["kind"] for r in rows}):
+        mine, theirs = by[(kind, "compiled")], by[(kind, original)]
+        wall = [statistics.median(r["wall_s"] for r in g) for g in (mine, theirs)]
+        first = [_median([r.get("first_answer_s") for r in g]) for g in (mine, theirs)]
+        calls = [statistics.median(r["llm_calls"] for r in g) for g in (mine, theirs)]
+        prompt = [statistics.median(sum(r["prompt_tokens"]) for r in g) for g in (mine, theirs)]
+        right = [sum(r["correct"] for r in g) / len(g) for g in (mine, theirs)]
+        lines.append(
+            f"| {kind} | {wall[0]:.2f} | {wall[1]:.2f} | {wall[1] / wall[0]:.2f}x | "
+            f"{_ratio(mine, 'bound_s'):.2f}x | {first[0]:.2f} / {first[1]:.2f} | "
+            f"{calls[0]:.0f} / {calls[1]:.0f} | {prompt[0]:.0f} / {prompt[1]:.0f} | "
+            f"{right[0]:.0%} / {right[1]:.0%} |"
+        )
+    return (
+        "\n".join(lines)
+        + "\n\nThe original LLMCompiler (SqueezeAILab's code at a00c9d3, its ParallelQA prompts,"
+        " streaming planner) against planweave compiled, side by side per question.  Original /"
+        " compiled is a ratio of medians (how many times faster compiled is); compiled / lower"
+        " bound the median of per-question ratios; LLM calls, prompt tokens (all of a question's"
+        " requests, added up) and correct answers as compiled / original.\n\n"
     )
 
 

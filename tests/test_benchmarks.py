@@ -64,6 +64,40 @@ def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
                     assert outcome.calls == (3 if name == "compiled-separate-replan" else 2)
 
 
+def test_comparisons_rank_their_lookups_and_answer_with_the_winner_in_one_call() -> None:
+    """Every contestant has the world's rank tool; a plan that may end with its answer ranks
+    the lookups and ends with the winner's name, so compiled asks the model once; without plan
+    answers the plan has no use for the rank and the joiner names the winner."""
+    from benchmarks.world import tool_functions
+
+    questions = [q for q in generate(12, seed=4) if q.kind in ("comparison", "pick4")]
+    world = tool_functions("zero")
+    for q in questions:
+        figures = [world[s.tool](s.args[0].strip('"')) for s in q.steps]
+        (rank,) = q.answer_steps
+        names = [s.args[0].strip('"') for s in q.steps]
+        assert world["rank"](names, figures)["largest"] == q.gold
+        n = len(q.steps) + 1
+        plan = Oracle([q]).plan(q, second=False, answers=True).splitlines()
+        assert plan[-3:] == [
+            f"{n}. {rank.call()}",
+            f'{n + 1}. join("${{{n}.largest}}")',
+            "<END_OF_PLAN>",
+        ]
+        assert "rank" not in Oracle([q]).plan(q, second=False)
+    oracle = Oracle(questions, ttft=0.0, tps=2000.0)
+    tools = bench_tools("zero")
+    assert "rank" in tools
+    with oracle.server() as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="oracle", max_retries=0)
+        for q in questions:
+            rows = race(
+                q, ["compiled", "compiled-before"], oracle, "zero", llm, server.base_url, tools
+            )
+            assert [r["purposes"] for r in rows] == [["planner"], ["planner", "joiner"]]
+            assert all(r["correct"] for r in rows), rows
+
+
 def test_native_calling_reads_the_capital_before_it_asks_for_its_population() -> None:
     """A replan question's second lookup names what the first found: native calling asks for
     it only in its second turn (three turns in all), and the lower bound chains both."""
