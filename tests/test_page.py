@@ -9,6 +9,8 @@ import hashlib
 import json
 import os
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 import live_server
 import planweave.server
 from demo_tools import TOOLS
+from one_model import OneAtATime
 from planweave import Reply, Runtime, Script, ScriptedLLM
 from planweave.llm.base import Message, Purpose
 from planweave.server import ServerConfig
@@ -189,3 +192,49 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     )
     assert page.locator("#notes").inner_text() == "approved, edited 2"
     assert errors == []
+
+
+def test_a_run_waiting_for_the_model_says_how_many_are_ahead(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    """A model that answers one call at a time (as the embedded one): a run whose planner call
+    waits shows so in its view and in the list, until it has the model."""
+    hold = threading.Event()
+    model = OneAtATime(ScriptedLLM(Script.routed(_reply)), lambda r: r.purpose, hold=hold)
+    runtime = Runtime(TOOLS, model, journal=tmp_path / "runs.db")
+    try:
+        with (
+            live_server.serving(runtime, ServerConfig(token=TOKEN)) as base,
+            httpx.Client(
+                base_url=base, headers={"authorization": f"Bearer {TOKEN}"}, timeout=20
+            ) as http,
+        ):
+            first = http.post("/runs", json={"question": "Density, first?"}).json()["id"]
+            waiting = http.post("/runs", json={"question": "Density, second?"}).json()["id"]
+            deadline = time.monotonic() + 20
+            while "model_wait" not in http.get(f"/runs/{waiting}").json():
+                assert time.monotonic() < deadline, "the second run never waited"
+                time.sleep(0.02)
+            page = browser_page
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{base}/#{waiting}")
+            page.locator("#token").fill(TOKEN)
+            page.locator("#login button").click()
+            shown = "waiting for the model — 1 ahead"
+            page.locator("#run-wait").filter(has_text=shown).wait_for()
+            page.locator(f"#runs li[data-id='{waiting}'] .badge.wait").filter(
+                has_text=shown
+            ).wait_for()
+            assert page.locator(f"#runs li[data-id='{first}'] .badge.wait").count() == 0
+            page.locator("#tasks tr.llm").filter(has_text=shown).wait_for()
+            page.screenshot(path="/tmp/planweave-page-waiting.png", full_page=True)
+            hold.set()
+            page.locator("#run-status").filter(has_text="finished").wait_for()
+            page.locator("#answer").filter(has_text=ANSWER).wait_for()
+            page.locator("#run-wait").wait_for(state="hidden")
+            page.locator(f"#runs li[data-id='{waiting}'] .badge.wait").wait_for(state="detached")
+            assert page.locator("#tasks tr.llm").filter(has_text="waiting").count() == 0
+            assert errors == []
+    finally:
+        hold.set()

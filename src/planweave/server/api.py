@@ -75,6 +75,11 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
 
     KnownRun = Annotated[str, Depends(known_run)]
 
+    def with_wait(run: dict[str, Any]) -> dict[str, Any]:
+        """The run, with `model_wait` (`{"ahead": N}`) while it waits for the model."""
+        wait = service.live.model_wait(run["id"])
+        return run if wait is None else {**run, "model_wait": wait}
+
     def resume_point(
         run_id: KnownRun,
         last_event_id: Annotated[str | None, Header()] = None,
@@ -112,14 +117,15 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     async def list_runs(
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20, before: str | None = None
     ) -> dict[str, Any]:
-        """Runs, newest first; `before` (the `next` of the previous page) pages on."""
-        runs = journal.runs(limit, before=before)
+        """Runs, newest first; `before` (the `next` of the previous page) pages on.  A run
+        that waits for the model (which answers one call at a time) has `model_wait`."""
+        runs = [with_wait(run) for run in journal.runs(limit, before=before)]
         return {"runs": runs, "next": runs[-1]["id"] if len(runs) == limit else None}
 
     @router.get("/runs/{run_id}")
     async def show_run(run_id: KnownRun) -> dict[str, Any]:
-        """The run as `planweave runs show --json` has it."""
-        return journal.show(run_id)
+        """The run as `planweave runs show --json` has it (and `model_wait`, as in the list)."""
+        return with_wait(journal.show(run_id))
 
     @router.post("/runs/{run_id}/cancel")
     async def cancel_run(run_id: KnownRun) -> dict[str, str]:

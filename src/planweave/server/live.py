@@ -15,7 +15,15 @@ from typing import Any
 
 import anyio
 
-from ..events import AnswerDelta, Event, RunResumed, RunStarted
+from ..events import (
+    AnswerDelta,
+    Event,
+    LLMCallFinished,
+    ModelAcquired,
+    ModelWaiting,
+    RunResumed,
+    RunStarted,
+)
 from ..store import Journal
 
 __all__ = ["BATCH", "POLL_S", "Live", "Session"]
@@ -47,12 +55,15 @@ class Live:
     """The runs in a session in this process, and who follows which run.
 
     Each session of a run subscribes a `session()` to its event stream, after the journal's
-    recorder; `follow(run_id)` gives a run's events to any number of followers."""
+    recorder; `follow(run_id)` gives a run's events to any number of followers, and
+    `model_wait(run_id)` says whether the run waits for the model now."""
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
         self._last: dict[str, int] = {}  # run id -> its last recorded event's seq, while live
         self._followers: dict[str, set[_Follower]] = {}
+        # run id -> {its LLM call that waits for the model: how many calls are ahead of it}
+        self._waiting: dict[str, dict[int, int]] = {}
 
     def session(self) -> Session:
         return Session(self)
@@ -60,6 +71,12 @@ class Live:
     def running(self, run_id: str) -> bool:
         """Whether a session of run `run_id` is going on in this process."""
         return run_id in self._last
+
+    def model_wait(self, run_id: str) -> dict[str, int] | None:
+        """`{"ahead": N}` while a call of run `run_id` waits for the model (`ModelWaiting`),
+        N calls before it (the nearest of its waiting calls); None otherwise."""
+        calls = self._waiting.get(run_id)
+        return {"ahead": min(calls.values())} if calls else None
 
     def _wake(self, run_id: str) -> None:
         for follower in self._followers.get(run_id, ()):
@@ -140,9 +157,22 @@ class Session:
                 follower.piece(after, piece)
         else:
             live._last[self.run_id] += 1
+            self._model(event)
         live._wake(self.run_id)
+
+    def _model(self, event: Event) -> None:
+        assert self.run_id is not None
+        waiting = self.live._waiting
+        if isinstance(event, ModelWaiting):
+            waiting.setdefault(self.run_id, {})[event.call] = event.ahead
+        elif isinstance(event, ModelAcquired | LLMCallFinished):
+            calls = waiting.get(self.run_id, {})
+            calls.pop(event.call, None)
+            if not calls:
+                waiting.pop(self.run_id, None)
 
     def close(self) -> None:
         if self.run_id is not None:
             self.live._last.pop(self.run_id, None)
+            self.live._waiting.pop(self.run_id, None)
             self.live._wake(self.run_id)

@@ -165,7 +165,14 @@ $("forget").addEventListener("click", () => {
 
 // ------------------------------------------------------------------ runs and questions
 
+// The model answers one LLM call at a time (the embedded model): a run whose call waits for it
+// shows how many calls are ahead, in the list (`model_wait`) and in its own view (its events).
+const waitText = (ahead) => `waiting for the model — ${ahead} ahead`;
+
+let runsAt = 0;  // when the list was last asked for (ms, performance.now())
+
 async function refreshRuns() {
+  runsAt = performance.now();
   try {
     state.runs = (await api("GET", "/runs?limit=50")).runs;
   } catch (error) {
@@ -182,6 +189,7 @@ async function refreshRuns() {
       el("span", { class: "q" }, run.question),
       el("span", { class: `badge s-${run.status}` }, run.status.replace("_", " ")), " ",
       el("span", { class: "muted" }, `${counts.done || 0}/${total} tasks${took}`));
+    if (run.model_wait) item.append(" ", el("span", { class: "badge wait" }, waitText(run.model_wait.ahead)));
     if (run.id === state.runId) item.classList.add("selected");
     item.addEventListener("click", () => openRun(run.id));
     list.append(item);
@@ -211,7 +219,7 @@ function newRun(id) {
   return {
     id, question: "", status: "running", tasks: new Map(), llm: new Map(), notes: [],
     answer: "", finalAnswer: null, error: null, cache: null, awaiting: null, now: 0,
-    clockAt: performance.now(), live: true,
+    clockAt: performance.now(), live: true, waits: new Map(),
   };
 }
 
@@ -229,8 +237,14 @@ function openRun(id) {
 
 function listen(run, after) {
   run.live = true;
-  state.follow = follow(run.id, after, (event) => { apply(run, event); schedule(); }, () => {
+  state.follow = follow(run.id, after, (event) => {
+    apply(run, event);
+    schedule();
+    // The list shows the wait too: bring it up to date when this run's place changes.
+    if (event.kind === "model_waiting" || event.kind === "model_acquired") refreshRuns();
+  }, () => {
     run.live = false;
+    run.waits.clear();
     render();
     refreshRuns();
   });
@@ -283,10 +297,14 @@ function apply(run, e) {
     case "llm_call_finished": {
       const open = [...run.llm.values()].find((c) => c.end === null && c.call === e.call);
       const start = e.replayed ? e.t : e.t - (e.duration || 0);
+      run.waits.delete(e.call);
       if (open) open.end = e.t;
       else run.llm.set(`f${e.seq}`, { purpose: e.purpose, start, end: e.t, call: e.call, replayed: e.replayed });
       break;
     }
+    // A call waiting for the model: how many calls are ahead of it (by call), until it has it.
+    case "model_waiting": run.waits.set(e.call, e.ahead); break;
+    case "model_acquired": run.waits.delete(e.call); break;
     case "llm_retry": run.notes.push(`${e.purpose} call ${e.call}: ${e.category}, retry in ${e.delay.toFixed(1)} s`); break;
     case "plan_invalid": run.notes.push(`invalid plan: ${(e.error && e.error.text) || ""}`); break;
     case "replan": run.notes.push(`replan ${e.plan_round}: ${e.reason}`); break;
@@ -308,6 +326,7 @@ function apply(run, e) {
     case "answer": run.finalAnswer = e.answer; break;
     case "run_finished":
       run.status = e.status;
+      run.waits.clear();
       if (e.answer != null) run.finalAnswer = e.answer;
       run.error = e.error ? e.error.text || e.error.message : null;
       for (const t of run.tasks.values()) {
@@ -340,6 +359,9 @@ function render() {
   status.className = `badge s-${run.status}`;
   $("run-cache").hidden = !run.cache;
   $("run-cache").textContent = run.cache || "";
+  const ahead = run.waits.size ? Math.min(...run.waits.values()) : null;
+  $("run-wait").hidden = ahead === null;
+  $("run-wait").textContent = ahead === null ? "" : waitText(ahead);
   $("run-clock").textContent = `${now.toFixed(2)} s`;
   $("cancel").hidden = !(run.status === "running" && run.live);
   renderTasks(run, now);
@@ -384,7 +406,8 @@ function renderTasks(run, now) {
     const took = c.end == null ? "" : `${(c.end - c.start).toFixed(2)} s`;
     rows.push(el("tr", { class: "llm" },
       el("td", {}, ""), el("td", {}, `LLM ${c.purpose}${c.replayed ? " (replayed)" : ""}`),
-      el("td", {}, ""), el("td", {}, c.end == null ? "streaming" : ""),
+      el("td", {}, ""),
+      el("td", {}, c.end != null ? "" : run.waits.has(c.call) ? waitText(run.waits.get(c.call)) : "streaming"),
       el("td", {}, bar(c.start, c.end, null, "llm")), el("td", { class: "muted" }, took)));
   }
   $("tasks").tBodies[0].replaceChildren(...rows);
@@ -550,5 +573,10 @@ $("reject-btn").addEventListener("click", async () => {
 });
 
 setInterval(() => { if (state.run && state.run.live && state.run.status === "running") schedule(); }, 200);
-setInterval(() => { if (!state.needsToken && !$("app").hidden) refreshRuns(); }, 5000);
+// The list every 5 s, every second while a run in it waits for the model.
+setInterval(() => {
+  if (state.needsToken || $("app").hidden) return;
+  const waiting = state.runs.some((r) => r.model_wait);
+  if (performance.now() - runsAt >= (waiting ? 1000 : 5000) - 50) refreshRuns();
+}, 1000);
 start();
