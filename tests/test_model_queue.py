@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup
 
 from one_model import OneAtATime
 from planweave import ModelAcquired, ModelWaiting, Reply, ScriptedLLM
+from planweave.cli.view import DagView
 from planweave.events import Event, EventBus, LLMCallFinished, LLMCallStarted
 from planweave.llm.base import LLMRequest, Message
 from planweave.llm.queue import ModelQueue, listening
@@ -234,3 +235,14 @@ async def test_a_run_s_meter_reports_its_call_s_wait_as_events() -> None:
     assert third.call == 1
     assert third.purpose == "joiner"
     assert third.waited > 0
+
+
+def test_the_terminal_s_live_view_says_a_call_waits_for_the_model() -> None:
+    view = DagView()
+    view(LLMCallStarted(call=1, purpose="planner", model="qwen"))
+    view(ModelWaiting(call=1, purpose="planner", ahead=2))
+    assert view.llm_state == "planner waiting for the model (qwen), 2 ahead…"
+    view(ModelWaiting(call=1, purpose="planner", ahead=1))
+    assert view.llm_state.endswith("1 ahead…")
+    view(ModelAcquired(call=1, purpose="planner", waited=1.5))
+    assert view.llm_state == "planner (qwen) streaming…"
