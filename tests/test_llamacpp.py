@@ -59,6 +59,34 @@ def test_a_grammar_shapes_greedy_decoding_alike_on_both_bindings(engine: Engine)
     assert outcome["prompt_evaluated"] == 1
 
 
+# Lowercase names and a number the model would not write first: most steps' best tokens are
+# refused, so the guide walks down the ranking.
+REFUSING = r"""
+root ::= line line "join()"
+line ::= "country_info(\"" [a-z]+ "\", field=\"" ("area" | "capital") "\", n=" [0-9]{2} ")\n"
+"""
+
+
+@pytest.mark.parametrize("grammar", [GRAMMAR, REFUSING])
+def test_the_guide_decodes_what_llama_cpp_s_grammar_sampler_decodes(
+    engine: Engine, grammar: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = engine.tokenize(engine.render(MESSAGES))
+    texts, outcomes = {}, {}
+    for guided in ("1", "0"):
+        monkeypatch.setenv("PLANWEAVE_GRAMMAR_GUIDE", guided)
+        outcomes[guided] = outcome = {}
+        texts[guided] = _text(
+            engine, list(engine.generate(prompt, Sampling(grammar), outcome=outcome))
+        )
+    assert texts["1"] == texts["0"]
+    assert texts["1"].endswith("join()")
+    if grammar is REFUSING:
+        assert outcomes["1"]["refused"] > 3
+        assert texts["1"].startswith('country_info("')
+    assert "refused" not in outcomes["0"]
+
+
 def test_drafts_keep_the_text_and_save_passes(engine: Engine) -> None:
     prompt = engine.tokenize(engine.render(MESSAGES))
     engine.evaluate([])  # an empty cache: both runs read the whole prompt
@@ -171,6 +199,9 @@ class _Recurrent(Binding):
 
     def load_state(self, payload: bytes) -> bool:
         return False
+
+    def logits(self, index: int) -> Sequence[float]:
+        return [1.0 if t == self.outputs[index] else 0.0 for t in range(20)]
 
     def sampler(self, sampling: Sampling) -> Sampler:
         outer = self

@@ -103,6 +103,11 @@ class Binding(ABC):
     def load_state(self, payload: bytes) -> bool: ...
 
     @abstractmethod
+    def logits(self, index: int) -> Sequence[float]:
+        """The logits of the last batch's `index`-th token (-1: its last), one per token of
+        the vocabulary."""
+
+    @abstractmethod
     def sampler(self, sampling: Sampling) -> Sampler:
         """UserError, with llama.cpp's reason, when the grammar does not parse."""
 

@@ -41,6 +41,21 @@ def available() -> bool:
     return importable(_module)
 
 
+@functools.cache
+def _model_class(ll: Any) -> Any:
+    """cyllama's model class, with the `n_vocab` its context's `get_logits_ith` reads (0.2.18
+    asks the model for it and the model has none)."""
+    if hasattr(ll.LlamaModel, "n_vocab"):
+        return ll.LlamaModel
+
+    class Model(ll.LlamaModel):  # type: ignore[misc]
+        @property
+        def n_vocab(self) -> int:
+            return int(self.get_vocab().n_vocab)
+
+    return Model
+
+
 class _Sampler(Sampler):
     def __init__(self, chain: Any, ctx: Any) -> None:
         self._chain, self._ctx = chain, ctx
@@ -66,7 +81,7 @@ class CyllamaBinding(Binding):
         params.n_gpu_layers = 0
         params.use_extra_bufts = options.extra_buffers
         try:
-            self._model = ll.LlamaModel(os.fspath(path), params)
+            self._model = _model_class(ll)(os.fspath(path), params)
         except (ValueError, RuntimeError, OSError) as exc:
             raise LLMError(f"llama.cpp could not load {os.fspath(path)!r}: {exc}") from exc
         self._vocab = self._model.get_vocab()
@@ -139,6 +154,13 @@ class CyllamaBinding(Binding):
         except (ValueError, RuntimeError):
             return False
         return True
+
+    def logits(self, index: int) -> Sequence[float]:
+        try:
+            row: list[float] = self._ctx.get_logits_ith(index)
+        except ValueError as exc:
+            raise LLMError(f"llama.cpp has no logits for token {index}: {exc}") from exc
+        return row
 
     def sampler(self, sampling: Sampling) -> Sampler:
         ll = self._ll

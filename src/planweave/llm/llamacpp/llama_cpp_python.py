@@ -76,6 +76,7 @@ class LlamaCppPythonBinding(Binding):
         except (ValueError, RuntimeError, OSError) as exc:
             raise LLMError(f"llama.cpp could not load {os.fspath(path)!r}: {exc}") from exc
         self._vocab = self._model.vocab
+        self._n_vocab = int(lib.llama_vocab_n_tokens(self._vocab))
         self._add_bos = bool(self._model.add_bos_token())
         template = lib.llama_model_chat_template(self._model.model, None)
         self._template: bytes | None = template or None
@@ -165,6 +166,13 @@ class LlamaCppPythonBinding(Binding):
         buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
         done = self._lib.llama_state_seq_set_data(self._ctx.ctx, buffer, len(payload), 0)
         return bool(done == len(payload))
+
+    def logits(self, index: int) -> Sequence[float]:
+        row = self._lib.llama_get_logits_ith(self._ctx.ctx, index)
+        if not row:
+            raise LLMError(f"llama.cpp has no logits for token {index}")
+        values: list[float] = row[: self._n_vocab]
+        return values
 
     def sampler(self, sampling: Sampling) -> Sampler:
         lib = self._lib
