@@ -6,6 +6,8 @@ binding (cyllama's prebuilt llama.cpp, `[local]`; llama-cpp-python compiled here
 `[local-build]`) and llama-cpp-python's own `Llama` (from `--llama-cpp-python PYTHON`, else this
 interpreter when it has it).  Each process reads the prompt with an empty KV cache (prefill
 tokens/s) and then decodes up to `--tokens` tokens under the grammar (decode tokens/s).
+`--grammar-sampler` adds planweave's engine with llama.cpp's grammar sampler in place of its
+grammar guide (`llm/llamacpp/guide.py`).
 
     python -m benchmarks.embedded_backends --rounds 3 \\
         --out benchmarks/results/embedded_backends.json
@@ -98,7 +100,7 @@ def _spec(tokens: int, threads: int) -> dict[str, Any]:
     from planweave.planner import Planner
 
     tools = builtin_tools()
-    messages = Planner(tools).messages(QUESTION)
+    messages = Planner(tools, answers=True).messages(QUESTION)
     model = resolve_model(DEFAULT_MODEL)
     engine = Engine(model, n_ctx=512, n_batch=32)  # only its chat template
     prompt = engine.render([m.to_dict() for m in messages])
@@ -106,16 +108,21 @@ def _spec(tokens: int, threads: int) -> dict[str, Any]:
     return {
         "model": str(model),
         "prompt": prompt,
-        "grammar": plan_grammar(tools),
+        "grammar": plan_grammar(tools, answers=True),
         "tokens": tokens,
         "threads": threads,
         "n_ctx": 8192,
     }
 
 
-def _run(python: str, code: list[str], spec: dict[str, Any]) -> dict[str, Any]:
+def _run(python: str, code: list[str], spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [python, *code], input=json.dumps(spec), capture_output=True, text=True, timeout=900
+        [python, *code],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **env},
     )
     if proc.returncode != 0:
         raise SystemExit(f"{python} failed:\n{proc.stderr[-3000:]}")
@@ -129,6 +136,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--llama-cpp-python", metavar="PYTHON", help="a python with it installed")
+    parser.add_argument(
+        "--grammar-sampler",
+        action="store_true",
+        help="also decode with llama.cpp's grammar sampler (PLANWEAVE_GRAMMAR_GUIDE=0)",
+    )
+    parser.add_argument(
+        "--no-anchor", action="store_true", help="leave out llama-cpp-python's Llama"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -138,21 +153,24 @@ def main(argv: list[str] | None = None) -> None:
     from planweave.llm.llamacpp import BINDINGS, installed
 
     spec = _spec(args.tokens, args.threads)
-    contestants = {
-        f"planweave on {name}": (
-            sys.executable,
-            ["-m", "benchmarks.embedded_backends", "--child", name],
-        )
-        for name in BINDINGS
-        if installed(name)
-    }
+    child = ["-m", "benchmarks.embedded_backends", "--child"]
+    contestants: dict[str, tuple[str, list[str], dict[str, str]]] = {}
+    for name in BINDINGS:
+        if installed(name):
+            contestants[f"planweave on {name}"] = (sys.executable, [*child, name], {})
+            if args.grammar_sampler:
+                contestants[f"planweave on {name}, llama.cpp's grammar sampler"] = (
+                    sys.executable,
+                    [*child, name],
+                    {"PLANWEAVE_GRAMMAR_GUIDE": "0"},
+                )
     anchor = args.llama_cpp_python or (sys.executable if installed("llama-cpp-python") else None)
-    if anchor:
-        contestants["llama-cpp-python's Llama"] = (anchor, ["-c", _LLAMA_CPP_PYTHON])
+    if anchor and not args.no_anchor:
+        contestants["llama-cpp-python's Llama"] = (anchor, ["-c", _LLAMA_CPP_PYTHON], {})
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in contestants}
     for round_ in range(args.rounds):
-        for name, (python, code) in contestants.items():
-            result = _run(python, code, spec)
+        for name, (python, code, env) in contestants.items():
+            result = _run(python, code, spec, env)
             runs[name].append(result)
             print(
                 f"round {round_ + 1} {name}: prefill "
