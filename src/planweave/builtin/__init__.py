@@ -58,15 +58,17 @@ Thought: The two areas are independent lookups; rank names the larger.
 3. rank(["Chile", "Peru"], [$1, $2])
 4. join("${3.largest} has the larger area: ${3.value} km².")
 <END_OF_PLAN>""",
-    # Whole records and their fields (`${1.population}`): two lookups where four would be.
     """Question: Which has more people per square kilometre, Uruguay or Paraguay, and by how much?
-1. country_info("Uruguay")
-2. country_info("Paraguay")
-3. calculator("${1.population} / ${1.area_km2}")
-4. calculator("${2.population} / ${2.area_km2}")
-5. rank(["Uruguay", "Paraguay"], [$3, $4])
-6. calculator("abs(${3} - ${4})")
-7. join("${5.largest} has more people per square kilometre, by ${6} people per km².")
+Thought: People per square kilometre is the population divided by the area, for each country.
+1. country_info("Uruguay", field="population")
+2. country_info("Uruguay", field="area_km2")
+3. country_info("Paraguay", field="population")
+4. country_info("Paraguay", field="area_km2")
+5. calculator("${1} / ${2}")
+6. calculator("${3} / ${4}")
+7. rank(["Uruguay", "Paraguay"], [$5, $6])
+8. calculator("abs(${5} - ${6})")
+9. join("${7.largest} has more people per square kilometre, by ${8} people per km².")
 <END_OF_PLAN>""",
     # A count is the length of a list result (the 1.5B model ranked the list instead).
     """Question: How many official languages does Switzerland have?
