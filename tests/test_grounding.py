@@ -508,3 +508,28 @@ def test_a_name_no_result_gives_is_found_offline(answer: str, names: list[str]) 
     script = Script.by_purpose(planner=[plan], joiner=[finish("x")])
     records = Runtime(TOOLS, ScriptedLLM(script)).run("Belgium or France?").tasks
     assert unnamed(answer, "Belgium or France?", records) == names
+
+
+def test_an_answer_naming_what_no_result_gives_is_withdrawn_then_kept_without_it() -> None:
+    invented = finish("France has more people; both pay in Euro.")
+    right = finish("France has more people.")
+    script = Script.by_purpose(planner=[PLAN], joiner=[invented, right])
+    result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run(
+        "Which has more people, France or Belgium?"
+    )
+    assert result.answer == "France has more people."
+    (event,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert (event.names, event.numbers, event.retry) == (["Euro"], [], True)
+    redo_prompt = script.requests[-1][-1].content
+    assert "names Euro, which no result and not the question gives" in redo_prompt
+    # Twice: the fallback keeps the answer's words with the name taken out.
+    again = Script.by_purpose(planner=[PLAN], joiner=[invented, invented])
+    fallback = Runtime(TOOLS, ScriptedLLM(again), grounding=True).run(
+        "Which has more people, France or Belgium?"
+    )
+    answer = fallback.answer or ""
+    assert answer.startswith(
+        "I could not give an answer supported by the results: it stated 1 name"
+    )
+    assert "The answer without them: France has more people; both pay in [?]." in answer
+    assert "Euro" not in answer

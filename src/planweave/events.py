@@ -355,7 +355,7 @@ class ReplanEvent(Event):
 
 @dataclass(slots=True, kw_only=True)
 class AnswerUngrounded(Event):
-    """The joiner's answer stated numbers no result and not the question gives, or named
+    """The joiner's answer stated numbers or names no result and not the question gives, or named
     another than the one a ranking result puts where the question asks (the grounding check,
     `planweave.grounding`): it is withdrawn.  `retry`: the joiner is asked once more;
     otherwise the run answers with what was found and what was not.  The answer's pieces
@@ -367,6 +367,8 @@ class AnswerUngrounded(Event):
     retry: bool
     # Where a ranking's answer was misnamed: what the check found ("it names X where ...").
     misnamed: str | None = None
+    # Names (capitalized words, codes) no result and not the question gives.
+    names: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)

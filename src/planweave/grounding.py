@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .events import AnswerUngrounded
@@ -346,16 +346,26 @@ def ranked(question: str, records: Iterable[TaskRecord]) -> tuple[int, str] | No
 
 
 def grounding_note(
-    answer: str, missing: list[str], *, react: bool = False, wrong: Misnamed | None = None
+    answer: str,
+    missing: list[str],
+    *,
+    react: bool = False,
+    wrong: Misnamed | None = None,
+    names: Sequence[str] = (),
 ) -> str:
-    """What the joiner (or a ReAct step) is told when its answer stated numbers from nowhere,
-    or (`wrong`) named another than a ranking's answer."""
-    if not missing and wrong is not None:
+    """What the joiner (or a ReAct step) is told when its answer stated numbers or `names`
+    from nowhere, or (`wrong`) named another than a ranking's answer."""
+    if not missing and not names and wrong is not None:
         return (
             f"Your answer ({answer[:300]!r}) {wrong.text()}. Answer again, naming "
             f"{wrong.expected} first, as the results give it."
         )
-    listed = ", ".join(missing)
+    stated_here = []
+    if missing:
+        stated_here.append("states " + ", ".join(missing))
+    if names:
+        stated_here.append("names " + ", ".join(names))
+    listed = " and ".join(stated_here)
     compute = "call a tool (the calculator) to do it" if react else "Replan to do it with a tool"
     # The answer may quote a result by its task's (or action's) id, `${N}`, filled in as the
     # run ends: no digit to retype.
@@ -365,8 +375,9 @@ def grounding_note(
     )
     also = f" Also, {wrong.text()}: name {wrong.expected} first." if wrong is not None else ""
     return (
-        f"Your answer ({answer[:300]!r}) states {listed}, which no result and not the question "
-        f"gives. Answer again, {copy} (you may round them); if a number must first be "
+        f"Your answer ({answer[:300]!r}) {listed}, which no result and not the question "
+        f"gives. Answer again, {copy} (you may round them), naming only what the question or "
+        f"a result names; if a number must first be "
         f"computed, compared or counted, {compute}; if the results do not tell, say what could "
         f"not be found.{also}"
     )
@@ -390,6 +401,7 @@ def fallback_answer(
     *,
     wrong: Misnamed | None = None,
     leader: tuple[int, str] | None = None,
+    names: Sequence[str] = (),
 ) -> str:
     """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
     those numbers taken out (its names and words may still answer the question), then what was
@@ -404,7 +416,7 @@ def fallback_answer(
         (found if rec.status is TaskStatus.DONE else failed).append(line)
     # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
     # answer states no number that no result gives, not even to disown it.
-    if wrong is not None and not missing:
+    if wrong is not None and not missing and not names:
         # The answer's words are the problem: only the results speak.
         parts = [
             f"{_RANKED_INSTEAD}{wrong.expected} where the question asks (task "
@@ -412,10 +424,12 @@ def fallback_answer(
         ]
         answer = None
     else:
-        parts = [
-            f"{_UNSUPPORTED}: it stated {len(missing)} "
-            f"number{'s' if len(missing) > 1 else ''} that no result gives."
+        counted = [
+            f"{n} {word}{'s' if n > 1 else ''}"
+            for n, word in ((len(missing), "number"), (len(names), "name"))
+            if n
         ]
+        parts = [f"{_UNSUPPORTED}: it stated {' and '.join(counted)} that no result gives."]
         if leader is not None:
             # What a tool decided answers a "which" question even when the prose did not hold.
             parts.insert(0, f"{_LEAD}{leader[0]}, the answer is {leader[1]}.")
@@ -426,6 +440,8 @@ def fallback_answer(
         # in "1,371,498").
         gone = set(missing)
         kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), answer[:1000])
+        for name in names:
+            kept = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "[?]", kept)
         parts.append(f"{KEPT}{kept.strip()}")
     if found:
         parts.append(FOUND + "; ".join(found) + ".")
@@ -461,10 +477,11 @@ class Findings:
     numbers: list[str]
     wrong: Misnamed | None
     leader: tuple[int, str] | None = None  # a ranking's answer to the question, if any
+    names: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.numbers and self.wrong is None
+        return not self.numbers and not self.names and self.wrong is None
 
     def withdrawn(self, *, retry: bool) -> AnswerUngrounded:
         return AnswerUngrounded(
@@ -472,24 +489,34 @@ class Findings:
             numbers=self.numbers,
             retry=retry,
             misnamed=self.wrong.text() if self.wrong else None,
+            names=self.names,
         )
 
     def note(self, *, react: bool = False) -> str:
-        return grounding_note(self.answer, self.numbers, react=react, wrong=self.wrong)
+        return grounding_note(
+            self.answer, self.numbers, react=react, wrong=self.wrong, names=self.names
+        )
 
     def fallback(self, records: Iterable[TaskRecord]) -> str:
         return fallback_answer(
-            records, self.numbers, self.answer, wrong=self.wrong, leader=self.leader
+            records,
+            self.numbers,
+            self.answer,
+            wrong=self.wrong,
+            leader=self.leader,
+            names=self.names,
         )
 
 
 def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings:
-    """Both checks of `answer`: numbers (`ungrounded`) and a ranking's name (`misnamed`)."""
+    """The checks of `answer`: numbers (`ungrounded`), names (`unnamed`) and a ranking's
+    name (`misnamed`)."""
     records = list(records)
     missing = ungrounded(answer, question, records)
+    names = unnamed(stated(answer), question, records)
     wrong = misnamed(answer, question, records)
-    leader = ranked(question, records) if missing or wrong else None
-    return Findings(answer, missing, wrong, leader)
+    leader = ranked(question, records) if missing or names or wrong else None
+    return Findings(answer, missing, wrong, leader, names)
 
 
 # Names: capitalized words (a run of them is one name: "New Delhi") and codes ("EUR").  Words
@@ -519,8 +546,7 @@ def _fold(text: str) -> str:
 def unnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> list[str]:
     """The names `answer` states (capitalized words and codes) that neither the question nor
     any finished task's result gives, each once, in order: a currency or a country the model
-    brought from its own memory.  An offline check (the evals report it); the runtime's
-    grounding check reads numbers."""
+    brought from its own memory (`check` withdraws such an answer, as it does numbers)."""
     sources = [_fold(question)]
     for rec in records:
         if rec.status is TaskStatus.DONE:
