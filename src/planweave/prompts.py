@@ -107,6 +107,7 @@ Rules:
 - $<id>[*] calls the tool once per item of task <id>'s list, all at once (the result is a list).
 - Ids count up from {first_id}; a task may only use results of earlier tasks.
 - Tasks that do not need each other's results run at the same time.
+- Only the calls the question needs, each made once: no tool the question does not ask for.
 {compute}- End with `<id>. join()` and {end}; the answer is written after the plan has run."""
 
 # With plan answers on: the plan may end with its answer, and then no joiner call is made.
