@@ -20,6 +20,8 @@ question gives (of a fallback answer, only the withdrawn answer's kept words are
 `--suite shapes` runs the other suite (benchmarks/shapes/): 49 other templates in eight
 categories, split *by template* into a tune half and a held-out half (`--part`), with scorers
 for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
+`--suite shapes --part fresh` runs its third part, templates written after the prompts were
+frozen (benchmarks/shapes/fresh.py); `--part all` is still the two halves without it.
 """
 
 from __future__ import annotations
@@ -291,7 +293,7 @@ def run_config(
             {
                 "question": q.text,
                 "template": q.template,
-                **({} if isinstance(q, Question) else {"class": q.category}),
+                **({} if isinstance(q, Question) else {"class": q.category, "part": q.part}),
                 "heldout": q.heldout,
                 "gold": q.gold if isinstance(q, Question) else asdict(q.gold),  # type: ignore[call-overload]
                 "answer": answer,
@@ -314,8 +316,14 @@ def run_config(
     return {"model": model, "mode": mode, "grounding": runtime.grounding, "rows": rows}
 
 
+def part_of(row: dict[str, Any]) -> str:
+    """The part a row's question is of: a shapes row says so (runs before the fresh batch did
+    not), else it is the held-out part or the tune part."""
+    return str(row.get("part") or ("heldout" if row["heldout"] else "tune"))
+
+
 def summary(result: dict[str, Any], part: str) -> dict[str, Any] | None:
-    rows = [r for r in result["rows"] if part == "all" or r["heldout"] == (part == "heldout")]
+    rows = [r for r in result["rows"] if part == "all" or part_of(r) == part]
     return measures(rows) if rows else None
 
 
@@ -353,7 +361,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "all"):
+        for part in ("tune", "heldout", "fresh", "all"):
             s = summary(r, part)
             if s is None:
                 continue
@@ -429,7 +437,13 @@ def main() -> None:
     )
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b"])
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
-    parser.add_argument("--part", choices=["tune", "heldout", "all"], default="tune")
+    parser.add_argument(
+        "--part",
+        choices=["tune", "heldout", "fresh", "all"],
+        default="tune",
+        help="all: tune and heldout; fresh (shapes suite only): the batch written after the "
+        "prompts were frozen",
+    )
     parser.add_argument("--per-template", type=int, default=10)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--grounding", choices=["default", "on", "off"], default="default")
@@ -451,6 +465,8 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
+    if args.part == "fresh" and args.suite != "shapes" and not args.rescore:
+        parser.error("--part fresh needs --suite shapes")
     if args.rescore:
         rescore(args.rescore, args.out)
         return
@@ -462,12 +478,18 @@ def main() -> None:
         parser.error("--classes needs --suite shapes")
     if unknown := set(args.classes or ()) - {getattr(q, "category", None) for q in qs}:
         parser.error(f"no such classes: {sorted(unknown)}")
-    chosen = [q for q in qs if args.part == "all" or q.heldout == (args.part == "heldout")]
+    # The shapes suite's questions are already those of the part; the names suite's are split.
+    chosen = [
+        q
+        for q in qs
+        if args.suite == "shapes" or args.part == "all" or q.heldout == (args.part == "heldout")
+    ]
     chosen = [q for q in chosen if not args.templates or q.template in args.templates]
     chosen = [q for q in chosen if not args.classes or getattr(q, "category", None) in args.classes]
     if args.list:
         for q in chosen:
-            print(f"{q.template:18} {'H' if q.heldout else 'T'} {q.text} -> {q.gold}")
+            part = getattr(q, "part", "") or ("heldout" if q.heldout else "tune")
+            print(f"{q.template:18} {part[0].upper()} {q.text} -> {q.gold}")
         print(f"{len(chosen)} of {len(qs)} questions")
         return
     grounding = {"default": None, "on": True, "off": False}[args.grounding]

@@ -7,7 +7,13 @@ each category with templates in both halves: `tune.py` to tune against, `heldout
 only at the final run.  Golds are computed from the built-in tools' own data, in Python, never
 by planweave; scoring is in `scoring.py`.
 
+A third part, `fresh.py` (`--part fresh`), holds templates written after the prompts were frozen
+(2026-12-02) by someone who had read neither the held-out half nor the prompts: a second,
+independent measure of generalisation.  `all` still means the two halves, tune and heldout, so
+that runs of `all` stay comparable with those made before the fresh batch.
+
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
 """
 
 from __future__ import annotations
@@ -16,14 +22,17 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import heldout, tune
+from . import fresh, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
-__all__ = ["CATEGORIES", "PARTS", "ShapeQuestion", "questions", "templates"]
+__all__ = ["CATEGORIES", "FRESH", "PARTS", "ShapeQuestion", "questions", "templates"]
 
-Part = Literal["tune", "heldout", "all"]
+Part = Literal["tune", "heldout", "fresh", "all"]
+# The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
+# The batch written after the prompts were frozen: only `fresh` draws it.
+FRESH: list[Template] = fresh.TEMPLATES
 
 
 @dataclass
@@ -32,22 +41,28 @@ class ShapeQuestion:
     category: Category
     text: str
     gold: Gold
-    heldout: bool
+    heldout: bool  # no prompt was tuned on it: the held-out half or the fresh batch
+    part: str = ""  # "tune", "heldout" or "fresh"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
 
 
+def parts(part: Part) -> list[tuple[str, list[Template]]]:
+    """The parts `part` names, with their templates: `all` is tune and heldout, not fresh."""
+    if part == "fresh":
+        return [("fresh", FRESH)]
+    return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
+
+
 def templates(part: Part) -> list[Template]:
-    return [t for name, ts in PARTS.items() if part in ("all", name) for t in ts]
+    return [t for _, ts in parts(part) for t in ts]
 
 
 def questions(part: Part, per_template: int, seed: int, facts: Facts) -> list[ShapeQuestion]:
     """`per_template` distinct questions of every template of `part`, the same for a seed."""
     out = []
-    for name, ts in PARTS.items():
-        if part not in ("all", name):
-            continue
+    for name, ts in parts(part):
         for t in ts:
             rng = random.Random(f"{seed}:{t.name}")
             seen: set[str] = set()
@@ -62,5 +77,5 @@ def questions(part: Part, per_template: int, seed: int, facts: Facts) -> list[Sh
                 if isinstance(gold, Count) and gold.value in counts(text):
                     continue
                 seen.add(text)
-                out.append(ShapeQuestion(t.name, t.category, text, gold, name == "heldout"))
+                out.append(ShapeQuestion(t.name, t.category, text, gold, name != "tune", name))
     return out
