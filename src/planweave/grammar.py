@@ -192,7 +192,9 @@ def _plan_rules(tools: ToolRegistry, answers: bool = False) -> list[str]:
     # With answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
     join = '". join(" ( string | ref )? ")"' if answers else '". join()"'
     head = [
-        "plan ::= ( thought | task )* join",
+        # One thought, first: a thought after a task led the 1.5B model to write that task
+        # again (BFCL: "2. <the same call>" after "Thought: <why task 1>").
+        "plan ::= thought? task* join",
         'thought ::= "Thought: " text "\\n"',
         'task ::= id ". " call "\\n"',
         f'join ::= id {join} "\\n"? "<END_OF_PLAN>"',
@@ -202,7 +204,7 @@ def _plan_rules(tools: ToolRegistry, answers: bool = False) -> list[str]:
 
 
 def plan_grammar(tools: ToolRegistry, *, answers: bool = False) -> str:
-    """Thought lines, numbered calls of registered tools with typed arguments, then
+    """An opening thought line, numbered calls of registered tools with typed arguments, then
     `N. join()` and `<END_OF_PLAN>`; with `answers`, the join may carry the plan's answer
     (a string with `${<id>}` where results go, or `$<id>`)."""
     return "\n".join(["root ::= plan", *_plan_rules(tools, answers)]) + _COMMON
