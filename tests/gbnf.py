@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from planweave.llm.llamacpp.guide import Guide
+
 __all__ = ["Grammar"]
 
 
@@ -165,7 +167,16 @@ class Grammar:
             self.rules[name.strip()] = _Reader(body.strip()).alternatives()
 
     def accepts(self, text: str, rule: str = "root") -> bool:
-        """Whether `rule` derives exactly `text`."""
+        """Whether `rule` derives exactly `text`; the embedded engine's grammar guide
+        (`planweave.llm.llamacpp.guide`), a reader written apart, must say the same."""
+        own = self._derives(text, rule)
+        guide = Guide.compile(self.text, rule)
+        state = guide.step(guide.start(), text.encode()) if text else guide.start()
+        guided = state is not None and guide.can_end(state)
+        assert guided == own, f"the guide says {guided}, this reader {own}, for {text!r}"
+        return own
+
+    def _derives(self, text: str, rule: str) -> bool:
 
         @cache
         def ends_of_rule(name: str, start: int) -> frozenset[int]:
