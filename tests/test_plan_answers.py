@@ -246,3 +246,15 @@ def test_a_record_quoted_whole_is_no_plan_answer() -> None:
     assert Runtime(BUILTIN, ScriptedLLM(named), plan_answers=True).run("A or B?").answer == (
         "The larger: B."
     )
+
+
+@pytest.mark.parametrize("join", ['join("${<id>}")', 'join("<the answer, ${1} here>")'])
+def test_the_rule_s_placeholder_copied_is_no_plan_answer(join: str) -> None:
+    # The 1.5B model once ended a plan with `join("${<id>}")`, the rule's own words.
+    from planweave.builtin import BUILTIN
+
+    plan = f'1. country_info("Australia", field="capital")\n2. {join}\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(Canberra.)"])
+    result = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run("Australia's capital?")
+    assert result.answer == "Canberra."
+    assert script.purposes == ["planner", "joiner"]

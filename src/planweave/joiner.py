@@ -24,7 +24,8 @@ __all__ = ["Joiner", "fill_answer", "parse_decision", "plan_answer"]
 def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> str | None:
     """The answer a plan ended with (`join("... ${3} ...")`), filled in from its results; None
     when the joiner must answer: the join carries none, a task of this round did not finish,
-    or the answer cannot be filled in (a projection that does not resolve)."""
+    or the answer cannot be filled in (a projection that does not resolve, a placeholder such
+    as `${<id>}` written as it stands)."""
     if join.answer is None:
         return None
     if any(r.status is not TaskStatus.DONE for r in records if r.plan_round == plan_round):
@@ -33,6 +34,9 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     if any(dep not in done for dep in join.deps):
         return None
     answer = join.answer
+    words = answer.parts if isinstance(answer, Template) else (answer,)
+    if any(isinstance(w, str) and ("${" in w or "<the answer" in w) for w in words):
+        return None  # the rule's placeholder copied (`join("${<id>}")`), not an answer
     if isinstance(answer, Template) and len(answer.parts) == 1:
         answer = answer.parts[0]  # `join("${3}")`: the result whole, as `join($3)`
     try:
