@@ -205,6 +205,10 @@ def test_yes_and_no_come_from_the_first_yes_or_no_or_a_plain_statement() -> None
     assert not borders.score("No, France does not border Spain.")
     assert not borders.score("France does not border Spain.")
     assert not borders.score("Spain and France do not share a border.")
+    # A denial that opens the clause naming them (the held-out run scored this "yes").
+    common = YesNo(False, (Name("Egypt"), Name("India")), ("share", "common", "both"))
+    assert common.score("There is no official language that Egypt and India have in common.")
+    assert not common.score("Yes, Egypt and India have a language in common.")
     assert not borders.score("I could not find out.")
     assert not borders.score("")
     # Which way a comparison goes matters; a sentence with the other word decides nothing.

@@ -20,6 +20,7 @@ hides the shorter ones inside it ("South Sudan" does not name Sudan).
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -204,7 +205,9 @@ class YesNo:
         """What the first sentence that states the claim says about it, or None."""
         verbs = [re.compile(rf"(?<![a-z0-9]){re.escape(fold(v))}") for v in self.verbs]
         for sentence in re.split(r"[.!?;\n](?!\d)", answer):
-            text = fold(sentence)
+            clauses = [c for c in (fold(c) for c in re.split(r"[:,]", sentence)) if c]
+            text = " ".join(clauses)
+            starts = list(itertools.accumulate((len(c) + 1 for c in clauses[:-1]), initial=0))
             found_a, found_b = mentions(text, self.subjects)
             if not found_a or not found_b:
                 continue
@@ -212,7 +215,10 @@ class YesNo:
             spots = [m.start() for v in verbs for m in v.finditer(text, a if self.ordered else 0)]
             if not spots or (self.ordered and not a < min(spots) < b):
                 continue
-            return not negated(text[min(a, b) : max(a, b, min(spots)) + 1])
+            # From the start of the clause that names them: "There is no language that A and
+            # B have in common" denies; "There is no doubt: A borders B" does not.
+            start = max(at for at in starts if at <= min(a, b))
+            return not negated(text[start : max(a, b, min(spots)) + 1])
         return None
 
 
