@@ -162,6 +162,12 @@ def test_the_parser_takes_one_answer_in_join_only_when_asked() -> None:
             PlanParser(tools, join_answers=True).feed(f'1. population("France")\n2. {bad}\n')
     with pytest.raises(ArgumentError, match="no arguments"):
         PlanParser(tools).feed('1. population("France")\n2. join("${1}")\n')
+    # An answer quoting a result the plan lacks (the join's own id) leaves a bare join: the
+    # joiner answers, and no repair is asked for.
+    (_, join) = PlanParser(tools, join_answers=True).feed(
+        '1. population("France")\n2. join("${1} live in France: ${2} people.")\n'
+    )
+    assert (join.is_join, join.answer, join.deps) == (True, None, ())
 
 
 def test_the_grammar_allows_an_answer_in_join_only_when_asked() -> None:

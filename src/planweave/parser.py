@@ -560,6 +560,15 @@ class PlanParser:
                 line=raw,
                 lineno=lineno,
             )
+        if (
+            task.is_join
+            and self.join_answers
+            and any(dep >= task.id or dep not in self._known for dep in task.deps)
+        ):
+            # An answer quoting a result the plan does not have (the join's own id, the 1.5B
+            # model's `join("${1} is ...: ${2} people.")` in a two-line plan): a bare join, and
+            # the joiner answers, rather than repairing a line the model writes again.
+            task.args, task.kwargs, task.deps = (), {}, ()
         for dep in task.deps:
             if dep >= task.id:
                 raise InvalidReferenceError(
