@@ -172,7 +172,7 @@ class Engine:
         ):
             if sampling.grammar not in self._checked:
                 # llama.cpp's reading decides what is a grammar: the same errors either way.
-                self.binding.sampler(sampling).close()
+                self.check_grammar(sampling.grammar)
                 self._checked.add(sampling.grammar)
             try:
                 guide = Guide.compile(sampling.grammar)
@@ -288,13 +288,14 @@ class _Guided(Sampler):
         logits = self._engine.binding.logits(index)
         # Ties keep the lower token id first, as llama.cpp's greedy sampler does.
         first = heapq.nlargest(self._FIRST_LOOK, range(len(logits)), key=logits.__getitem__)
-        tried = set(first)
-        rest = (
-            t
-            for t in sorted(range(len(logits)), key=logits.__getitem__, reverse=True)
-            if t not in tried
-        )
-        for token in itertools.chain(first, rest):
+
+        def rest() -> Iterator[int]:
+            # The whole vocabulary is sorted only if none of the first look is allowed.
+            tried = set(first)
+            ranked = sorted(range(len(logits)), key=logits.__getitem__, reverse=True)
+            yield from (t for t in ranked if t not in tried)
+
+        for token in itertools.chain(first, rest()):
             if token == refused:
                 continue
             after = self._after(token)
