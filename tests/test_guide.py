@@ -113,6 +113,7 @@ def test_the_end_is_allowed_only_where_the_grammar_is_complete() -> None:
         'root ::= "a"{3,1}',
         'root ::= "\\q"',
         'other ::= "a"',
+        'root ::= "a"{99999999999}',
     ],
 )
 def test_what_it_cannot_read_is_said(grammar: str) -> None:

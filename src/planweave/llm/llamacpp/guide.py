@@ -28,6 +28,7 @@ __all__ = ["Guide", "GuideState", "UnsupportedGrammar"]
 
 _MAX_DEPTH = 400  # rule expansions without reading a character (llama.cpp refuses left recursion)
 _MAX_CACHE = 200_000
+_MAX_REPEAT = 10_000  # each repetition becomes a rule: a bound, like a count, that holds memory
 
 
 class UnsupportedGrammar(ValueError):
@@ -345,6 +346,8 @@ class _Parser:
         self.i += 1
         if high is not None and high < low:
             raise self.fail("a repetition's maximum is below its minimum")
+        if max(low, high or 0) > _MAX_REPEAT:
+            raise self.fail(f"a repetition of more than {_MAX_REPEAT:,}")
         return low, high
 
     def integer(self) -> int:
