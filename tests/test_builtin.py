@@ -231,6 +231,29 @@ def test_city_country_filter(geo: Any) -> None:
     assert city_info("Springfield", "population", country="Illinois") == illinois["population"]
 
 
+def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> None:
+    # The error names the tool that answers, the mistake a small model makes in chains.
+    with pytest.raises(
+        ToolFailed,
+        match=r"^'Ghent' is a city \(Gent, Belgium\), not a country: "
+        r'city_info\("Ghent"\) gives its country',
+    ):
+        country_info("Ghent", "capital")
+    with pytest.raises(
+        ToolFailed,
+        match=r"^'Portugal' is a country \(Portugal\), not a city: "
+        r'country_info\("Portugal"\) gives its facts',
+    ):
+        city_info("Portugal")
+    with pytest.raises(
+        ToolFailed, match=r"^'Kingdom of Saudi Arabia' is a country \(Saudi Arabia\)"
+    ):
+        city_info("Kingdom of Saudi Arabia")
+    assert country_info("Singapore", "capital")  # a city-state is a country first
+    with pytest.raises(ToolFailed, match=r"^no country named 'Qwxz'$"):
+        country_info("Qwxz")
+
+
 def test_city_not_found(geo: Any) -> None:
     with pytest.raises(ToolFailed, match=r"no city named 'Lodnon'.*did you mean London"):
         city_info("Lodnon")

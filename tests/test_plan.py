@@ -511,6 +511,31 @@ def test_reference_to_the_join_task_is_invalid() -> None:
     assert [t.id for t in parser.feed("3. store($1)\n")] == [3]
 
 
+def test_a_new_round_that_restarts_its_ids_follows_on() -> None:
+    # A small model writes a replan from `1.` whatever its prompt says: its ids move up to
+    # follow on, references to its own tasks with them; other references keep their meaning.
+    parser = PlanParser(TOOLS, join_answers=True)
+    parser.feed("1. store(1)\n2. store(2)\n3. join()\n")
+    parser.start_plan(renumber=True)
+    tasks = parser.feed('1. store($2)\n2. store($1)\n3. join("${2} and ${1}")\n')
+    assert [t.id for t in tasks] == [4, 5, 6]
+    assert tasks[0].deps == (2,)  # the earlier round's task 2: not one of its own yet
+    assert tasks[1].deps == (4,)  # its own first task
+    assert tasks[1].line == "5. store($4)"
+    assert tasks[2].line == '6. join("${5} and ${4}")'
+    assert parser.joined
+
+
+def test_a_round_without_renumbering_still_refuses_a_repeated_id() -> None:
+    parser = PlanParser(TOOLS)
+    parser.feed("1. store(1)\n2. join()\n")
+    parser.start_plan()  # a repair while the round's tasks run: a repeated id may be a repeat
+    with pytest.raises(DuplicateTaskError, match="used twice"):
+        parser.feed("1. store(1)\n")
+    parser.start_plan(renumber=True)
+    assert [t.id for t in parser.feed("3. store($1)\n")] == [3]  # already following on
+
+
 def test_missing_join_at_close() -> None:
     parser = PlanParser(TOOLS)
     tasks = parser.feed("1. store(1)\n2. store($1)\nsome prose\n")

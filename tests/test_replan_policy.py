@@ -29,6 +29,17 @@ def test_a_refused_call_is_planned_again_with_its_error_and_no_joiner_call() -> 
     assert result.answer == "Belgium has 11,800,000 people."
 
 
+def test_a_replan_that_restarts_its_ids_at_one_runs() -> None:
+    # The embedded model writes its replan from `1.` whatever the prompt says: the ids follow on.
+    first = '1. population("Belgia")\n2. join()\n<END_OF_PLAN>'
+    restarted = '1. population("Belgium")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[first, restarted], joiner=[FINISH])
+    result = Runtime(TOOLS, ScriptedLLM(script)).run("How many people live in Belgium?")
+    assert script.purposes == ["planner", "planner", "joiner"]
+    assert result.results == {3: POPULATION["Belgium"]}
+    assert result.answer == "Belgium has 11,800,000 people."
+
+
 def test_the_last_round_answers_even_with_a_failed_task() -> None:
     plan = '1. population("Atlantis")\n2. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(

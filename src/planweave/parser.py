@@ -51,6 +51,8 @@ MAX_NESTING = 32  # lists and dicts inside one argument
 # Lines are stripped before matching; `(.*)` (not `(.*?)\s*$`) keeps matching linear.
 _TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
 _THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE)
+# The id in any reference, `$N` or `${N...}`, in code or in a string (for renumbering).
+_ANY_REF_ID_RE = re.compile(r"(\$(?:\{\s*)?)(\d{1,9})")
 _REF_PREFIX = "__pw_ref_"
 # Inside strings: ${N}, ${N.key[0]} (strict) and bare $N (only when N is an earlier task).
 # `$N[*]` (bare) and `${N[*]...}` fan out over task N's list.
@@ -371,6 +373,9 @@ class PlanParser:
         self._json: list[str] | None = None
         self._json_len = 0
         self._response_tasks = 0
+        self._renumber = False  # whether this response may restart its ids (start_plan)
+        self._shift = 0  # what this response's ids are moved up by when it restarted them
+        self._own: set[int] = set()  # the ids as written of this response's accepted tasks
         self.joined = False
         self.ended = False
         # Calls that failed for good in earlier rounds, by (tool, arguments): a replan or repair
@@ -406,13 +411,20 @@ class PlanParser:
                 why = rec.error.message if rec.error is not None else rec.status.value
                 self._no_result.setdefault(task.id, why)
 
-    def start_plan(self) -> None:
-        """Begin a new plan (a replan or a repair continuation): reset the per-response state."""
+    def start_plan(self, *, renumber: bool = False) -> None:
+        """Begin a new plan (a replan or a repair continuation): reset the per-response state.
+
+        With `renumber`, a response whose first task restarts the ids (`1.` where the tasks
+        so far end at 4, as a small model writes a replan whatever its prompt says) has its ids
+        moved up to follow on, with each reference to one of its own earlier tasks; a
+        reference to any other id still means an earlier round's task.  Only where nothing of
+        the current round is running: there a repeated id may be a repeated call."""
         self._line_parts, self._line_len, self._line_tail = [], 0, ""
         self._lineno = 0
         self._thought = []
         self._json, self._json_len = None, 0
         self._response_tasks = 0
+        self._renumber, self._shift, self._own = renumber, 0, set()
         self.joined = False
         self.ended = False
 
@@ -533,6 +545,14 @@ class PlanParser:
             task_id = _task_id(digits)
         except ValueError as exc:
             raise PlanSyntaxError(str(exc), line=raw, lineno=lineno) from None
+        if self._response_tasks == 0 and self._renumber and 0 < task_id <= self.last_id:
+            self._shift = self.last_id + 1 - task_id
+        if self._shift:
+            written = task_id
+            task_id += self._shift
+            body = self._renumbered(body)
+            raw = f"{task_id}. {body}"
+            self._own.add(written)
         if task_id in self.tasks:
             raise DuplicateTaskError(f"task id {task_id} is used twice", line=raw, lineno=lineno)
         if task_id <= self.last_id:
@@ -550,6 +570,15 @@ class PlanParser:
         task = Task(task_id, name, args, kwargs, deps, thought, raw.strip(), lineno)
         self.validate(task)
         return task
+
+    def _renumbered(self, body: str) -> str:
+        """`body` with each reference to this response's own earlier tasks moved up."""
+
+        def move(m: re.Match[str]) -> str:
+            ref = int(m.group(2))
+            return m.group(1) + str(ref + self._shift if ref in self._own else ref)
+
+        return _ANY_REF_ID_RE.sub(move, body)
 
     def validate(self, task: Task) -> None:
         """Check one task against the registry and the tasks accepted so far."""

