@@ -21,7 +21,8 @@ question gives (of a fallback answer, only the withdrawn answer's kept words are
 categories, split *by template* into a tune half and a held-out half (`--part`), with scorers
 for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
 `--suite shapes --part fresh` runs its third part, templates written after the prompts were
-frozen (benchmarks/shapes/fresh.py); `--part all` is still the two halves without it.
+frozen (benchmarks/shapes/fresh.py), and `--part fresh2` a second such batch by another hand
+(benchmarks/shapes/fresh2.py); `--part all` is still the two halves without either.
 """
 
 from __future__ import annotations
@@ -361,7 +362,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "fresh", "all"):
+        for part in ("tune", "heldout", "fresh", "fresh2", "all"):
             s = summary(r, part)
             if s is None:
                 continue
@@ -439,10 +440,10 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument(
         "--part",
-        choices=["tune", "heldout", "fresh", "all"],
+        choices=["tune", "heldout", "fresh", "fresh2", "all"],
         default="tune",
-        help="all: tune and heldout; fresh (shapes suite only): the batch written after the "
-        "prompts were frozen",
+        help="all: tune and heldout; fresh, fresh2 (shapes suite only): the batches written "
+        "after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
     parser.add_argument("--seed", type=int, default=12)
@@ -465,8 +466,8 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    if args.part == "fresh" and args.suite != "shapes" and not args.rescore:
-        parser.error("--part fresh needs --suite shapes")
+    if args.part in ("fresh", "fresh2") and args.suite != "shapes" and not args.rescore:
+        parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:
         rescore(args.rescore, args.out)
         return

@@ -10,10 +10,13 @@ by planweave; scoring is in `scoring.py`.
 A third part, `fresh.py` (`--part fresh`), holds templates written after the prompts were frozen
 (2026-12-02) by someone who had read neither the held-out half nor the prompts: a second,
 independent measure of generalisation.  `all` still means the two halves, tune and heldout, so
-that runs of `all` stay comparable with those made before the fresh batch.
+that runs of `all` stay comparable with those made before the fresh batch.  A fourth,
+`fresh2.py` (`--part fresh2`), is a second such batch, written the same day by another hand that
+had read neither the prompts nor the worked examples, on shapes none of the other parts has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh2 --per-template 2
 """
 
 from __future__ import annotations
@@ -22,17 +25,18 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, heldout, tune
+from . import fresh, fresh2, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
-__all__ = ["CATEGORIES", "FRESH", "PARTS", "ShapeQuestion", "questions", "templates"]
+__all__ = ["CATEGORIES", "FRESH", "FRESH2", "PARTS", "ShapeQuestion", "questions", "templates"]
 
-Part = Literal["tune", "heldout", "fresh", "all"]
+Part = Literal["tune", "heldout", "fresh", "fresh2", "all"]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
-# The batch written after the prompts were frozen: only `fresh` draws it.
+# The batches written after the prompts were frozen: only `fresh` and `fresh2` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
+FRESH2: list[Template] = fresh2.TEMPLATES
 
 
 @dataclass
@@ -41,17 +45,19 @@ class ShapeQuestion:
     category: Category
     text: str
     gold: Gold
-    heldout: bool  # no prompt was tuned on it: the held-out half or the fresh batch
-    part: str = ""  # "tune", "heldout" or "fresh"
+    heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
+    part: str = ""  # "tune", "heldout", "fresh" or "fresh2"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
 
 
 def parts(part: Part) -> list[tuple[str, list[Template]]]:
-    """The parts `part` names, with their templates: `all` is tune and heldout, not fresh."""
+    """The parts `part` names, with their templates: `all` is tune and heldout, no fresh batch."""
     if part == "fresh":
         return [("fresh", FRESH)]
+    if part == "fresh2":
+        return [("fresh2", FRESH2)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
