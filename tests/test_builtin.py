@@ -688,6 +688,16 @@ def test_rank_names_the_largest_and_the_smallest() -> None:
     assert tie["largest"] == ["a", "b"]  # a tie names both, not the first by chance
 
 
+def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
+    # "Which of these are more populous than Gdansk", "how many are denser than Austria".
+    names, values = ["Shanghai", "Turku", "Alexandria"], [24874500, 206655, 5263542]
+    above = rank.invoke({"names": names, "values": values, "above": 487371})
+    assert (above["above"], above["count_above"]) == (["Shanghai", "Alexandria"], 2)
+    below = rank.invoke({"names": names, "values": values, "below": 206655, "order": "smallest"})
+    assert (below["below"], below["count_below"]) == ([], 0)  # strictly below
+    assert "above" not in below
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -698,6 +708,7 @@ def test_rank_names_the_largest_and_the_smallest() -> None:
         ({"names": ["a", "b"], "values": [["x"], ["y"]]}, r"is a list; to see which items two"),
         ({"names": ["a", "b"], "values": [1, "2024"]}, "not a mix"),
         ({"names": ["a"], "values": [{"population": 3}]}, "pass one number per name"),
+        ({"names": ["a"], "values": ["2024-01-01"], "below": 3}, r"below= compares numbers"),
     ],
 )
 def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: str) -> None:

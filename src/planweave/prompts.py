@@ -252,7 +252,8 @@ is missing, reply instead:
 
 The answer is one or two complete sentences that answer every part of the question, using
 the numbers in the results (rounded sensibly) with their units.  For a comparison, name the
-winner and give the difference or ratio."""
+winner and give the difference or ratio.  A yes/no question is answered Yes or No first; a
+"how many" question with the count."""
 
 _JOINER_FORMAT = (
     """\

@@ -70,6 +70,12 @@ Thought: People per square kilometre is the population divided by the area, for 
 8. calculator("abs(${5} - ${6})")
 9. join("${7.largest} has more people per square kilometre, by ${8} people per km².")
 <END_OF_PLAN>""",
+    # A chain: a city's country comes from city_info, and that result is the next argument.
+    """Question: What is the capital of the country Lyon is in?
+1. city_info("Lyon", field="country")
+2. country_info($1, field="capital")
+3. join("${2} is the capital of ${1}, the country Lyon is in.")
+<END_OF_PLAN>""",
     # A count is the length of a list result (the 1.5B model ranked the list instead).
     """Question: How many official languages does Switzerland have?
 1. country_info("Switzerland", field="languages")

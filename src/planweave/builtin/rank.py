@@ -35,16 +35,23 @@ def _value(value: Any, name: str) -> float | str:
 
 @tool(pure=True)
 def rank(
-    names: list[str], values: list[Any], order: Literal["largest", "smallest"] = "largest"
+    names: list[str],
+    values: list[Any],
+    order: Literal["largest", "smallest"] = "largest",
+    above: float | None = None,
+    below: float | None = None,
 ) -> dict[str, Any]:
-    """Which of several named values is largest or smallest, so no one compares numbers in
-    prose: rank(["Lyon", "Bergen"], [$1, $2]) gives {"largest": "Bergen", ...}.
+    """Which of several named values is largest or smallest: rank(["Lyon", "Bergen"], [$1,
+    $2]) gives {"largest": "Bergen", ...}; above=$3 (or below=) adds the names above it and
+    their count.
 
     Args:
         names: the names of the things compared, such as countries or cities
         values: their values, in the same order as the names (results such as $1, $2):
             numbers, or texts such as dates, ranked alphabetically
         order: "largest" to put the largest first, "smallest" for the smallest first
+        above: a number: list the names whose value is greater, and count them
+        below: a number: list the names whose value is smaller, and count them
     """
     if len(names) != len(values):
         raise ToolFailed(
@@ -66,4 +73,15 @@ def rank(
         "order": [n for n, _ in ordered],
         "values": {n: v for n, v in ordered},
     }
+    for key, bound, holds in (
+        ("above", above, lambda v, b: v > b),
+        ("below", below, lambda v, b: v < b),
+    ):
+        if bound is None:
+            continue
+        limit = _value(bound, key)
+        if isinstance(first_value, str):
+            raise ToolFailed(f"{key}= compares numbers; these values are texts")
+        result[key] = [n for n, v in ordered if holds(v, limit)]
+        result[f"count_{key}"] = len(result[key])
     return result
