@@ -264,3 +264,43 @@ def test_the_rule_s_placeholder_copied_is_no_plan_answer(join: str) -> None:
     result = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run("Australia's capital?")
     assert result.answer == "Canberra."
     assert script.purposes == ["planner", "joiner"]
+
+
+def test_a_yes_no_question_s_fill_in_must_say_yes_or_no() -> None:
+    # The 1.5B model ended "are they in the same country?" with a ranking's winner: the joiner
+    # answers instead; a fill-in that says yes or no stands.
+    from planweave.builtin import BUILTIN
+
+    lookups = (
+        '1. city_info("Marseille", field="country")\n2. city_info("Hamburg", field="country")\n'
+    )
+    ranked = lookups + '3. rank(["Marseille", "Hamburg"], [$1, $2])\n4. join("${3.largest}.")\n'
+    script = Script.by_purpose(planner=[ranked], joiner=["Action: Finish(No: France and Germany.)"])
+    question = "Are Marseille and Hamburg in the same country?"
+    assert Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer == (
+        "No: France and Germany."
+    )
+    assert script.purposes == ["planner", "joiner"]
+    said = lookups + '3. join("No: ${1} and ${2}.")\n'
+    script = Script.by_purpose(planner=[said])
+    assert Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer == (
+        "No: France and Germany."
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "fits"),
+    [
+        ("Is Lyon or Nice larger?", "Lyon.", True),  # a choice, not yes/no
+        ("Which is larger, is it Lyon?", "Lyon.", True),
+        ("Does Norway use the euro?", "Norway uses NOK.", False),
+        ("does norway use the euro", "no, the krone", True),
+        ("How many countries border Chile?", "Argentina, Bolivia and Peru.", False),
+        ("How many countries border Chile?", "3: Argentina, Bolivia and Peru.", True),
+        ("What is the capital of Chile?", "Santiago.", True),
+    ],
+)
+def test_fits_question(question: str, answer: str, fits: bool) -> None:
+    from planweave.joiner import fits_question
+
+    assert fits_question(question, answer) is fits

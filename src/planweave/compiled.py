@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, EventBus, ReplanEvent
 from .grounding import check
-from .joiner import Joiner, plan_answer
+from .joiner import Joiner, fits_question, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -171,7 +171,7 @@ class Compiled:
         if not self.plan_answers or notes or join is None or not join.is_join:
             return None
         answer = plan_answer(join, records, plan_round)
-        if answer is None:
+        if answer is None or not fits_question(question, answer):
             return None
         if self.grounding and not check(answer, question, records).ok:
             return None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 
@@ -54,6 +56,26 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     except (ProjectionError, ToolArgumentError):
         return None
     return text if text.strip() else None
+
+
+_YES_NO_START = re.compile(
+    r"^\s*(?:is|are|does|do|did|can|could|has|have|had|was|were|will|would|should)\b", re.I
+)
+_CHOICE = re.compile(r"\bor\b|\bwhich\b|\bwhat\b", re.I)
+_HOW_MANY = re.compile(r"\bhow many\b", re.I)
+_YES_NO_ANSWER = re.compile(r"^\W*(?:yes|no)\b", re.I)
+
+
+def fits_question(question: str, answer: str) -> bool:
+    """Whether `answer` has the form the question asks for: a yes/no question ("Are Lyon and
+    Nice in the same country?", not "Is Lyon or Nice larger?") answered Yes or No first, a
+    "how many" question with a number.  A plan's fill-in that does not is left to the joiner
+    (the 1.5B model ended a yes/no plan with a ranking's winner)."""
+    if _YES_NO_START.match(question) and not _CHOICE.search(question):
+        return bool(_YES_NO_ANSWER.match(answer))
+    if _HOW_MANY.search(question):
+        return any(ch.isdigit() for ch in answer)
+    return True
 
 
 class Joiner:

@@ -280,7 +280,10 @@ def _check(tree: ast.Expression) -> None:
         elif isinstance(node, ast.Name):
             if node.id not in _NAMES and node.id not in _FUNCTIONS and node.id not in bound:
                 known = ", ".join([*_NAMES, *_FUNCTIONS])
-                raise ToolFailed(f"unknown name {node.id!r}; known names: {known}")
+                raise ToolFailed(
+                    f"unknown name {node.id!r}; known names: {known}; a text goes in quotes, "
+                    "as in \"'${1}' == '${2}'\""
+                )
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
                 raise ToolFailed(f"only these functions may be called: {', '.join(_FUNCTIONS)}")
