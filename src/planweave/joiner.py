@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 
