@@ -73,15 +73,12 @@ def rank(
         "order": [n for n, _ in ordered],
         "values": {n: v for n, v in ordered},
     }
-    for key, bound, holds in (
-        ("above", above, lambda v, b: v > b),
-        ("below", below, lambda v, b: v < b),
-    ):
+    for key, bound, sign in (("above", above, 1.0), ("below", below, -1.0)):
         if bound is None:
             continue
         limit = _value(bound, key)
-        if isinstance(first_value, str):
+        if isinstance(first_value, str) or isinstance(limit, str):
             raise ToolFailed(f"{key}= compares numbers; these values are texts")
-        result[key] = [n for n, v in ordered if holds(v, limit)]
+        result[key] = [n for n, v in ordered if sign * (float(v) - limit) > 0]
         result[f"count_{key}"] = len(result[key])
     return result
