@@ -189,7 +189,7 @@ def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
     assert proc.returncode == 0, proc.stderr
     planner, joiner = server.bodies[0], server.bodies[2]
     assert Grammar(planner["grammar"]).accepts('population("France")', "call")
-    assert '"Finish(" answer ")"' in joiner["grammar"]
+    assert '"Finish(" finish-answer ")"' in joiner["grammar"]
 
 
 def test_no_grammar_is_sent_unless_asked(server: ScriptedServer) -> None:

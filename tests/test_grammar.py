@@ -10,7 +10,7 @@ import pytest
 
 from demo_tools import TOOLS
 from planweave import ToolRegistry, UserError, tool
-from planweave.grammar import joiner_grammar, plan_grammar, react_grammar
+from planweave.grammar import joiner_grammar, plan_grammar, react_grammar, yes_no_answers
 from planweave.llm.llamacpp import BINDINGS, Engine, installed
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 
@@ -84,6 +84,49 @@ def test_the_last_round_s_joiner_grammar_only_answers(style: Any) -> None:
     assert last.accepts(finish)
     assert not last.accepts(replan)
     assert not last.accepts(with_plan)
+
+
+@pytest.mark.parametrize("style", ["full", "compact"])
+def test_a_yes_no_question_s_answer_starts_with_yes_or_no(style: Any) -> None:
+    from gbnf import Grammar
+
+    tools = ToolRegistry(TOOLS)
+    for base in (joiner_grammar(style), joiner_grammar(style, tools, finish_only=True)):
+        grammar = Grammar(yes_no_answers(base))
+        assert grammar.accepts("Thought: France and Germany.\nAction: Finish(No: France, Germany.)")
+        assert grammar.accepts("Thought: both France.\nAction: Finish(Yes.)")
+        assert not grammar.accepts("Thought: x\nAction: Finish(Hamburg is in Germany.)")
+    grammar = Grammar(yes_no_answers(joiner_grammar(style, tools)))
+    assert grammar.accepts("Thought: x\nAction: Replan(the countries)")  # a Replan is as before
+    if style == "compact":
+        assert grammar.accepts("No, France and Germany.")  # bare
+        assert not grammar.accepts("France and Germany.")
+
+
+def test_the_joiner_is_held_to_yes_or_no_on_a_yes_no_question_only() -> None:
+    from gbnf import Grammar
+    from planweave import Runtime, Script, ScriptedLLM
+    from planweave.llm.base import LLMRequest
+
+    class Checked(ScriptedLLM):
+        """Refuses a joiner reply its request's grammar does not allow, as llama.cpp would."""
+
+        def stream(self, request: LLMRequest) -> Any:
+            if request.purpose == "joiner":
+                assert request.grammar is not None
+                self.grammars.append(Grammar(request.grammar))
+            return super().stream(request)
+
+    plan = '1. population("France")\n2. join()\n<END_OF_PLAN>'
+    reply = "Thought: t\nAction: Finish(France has 66,000,000 people.)"
+    for question, held in [
+        ("Do more than 60 million live in France?", True),
+        ("Is France or Chile bigger?", False),
+    ]:
+        llm = Checked(Script.by_purpose(planner=[plan], joiner=[reply]))
+        llm.grammars = []
+        Runtime(ToolRegistry(TOOLS), llm).run(question)
+        assert llm.grammars[0].accepts(reply) is not held
 
 
 def test_a_broken_grammar_is_a_clear_error(vocab_model: Any) -> None:

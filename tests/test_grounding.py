@@ -100,6 +100,21 @@ def test_an_ungrounded_answer_is_withdrawn_and_the_joiner_asked_again() -> None:
     assert "".join(e.text for e in after if isinstance(e, AnswerDelta)) == result.answer
 
 
+@pytest.mark.parametrize("placeholder", ["${<id>}", "${17819054 / 2}%", "About ${<the answer>}."])
+def test_a_placeholder_left_in_the_answer_is_withdrawn(placeholder: str) -> None:
+    # The 1.5B joiner answered `${<id>}`, the rule's own words, and it was the run's answer.
+    right = finish(f"France has {POPULATION['France']:,} people.")
+    script = Script.by_purpose(planner=[PLAN], joiner=[finish(placeholder), right])
+    result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run("People in France?")
+    assert result.answer == right.split("Finish(")[1][:-1]
+    (withdrawn,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert withdrawn.names
+    assert withdrawn.names[0].startswith("${")
+    twice = Script.by_purpose(planner=[PLAN], joiner=[finish(placeholder)] * 2)
+    fallback = Runtime(TOOLS, ScriptedLLM(twice), grounding=True).run("People in France?")
+    assert "${" not in fallback.answer
+
+
 def test_twice_ungrounded_answers_with_what_was_found_and_what_was_not() -> None:
     plan = '1. population("France")\n2. population("Atlantis")\n3. join()\n<END_OF_PLAN>'
     invented = finish("Atlantis has 42% of France's population.")

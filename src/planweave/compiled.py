@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, EventBus, ReplanEvent
 from .grounding import check
-from .joiner import Joiner, fits_question, plan_answer
+from .joiner import Joiner, fits_question, is_yes_no, plan_answer
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -222,7 +222,9 @@ class Compiled:
         """The joiner's decision; with `bus` (the run's own question, not a sub-goal), the
         answer streams onto it as `AnswerDelta`s while it is decoded."""
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
-        return await self.joiner.decide(llm, messages, _deltas(bus), last_round=last_round)
+        return await self.joiner.decide(
+            llm, messages, _deltas(bus), last_round=last_round, yes_no=is_yes_no(question)
+        )
 
     async def _join_and_plan(
         self,
@@ -251,7 +253,8 @@ class Compiled:
         planned = False
         async with scheduler.running():
             try:
-                async with aclosing(llm.stream(self.joiner.request(messages, plan=True))) as stream:
+                request = self.joiner.request(messages, plan=True, yes_no=is_yes_no(question))
+                async with aclosing(llm.stream(request)) as stream:
                     start = ""
                     async for chunk in stream:
                         start = reply.feed(chunk)

@@ -254,10 +254,11 @@ def joiner_grammar(
     reply = '( "Action: " action | bare )' if compact else '"Action: " action'
     head = [
         f"root ::= {f'( {thought} )?' if compact else thought} {reply}",
-        'action ::= "Finish(" answer ")"'
+        'action ::= "Finish(" finish-answer ")"'
         + ("" if finish_only else ' | "Replan(" answer ")"')
         + (' ( "\\n" plan )?' if tools is not None and not finish_only else ""),
         "answer ::= [^\\n]{1,600}",
+        _FINISH_ANSWER,
         # Bounded, so a small model caught in a loop must still come to its Action.
         f"{text} ::= [^\\n]{{0,400}}",
         *(_bare_rules() if compact else ()),
@@ -265,6 +266,18 @@ def joiner_grammar(
     if tools is None or finish_only:
         return "\n".join(head) + "\n"
     return "\n".join([*head, *_plan_rules(tools, answers)]) + _COMMON
+
+
+_FINISH_ANSWER = "finish-answer ::= [^\\n]{1,600}"
+_YES_NO_ANSWER = 'finish-answer ::= ( "Yes" | "No" ) [^\\n]{0,597}'
+
+
+def yes_no_answers(grammar: str) -> str:
+    """A joiner grammar whose answer starts with Yes or No, for a yes/no question (the 1.5B
+    model told to answer one Yes or No first still wrote a sentence about something else);
+    a Replan's text and a plan are as before."""
+    text = grammar.replace(_FINISH_ANSWER, _YES_NO_ANSWER, 1)
+    return text.replace("| bare )", "| finish-answer )", 1)
 
 
 def react_grammar(tools: ToolRegistry) -> str:

@@ -393,6 +393,10 @@ _RANKED_INSTEAD = "The results rank "
 _FALLBACK_OPENINGS = (_LEAD, _UNSUPPORTED, _RANKED_INSTEAD)
 
 
+# A placeholder left in an answer: `${<id>}`, `${17819054 / 2}` (never a filled-in result).
+_PLACEHOLDER_RE = re.compile(r"\$\{[^}\n]{0,200}\}?")
+
+
 def fallback_answer(
     records: Iterable[TaskRecord],
     missing: list[str],
@@ -439,7 +443,8 @@ def fallback_answer(
         # Whole numbers as written are taken out, not their text wherever it occurs ("1" is
         # in "1,371,498").
         gone = set(missing)
-        kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), answer[:1000])
+        kept = _PLACEHOLDER_RE.sub("[?]", answer[:1000])
+        kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), kept)
         for name in names:
             kept = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "[?]", kept)
         parts.append(f"{KEPT}{kept.strip()}")
@@ -514,6 +519,9 @@ def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings
     records = list(records)
     missing = ungrounded(answer, question, records)
     names = unnamed(stated(answer), question, records)
+    # A placeholder still in the filled answer (`${<id>}` copied from the rule, an expression
+    # `${17819054 / 2}`) quotes no result: it is words from nowhere like an unknown name.
+    names += [p for p in dict.fromkeys(_PLACEHOLDER_RE.findall(answer)) if p not in names]
     wrong = misnamed(answer, question, records)
     leader = ranked(question, records) if missing or names or wrong else None
     return Findings(answer, missing, wrong, leader, names)

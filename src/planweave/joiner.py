@@ -9,6 +9,7 @@ from contextlib import aclosing
 
 from . import prompts
 from .errors import ProjectionError, ToolArgumentError
+from .grammar import yes_no_answers
 from .llm.base import LLMRequest, Message, PromptStyle
 from .meter import MeteredLLM
 from .plan import END_OF_PLAN, Ref, Task, Template, resolve
@@ -65,12 +66,18 @@ _HOW_MANY = re.compile(r"\bhow many\b", re.I)
 _YES_NO_ANSWER = re.compile(r"^\W*(?:yes|no)\b", re.I)
 
 
+def is_yes_no(question: str) -> bool:
+    """Whether the question asks yes or no ("Are Lyon and Nice in the same country?"), not
+    which of two ("Is Lyon or Nice larger?")."""
+    return bool(_YES_NO_START.match(question)) and not _CHOICE.search(question)
+
+
 def fits_question(question: str, answer: str) -> bool:
     """Whether `answer` has the form the question asks for: a yes/no question ("Are Lyon and
     Nice in the same country?", not "Is Lyon or Nice larger?") answered Yes or No first, a
     "how many" question with a number.  A plan's fill-in that does not is left to the joiner
     (the 1.5B model ended a yes/no plan with a ranking's winner)."""
-    if _YES_NO_START.match(question) and not _CHOICE.search(question):
+    if is_yes_no(question):
         return bool(_YES_NO_ANSWER.match(answer))
     if _HOW_MANY.search(question):
         return any(ch.isdigit() for ch in answer)
@@ -143,13 +150,21 @@ class Joiner:
         )
 
     def request(
-        self, messages: list[Message], *, plan: bool = False, last_round: bool = False
+        self,
+        messages: list[Message],
+        *,
+        plan: bool = False,
+        last_round: bool = False,
+        yes_no: bool = False,
     ) -> LLMRequest:
         """The request for `messages`; `plan`: its reply may carry a plan (then it stops at
-        the plan's end); `last_round`: it may only answer (`finish_grammar`, where set)."""
+        the plan's end); `last_round`: it may only answer (`finish_grammar`, where set);
+        `yes_no`: the question is a yes/no one, so an answer starts with Yes or No."""
         grammar = self.plan_grammar if plan else self.grammar
         if last_round and self.finish_grammar is not None:
             grammar = self.finish_grammar
+        if yes_no and grammar is not None:
+            grammar = yes_no_answers(grammar)
         return LLMRequest(
             messages=messages,
             stop=[END_OF_PLAN] if plan else [],
@@ -165,11 +180,12 @@ class Joiner:
         answer: Callable[[str], object] | None = None,
         *,
         last_round: bool = False,
+        yes_no: bool = False,
     ) -> JoinDecision:
         """Ask the joiner and read its decision; a finishing reply's answer goes to `answer`
         piece by piece as it is decoded (the pieces add up to the decision's text)."""
         reading = AnswerStream(bare=self.bare)
-        request = self.request(messages, last_round=last_round)
+        request = self.request(messages, last_round=last_round, yes_no=yes_no)
         async with aclosing(llm.stream(request)) as stream:
             async for text in stream:
                 piece = reading.feed(text)
