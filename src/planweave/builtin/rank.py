@@ -22,7 +22,8 @@ def _value(value: Any, name: str) -> float | str:
     2024-05-01 are); anything else is refused with what to use instead."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         hint = (
-            '; to see which items two lists share use calculator("common(${1}, ${2})")'
+            "; to test whether a list holds a value use calculator(\"'x' in ${1}\"), to see "
+            'which items two lists share calculator("common(${1}, ${2})")'
             if isinstance(value, list | tuple)
             else '; pass one number per name, as in rank(["A", "B"], [$1, $2])'
         )
