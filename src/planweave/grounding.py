@@ -308,12 +308,14 @@ def _rankings_asked(
     """Each finished ranking whose end the question asks for, with its order and the name at
     that end; nothing when the question asks for no end (or both)."""
     end = _end_asked(question)
-    if end is None:
-        return
+    if end is None or re.search(r"\bhow many\b", question, re.I):
+        return  # a count asks for no end, though "more" may be in its words
     for rec in records:
         result = rec.result
         if rec.status is not TaskStatus.DONE or not isinstance(result, Mapping):
             continue
+        if "above" in result or "below" in result:
+            continue  # the names past a value were asked for, not an end
         order = result.get("order")
         keys = [k for k in ("largest", "smallest") if k in result]
         if len(keys) != 1 or not isinstance(order, list) or len(order) < 2:

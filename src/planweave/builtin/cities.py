@@ -228,8 +228,9 @@ def find_city(name: str, country: str | None = None) -> list[City]:
 def city_info(
     name: str, field: CityField | None = None, country: str | None = None
 ) -> dict[str, Any] | int | float | str:
-    """Facts about a city (the country it is in, population, latitude, longitude, timezone);
-    for a city another task found, such as a capital, pass its result: city_info($1).
+    """Facts about a city (the country it is in, population, latitude: below 0 south of the
+    equator, longitude, timezone); for a city another task found, such as a capital, pass its
+    result: city_info($1).
 
     Returns a dict with the keys name, country, population, latitude, longitude and timezone,
     or only the value of `field`. When several cities share the name the most populous one is
