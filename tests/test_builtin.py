@@ -705,7 +705,10 @@ def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
         ({"names": [], "values": []}, "at least one name"),
         ({"names": ["a"], "values": [float("nan")]}, "not a finite number"),
         ({"names": ["x"] * 1001, "values": [1] * 1001}, "at most 1000"),
-        ({"names": ["a", "b"], "values": [["x"], ["y"]]}, r"is a list; to test whether a list holds a value use calculator"),
+        (
+            {"names": ["a", "b"], "values": [["x"], ["y"]]},
+            r"is a list; to test whether a list holds",
+        ),
         ({"names": ["a", "b"], "values": [1, "2024"]}, "not a mix"),
         ({"names": ["a"], "values": [{"population": 3}]}, "pass one number per name"),
         ({"names": ["a"], "values": ["2024-01-01"], "below": 3}, r"below= compares numbers"),
