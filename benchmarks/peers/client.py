@@ -72,7 +72,11 @@ class PeerRunner:
         self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> PeerRunner:
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self.close()  # its log too: __exit__ is not called when __enter__ raises
+            raise
         return self
 
     def __exit__(
