@@ -238,7 +238,7 @@ def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> No
         match=r"^'Ghent' is a city \(Gent, Belgium\), not a country: "
         r'city_info\("Ghent"\) gives its country',
     ):
-        country_info("Ghent", "capital")
+        country_info("Ghent", "population")
     with pytest.raises(
         ToolFailed,
         match=r"^'Portugal' is a country \(Portugal\), not a city: "
@@ -250,6 +250,13 @@ def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> No
     ):
         city_info("Kingdom of Saudi Arabia")
     assert country_info("Singapore", "capital")  # a city-state is a country first
+    # What only a country has, asked of a city, is its country's: "the capital of Nice".
+    assert country_info("Nice", "capital") == country_info("France", "capital")
+    assert country_info("Ghent", "neighbours") == country_info("Belgium", "neighbours")
+    with pytest.raises(ToolFailed, match=r"^'Nice' is a city"):
+        country_info("Nice", "population")  # the city's own: city_info's
+    with pytest.raises(ToolFailed, match=r"^no country named 'Columbia'; did you mean Colombia"):
+        country_info("Columbia", "capital")  # a country misspelt, though a city is so called
     with pytest.raises(ToolFailed, match=r"^no country named 'Qwxz'$"):
         country_info("Qwxz")
 

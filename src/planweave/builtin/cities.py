@@ -155,13 +155,15 @@ def _matches(key: str, place: _Place | None) -> list[City]:
     return []
 
 
-def describe_city(name: str) -> str | None:
-    """Where the most populous city called `name` is ("Gent, Belgium"), or None."""
+def describe_city(name: str) -> tuple[str, str] | None:
+    """The most populous city called `name` as (where it is, its country): ("Gent, Belgium",
+    "Belgium"), or None."""
     try:
         city = find_city(name)[0]
     except ToolFailed:
         return None
-    return f"{city['name']}, {_cities().countries.get(city['countrycode'], city['countrycode'])}"
+    country = str(_cities().countries.get(city["countrycode"], city["countrycode"]))
+    return f"{city['name']}, {country}", country
 
 
 def _not_found(name: str, key: str, places: list[_Place]) -> ToolFailed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any, Literal, TypeAlias, cast, get_args
 
 from ..errors import ToolFailed, UserError
@@ -259,21 +260,36 @@ def find_country(name: str) -> str:
     countries = _countries()
     found = countries.index.get(name)
     if found is None:
-        city = _city_called(name)
+        city = None if _misspelt_country(name) else _city_called(name)
         if city is not None:
             # A small model asks country_info for a city's country: say which tool answers.
             raise ToolFailed(
-                f"{name!r} is a city ({city}), not a country: city_info({json.dumps(name)}) gives "
-                "its country, and country_info(<that country>) the country's facts"
+                f"{name!r} is a city ({city[0]}), not a country: city_info({json.dumps(name)}) "
+                "gives its country, and country_info(<that country>) the country's facts"
             )
         hint = did_you_mean(countries.index.suggestions(name))
         raise ToolFailed(f"no country named {name!r}{hint}")
     return found
 
 
-def _city_called(name: str) -> str | None:
-    """`name` as the city table describes its most populous city of that name ("Ghent,
-    Belgium"), or None: no such city, or the city table is not installed."""
+# What only a country has: asked of a city ("the capital of Nice"), it can mean only the
+# city's country's (its population or area would be the city's own: city_info's, refused).
+_A_COUNTRY_S_OWN = {"capital", "region", "subregion", "currencies", "languages", "neighbours"}
+
+
+def _misspelt_country(name: str) -> bool:
+    """Whether `name` is a near miss of a country's name ("Columbia": Colombia, though a city
+    is called so too), not a city's name that merely resembles one ("Nice", "Niue")."""
+    key = name.casefold()
+    return any(
+        SequenceMatcher(None, key, other.casefold()).ratio() >= 0.8
+        for other in _countries().index.suggestions(name)
+    )
+
+
+def _city_called(name: str) -> tuple[str, str] | None:
+    """The most populous city called `name` as (where it is, its country), or None: no such
+    city, or the city table is not installed."""
     try:
         from .cities import describe_city
     except ImportError:  # pragma: no cover - the module itself needs nothing
@@ -307,6 +323,15 @@ def country_info(name: str, field: CountryField | None = None) -> CountryValue:
         field: only this fact
     """
     countries = _countries()
-    record = _record(countries.records[find_country(name)], countries.codes)
+    try:
+        key = find_country(name)
+    except ToolFailed:
+        own = field in _A_COUNTRY_S_OWN and not _misspelt_country(name)
+        city = _city_called(name) if own else None
+        home = country_called(city[1]) if city is not None else None
+        if home is None:
+            raise
+        key = find_country(home)  # "the capital of Nice": Nice's country's
+    record = _record(countries.records[key], countries.codes)
     value: CountryValue = pick_field(record, field, _FIELD_ALIASES)
     return value
