@@ -99,3 +99,19 @@ def test_a_directive_in_the_last_round_is_asked_again_for_an_answer() -> None:
     assert script.purposes == ["planner", "joiner", "joiner"]
     assert "no more plans can run" in script.requests[-1][-1].content
     assert result.answer == "Belgium has 11,800,000 people."
+
+
+def test_an_argument_refused_for_its_type_names_the_result_it_came_from() -> None:
+    # The 1.5B model passed a population where a country's name went: the error the replan
+    # reads says which result it was, the one thing it can fix.
+    from planweave.builtin import BUILTIN
+
+    first = (
+        '1. city_info("Nice", field="population")\n2. country_info($1, field="capital")\n'
+        "3. join()\n<END_OF_PLAN>"
+    )
+    fixed = '4. city_info("Nice", field="country")\n5. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[first, fixed], joiner=["Action: Finish(France.)"])
+    Runtime(BUILTIN, ScriptedLLM(script)).run("Which country is Nice in?")
+    replan = script.requests[1][-1].content
+    assert "(name was $1, the result of task 1: 342669)" in replan

@@ -32,7 +32,7 @@ from .executors import (
     ThreadBackend,
     failure_kind,
 )
-from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Task, format_args, resolve
+from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Ref, Task, format_args, resolve
 from .tools import Tool
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor"]
@@ -74,6 +74,19 @@ def _shown(arguments: Mapping[str, Any], limit: int = 300) -> str:
     """Arguments as they appear in an error message; huge inputs are cut short."""
     text = format_args((), arguments)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _whence(task: Task, arguments: Mapping[str, Any], problem: str) -> str:
+    """Where the refused argument came from, when it was another task's result: the 1.5B
+    model passed a population where a country's name went (`country_info($1)`), and the error
+    that names the value is the one it can fix."""
+    name = problem.partition(":")[0].strip()
+    source = task.bound.get(name)
+    if not isinstance(source, Ref) or name not in arguments:
+        return ""
+    value = format_args((arguments[name],), {})
+    value = value if len(value) <= 80 else value[:80] + "..."
+    return f" ({name} was {source}, the result of task {source.task_id}: {value})"
 
 
 class Executor:
@@ -154,7 +167,7 @@ class Executor:
             positional, keywords = tool.validate(arguments)
         except ValueError as exc:
             raise ToolArgumentError(
-                f"invalid arguments: {exc}",
+                f"invalid arguments: {exc}{_whence(task, arguments, str(exc))}",
                 task_id=task.id,
                 tool=tool.name,
                 arguments=_shown(arguments),
