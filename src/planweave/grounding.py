@@ -314,8 +314,6 @@ def _rankings_asked(
         result = rec.result
         if rec.status is not TaskStatus.DONE or not isinstance(result, Mapping):
             continue
-        if "above" in result or "below" in result:
-            continue  # the names past a value were asked for, not an end
         order = result.get("order")
         keys = [k for k in ("largest", "smallest") if k in result]
         if len(keys) != 1 or not isinstance(order, list) or len(order) < 2:

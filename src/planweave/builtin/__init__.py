@@ -76,16 +76,6 @@ Thought: People per square kilometre is the population divided by the area, for 
 2. country_info($1, field="capital")
 3. join("${2} is the capital of ${1}, the country Lyon is in.")
 <END_OF_PLAN>""",
-    # A list and a count with a condition: rank's above= (the 1.5B model named only the
-    # largest where the question asked for all those above a value).
-    """Question: Which of Bergen, Lima and Perth have more people than Seville, and how many?
-1. city_info("Bergen", field="population")
-2. city_info("Lima", field="population")
-3. city_info("Perth", field="population")
-4. city_info("Seville", field="population")
-5. rank(["Bergen", "Lima", "Perth"], [$1, $2, $3], above=$4)
-6. join("${5.count_above} of them have more people than Seville: ${5.above}.")
-<END_OF_PLAN>""",
     # A count is the length of a list result (the 1.5B model ranked the list instead).
     """Question: How many official languages does Switzerland have?
 1. country_info("Switzerland", field="languages")
