@@ -250,6 +250,9 @@ def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> No
     ):
         city_info("Kingdom of Saudi Arabia")
     assert country_info("Singapore", "capital")  # a city-state is a country first
+    assert city_info("Luxembourg", "country") == "Luxembourg"  # and a city of its own
+    with pytest.raises(ToolFailed, match=r"^'Chile' is a country \(Chile\), not a city"):
+        city_info("Chile")  # not the town of that name in Turkey
     # What only a country has, asked of a city, is its country's: "the capital of Nice".
     assert country_info("Nice", "capital") == country_info("France", "capital")
     assert country_info("Ghent", "neighbours") == country_info("Belgium", "neighbours")

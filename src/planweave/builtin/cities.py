@@ -166,16 +166,23 @@ def describe_city(name: str) -> tuple[str, str] | None:
     return f"{city['name']}, {country}", country
 
 
-def _not_found(name: str, key: str, places: list[_Place]) -> ToolFailed:
+def _a_country(name: str) -> ToolFailed | None:
+    """The error for a country's name given as a city's, or None when `name` is no country."""
     from .countries import country_called
 
     country = country_called(name)
-    if country is not None and not places:
-        # A small model asks city_info about a country (the country a capital is in, say).
-        return ToolFailed(
-            f"{name!r} is a country ({country}), not a city: country_info({json.dumps(name)}) "
-            'gives its facts, country_info(<country>, field="capital") its capital'
-        )
+    if country is None:
+        return None
+    # A small model asks city_info about a country (the country a capital is in, say).
+    return ToolFailed(
+        f"{name!r} is a country ({country}), not a city: country_info({json.dumps(name)}) "
+        'gives its facts, country_info(<country>, field="capital") its capital'
+    )
+
+
+def _not_found(name: str, key: str, places: list[_Place]) -> ToolFailed:
+    if not places and (country := _a_country(name)) is not None:
+        return country
     if places:
         elsewhere = _matches(key, None)
         where = " or ".join(place.label for place in places)
@@ -246,6 +253,13 @@ def city_info(
     """
     data = _cities()
     best, *others = find_city(name, country)
+    if country is None:
+        from .countries import country_called
+
+        meant = country_called(name)
+        if meant is not None and country_called(best["countrycode"]) != meant:
+            # "Chile" is also a town in Turkey: a country's name means the country.
+            raise _a_country(name) or ToolFailed(f"{name!r} is a country")
     record: dict[str, Any] = {
         "name": best["name"],
         "country": data.countries.get(best["countrycode"], best["countrycode"]),
