@@ -281,10 +281,17 @@ def test_a_yes_no_question_s_fill_in_must_say_yes_or_no() -> None:
         "No: France and Germany."
     )
     assert script.purposes == ["planner", "joiner"]
-    said = lookups + '3. join("No: ${1} and ${2}.")\n'
-    script = Script.by_purpose(planner=[said])
+    # Yes or No in the plan's own words is a guess made before the results: the joiner reads
+    # them; a comparison's result filled in first is the answer.
+    guessed = lookups + '3. join("Yes: ${1} and ${2}.")\n'
+    script = Script.by_purpose(planner=[guessed], joiner=["Action: Finish(No: France, Germany.)"])
     assert Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer == (
-        "No: France and Germany."
+        "No: France, Germany."
+    )
+    compared = lookups + "3. calculator(\"'${1}' == '${2}'\")\n4. join(\"${3}: ${1} and ${2}.\")\n"
+    script = Script.by_purpose(planner=[compared])
+    assert Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer == (
+        "no: France and Germany."
     )
 
 

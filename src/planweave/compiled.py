@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, EventBus, ReplanEvent
 from .grounding import check
-from .joiner import Joiner, fits_question, is_yes_no, plan_answer
+from .joiner import Joiner, fits_question, is_yes_no, plan_answer, says_yes_or_no_itself
 from .llm.base import Message
 from .meter import MeteredLLM
 from .parser import PlanParser
@@ -170,6 +170,8 @@ class Compiled:
         join = parser.tasks.get(parser.last_id)
         if not self.plan_answers or notes or join is None or not join.is_join:
             return None
+        if is_yes_no(question) and says_yes_or_no_itself(join):
+            return None  # the plan guessed the answer: the joiner reads the results
         answer = plan_answer(join, records, plan_round)
         if answer is None or not fits_question(question, answer):
             return None

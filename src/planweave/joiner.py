@@ -72,6 +72,15 @@ def is_yes_no(question: str) -> bool:
     return bool(_YES_NO_START.match(question)) and not _CHOICE.search(question)
 
 
+def says_yes_or_no_itself(join: Task) -> bool:
+    """Whether a plan's answer writes Yes or No in its own words (`join("No, ${1} ...")`):
+    written before any result was known, that is a guess; a result filled in first
+    (`join("${3}: ...")` over a comparison's True or False) is not."""
+    answer = join.answer
+    first = answer.parts[0] if isinstance(answer, Template) and answer.parts else answer
+    return isinstance(first, str) and bool(_YES_NO_ANSWER.match(first))
+
+
 def fits_question(question: str, answer: str) -> bool:
     """Whether `answer` has the form the question asks for: a yes/no question ("Are Lyon and
     Nice in the same country?", not "Is Lyon or Nice larger?") answered Yes or No first, a
