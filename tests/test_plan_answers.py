@@ -302,6 +302,8 @@ def test_a_yes_no_question_s_fill_in_must_say_yes_or_no() -> None:
         ("Which is larger, is it Lyon?", "Lyon.", True),
         ("Does Norway use the euro?", "Norway uses NOK.", False),
         ("does norway use the euro", "no, the krone", True),
+        ("I'm in Medellin. Is this a country next to Brazil?", "Colombia.", False),
+        ("I live in Lyon. Is Lyon or Nice larger?", "Lyon.", True),
         ("How many countries border Chile?", "Argentina, Bolivia and Peru.", False),
         ("How many countries border Chile?", "3: Argentina, Bolivia and Peru.", True),
         ("What is the capital of Chile?", "Santiago.", True),

@@ -62,6 +62,7 @@ _YES_NO_START = re.compile(
     r"^\s*(?:is|are|does|do|did|can|could|has|have|had|was|were|will|would|should)\b", re.I
 )
 _CHOICE = re.compile(r"\bor\b|\bwhich\b|\bwhat\b", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _HOW_MANY = re.compile(r"\bhow many\b", re.I)
 _YES_NO_ANSWER = re.compile(r"^\W*(?:yes|no)\b", re.I)
 
@@ -69,7 +70,9 @@ _YES_NO_ANSWER = re.compile(r"^\W*(?:yes|no)\b", re.I)
 def is_yes_no(question: str) -> bool:
     """Whether the question asks yes or no ("Are Lyon and Nice in the same country?"), not
     which of two ("Is Lyon or Nice larger?")."""
-    return bool(_YES_NO_START.match(question)) and not _CHOICE.search(question)
+    # The question is its last sentence: "I'm in Medellin. Is this a country next to Brazil?"
+    asked = _SENTENCE_END.split(question.strip())[-1]
+    return bool(_YES_NO_START.match(asked)) and not _CHOICE.search(asked)
 
 
 def says_yes_or_no_itself(join: Task) -> bool:
