@@ -722,6 +722,7 @@ def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
         ({"names": ["a", "b"], "values": [1, "2024"]}, "not a mix"),
         ({"names": ["a"], "values": [{"population": 3}]}, "pass one number per name"),
         ({"names": ["a"], "values": ["2024-01-01"], "below": 3}, r"below= compares numbers"),
+        ({"names": ["a", "b"], "values": [10**400, 1]}, r"too large to rank"),
     ],
 )
 def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: str) -> None:

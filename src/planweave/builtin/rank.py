@@ -31,7 +31,10 @@ def _value(value: Any, name: str) -> float | str:
         raise ToolFailed(f"rank ranks one number per name; the value of {name!r} is {kind}{hint}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolFailed(f"the value of {name!r} is not a finite number: {value}")
-    return value if isinstance(value, str) else float(value)
+    try:
+        return value if isinstance(value, str) else float(value)
+    except OverflowError:
+        raise ToolFailed(f"the value of {name!r} is too large to rank") from None
 
 
 @tool(pure=True)
