@@ -526,6 +526,21 @@ def test_a_new_round_that_restarts_its_ids_follows_on() -> None:
     assert parser.joined
 
 
+def test_renumbering_leaves_literal_text_alone_and_refuses_a_line_reading_itself() -> None:
+    # Found by a hostile review: "$1.50" in a string is money, not a reference; and `1.
+    # store($1)` in a restarted round is its own line, not the earlier round's task 1.
+    parser = PlanParser(TOOLS, join_answers=True)
+    parser.feed("1. store(1)\n2. store(2)\n3. join()\n")
+    parser.start_plan(renumber=True)
+    (task,) = parser.feed('1. store("price $1.50 and ${2}")\n')
+    assert task.id == 4
+    assert str(task.args[0]) == "price $1.50 and ${2}"  # the earlier round's task 2
+    assert task.line == '4. store("price $1.50 and ${2}")'
+    parser.start_plan(renumber=True)
+    with pytest.raises(PlanSyntaxError, match="not earlier than this one"):
+        parser.feed("1. store($1)\n")
+
+
 def test_a_round_without_renumbering_still_refuses_a_repeated_id() -> None:
     parser = PlanParser(TOOLS)
     parser.feed("1. store(1)\n2. join()\n")

@@ -12,7 +12,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .errors import (
@@ -51,8 +51,6 @@ MAX_NESTING = 32  # lists and dicts inside one argument
 # Lines are stripped before matching; `(.*)` (not `(.*?)\s*$`) keeps matching linear.
 _TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
 _THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*(.*)$", re.IGNORECASE)
-# The id in any reference, `$N` or `${N...}`, in code or in a string (for renumbering).
-_ANY_REF_ID_RE = re.compile(r"(\$(?:\{\s*)?)(\d{1,9})")
 _REF_PREFIX = "__pw_ref_"
 # Inside strings: ${N}, ${N.key[0]} (strict) and bare $N (only when N is an earlier task).
 # `$N[*]` (bare) and `${N[*]...}` fan out over task N's list.
@@ -150,13 +148,29 @@ def _parse_path(text: str) -> tuple[Any, ...]:
 class _Converter:
     """Turns the `ast` of a call's arguments into plan values, collecting dependencies."""
 
-    def __init__(self, task_id: int, known: Mapping[int, bool]) -> None:
+    def __init__(
+        self,
+        task_id: int,
+        known: Mapping[int, bool],
+        renumber: Callable[[int], int | None] | None = None,
+    ) -> None:
         self.task_id = task_id
         self.known = known
+        # A renumbered response's reference as written -> the task it means (None: the line's
+        # own id, never an earlier round's task of that number).
+        self.renumber = renumber
         self.deps: set[int] = set()
 
-    def ref(self, task_id: int, path: tuple[Any, ...] = ()) -> Ref:
-        """The reference; a `[*]` in `path` makes it a fan-out over the list before it."""
+    def _meant(self, written: int) -> int | None:
+        return written if self.renumber is None else self.renumber(written)
+
+    def ref(self, task_id: int, path: tuple[Any, ...] = (), *, renumbered: bool = False) -> Ref:
+        """The reference; a `[*]` in `path` makes it a fan-out over the list before it.
+        `task_id` as written, unless `renumbered`."""
+        meant = task_id if renumbered else self._meant(task_id)
+        if meant is None:
+            raise ValueError(f"${task_id} refers to a task that is not earlier than this one")
+        task_id = meant
         self.deps.add(task_id)
         stars = [i for i, p in enumerate(path) if p is _STAR]
         if not stars:
@@ -177,10 +191,11 @@ class _Converter:
             braced, path_text, bare, star = m.groups()
             if bare is not None:
                 ref_id = _bounded_id(bare)
+                meant = None if ref_id is None else self._meant(ref_id)
                 # A bare "$5" in prose is only a reference when task 5 is an earlier task.
-                if ref_id is None or ref_id >= self.task_id or ref_id not in self.known:
+                if meant is None or meant >= self.task_id or meant not in self.known:
                     continue
-                ref = self.ref(ref_id, (_STAR,) if star else ())
+                ref = self.ref(meant, (_STAR,) if star else (), renumbered=True)
             else:
                 ref = self.ref(_ref_id(braced), _parse_path(path_text or ""))
             if m.start() > pos:
@@ -251,7 +266,10 @@ class _Converter:
 
 
 def _parse_call(
-    body: str, task_id: int, known: Mapping[int, bool]
+    body: str,
+    task_id: int,
+    known: Mapping[int, bool],
+    renumber: Callable[[int], int | None] | None = None,
 ) -> tuple[str, tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
     """Parse `tool(arg, key=value)`; raises ValueError with a readable reason."""
     text = body.strip().rstrip(";").strip()
@@ -267,7 +285,7 @@ def _parse_call(
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ValueError("expected `tool_name(arguments)`")
-    conv = _Converter(task_id, known)
+    conv = _Converter(task_id, known, renumber)
     args: list[Any] = []
     for a in call.args:
         if isinstance(a, ast.Starred):
@@ -547,12 +565,8 @@ class PlanParser:
             raise PlanSyntaxError(str(exc), line=raw, lineno=lineno) from None
         if self._response_tasks == 0 and self._renumber and 0 < task_id <= self.last_id:
             self._shift = self.last_id + 1 - task_id
-        if self._shift:
-            written = task_id
-            task_id += self._shift
-            body = self._renumbered(body)
-            raw = f"{task_id}. {body}"
-            self._own.add(written)
+        written = task_id
+        task_id += self._shift
         if task_id in self.tasks:
             raise DuplicateTaskError(f"task id {task_id} is used twice", line=raw, lineno=lineno)
         if task_id <= self.last_id:
@@ -561,24 +575,27 @@ class PlanParser:
                 line=raw,
                 lineno=lineno,
             )
+        renumber = None
+        if self._shift:
+
+            def renumber(ref: int) -> int | None:
+                if ref == written:
+                    return None  # its own line: never an earlier round's task of that number
+                return ref + self._shift if ref in self._own else ref
+
         try:
-            name, args, kwargs, deps = _parse_call(body, task_id, self._known)
+            name, args, kwargs, deps = _parse_call(body, task_id, self._known, renumber)
         except ValueError as exc:
             raise PlanSyntaxError(str(exc), line=raw, lineno=lineno, task_id=task_id) from None
         thought = " ".join(self._thought) or None
         self._thought = []
         task = Task(task_id, name, args, kwargs, deps, thought, raw.strip(), lineno)
+        if self._shift:
+            # The line as it now reads: the plan's ids, the model's words otherwise.
+            task.line = str(task)
+            self._own.add(written)
         self.validate(task)
         return task
-
-    def _renumbered(self, body: str) -> str:
-        """`body` with each reference to this response's own earlier tasks moved up."""
-
-        def move(m: re.Match[str]) -> str:
-            ref = int(m.group(2))
-            return m.group(1) + str(ref + self._shift if ref in self._own else ref)
-
-        return _ANY_REF_ID_RE.sub(move, body)
 
     def validate(self, task: Task) -> None:
         """Check one task against the registry and the tasks accepted so far."""
