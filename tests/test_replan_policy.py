@@ -115,3 +115,20 @@ def test_an_argument_refused_for_its_type_names_the_result_it_came_from() -> Non
     Runtime(BUILTIN, ScriptedLLM(script)).run("Which country is Nice in?")
     replan = script.requests[1][-1].content
     assert "(name was $1, the result of task 1: 342669)" in replan
+
+
+def test_the_refused_argument_s_quote_is_bounded_and_never_raises() -> None:
+    # Found by a hostile review: a 5,000-digit int or a list nested 5,000 deep raised inside
+    # the error's own message; a 2-million-item list was written out whole first.
+    from planweave.executor import _whence
+    from planweave.plan import Ref, Task
+
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    task = Task(2, "country_info", (Ref(1),), {}, (1,), None, "2. country_info($1)", 1)
+    task.bound = {"name": Ref(1)}
+    for value in (10**5000, deep, list(range(2_000_000))):
+        said = _whence(task, {"name": value}, "name: Input should be a valid string")
+        assert said.startswith(" (name was $1, the result of task 1: ")
+        assert len(said) < 200

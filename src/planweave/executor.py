@@ -32,7 +32,8 @@ from .executors import (
     ThreadBackend,
     failure_kind,
 )
-from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Ref, Task, format_args, resolve
+from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Ref, Task, format_args, render_text, resolve
+from .records import clip
 from .tools import Tool
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor"]
@@ -84,9 +85,14 @@ def _whence(task: Task, arguments: Mapping[str, Any], problem: str) -> str:
     source = task.bound.get(name)
     if not isinstance(source, Ref) or name not in arguments:
         return ""
-    value = format_args((arguments[name],), {})
-    value = value if len(value) <= 80 else value[:80] + "..."
-    return f" ({name} was {source}, the result of task {source.task_id}: {value})"
+    value = arguments[name]
+    if isinstance(value, list | tuple) and len(value) > 20:
+        value = [*value[:20], "..."]  # the first items say what it is; all of them cost time
+    try:
+        text = clip(render_text(value), 80)
+    except (ValueError, RecursionError):  # an int of 5,000 digits, a list nested 5,000 deep
+        text = f"a {type(arguments[name]).__name__}"
+    return f" ({name} was {source}, the result of task {source.task_id}: {text})"
 
 
 class Executor:
