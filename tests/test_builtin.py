@@ -133,6 +133,8 @@ def test_country_not_found_suggests_the_closest_name() -> None:
     assert "North Korea" in str(caught.value)
     with pytest.raises(ToolFailed, match=r"^no country named 'Qwxz'$"):
         country_info("Qwxz")
+    with pytest.raises(ToolFailed, match=r"^no country named 'Kosovo'$"):
+        country_info("Kosovo", "capital")  # its own city's country: no hint that loops back
 
 
 def test_country_lookups_run_concurrently() -> None:
@@ -262,6 +264,8 @@ def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> No
         country_info("Columbia", "capital")  # a country misspelt, though a city is so called
     with pytest.raises(ToolFailed, match=r"^no country named 'Qwxz'$"):
         country_info("Qwxz")
+    with pytest.raises(ToolFailed, match=r"^no country named 'Kosovo'$"):
+        country_info("Kosovo", "capital")  # its own city's country: no hint that loops back
 
 
 def test_city_not_found(geo: Any) -> None:
@@ -723,6 +727,7 @@ def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
         ({"names": ["a"], "values": [{"population": 3}]}, "pass one number per name"),
         ({"names": ["a"], "values": ["2024-01-01"], "below": 3}, r"below= compares numbers"),
         ({"names": ["a", "b"], "values": [10**400, 1]}, r"too large to rank"),
+        ({"names": ["a", "a", "b"], "values": [3, 1, 2]}, r"each name once; repeated: a"),
     ],
 )
 def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -170,3 +171,8 @@ def did_you_mean(options: Iterable[str]) -> str:
     if len(items) == 1:
         return f"; did you mean {items[0]}?"
     return f"; did you mean {', '.join(items[:-1])} or {items[-1]}?"
+
+
+def quoted(name: str) -> str:
+    """`name` as a plan writes it in a call: double quotes, escapes, non-ASCII kept."""
+    return json.dumps(name, ensure_ascii=False)

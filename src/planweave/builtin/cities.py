@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -10,7 +9,7 @@ from typing import Any, Literal
 from ..errors import ToolFailed
 from ..tools import tool
 from ._common import gc_paused, load_once, missing, pick_field
-from ._names import COUNTRY_ALIASES, NameIndex, close_matches, did_you_mean, normalize
+from ._names import COUNTRY_ALIASES, NameIndex, close_matches, did_you_mean, normalize, quoted
 
 __all__ = ["MIN_POPULATION", "city_info"]
 
@@ -175,7 +174,7 @@ def _a_country(name: str) -> ToolFailed | None:
         return None
     # A small model asks city_info about a country (the country a capital is in, say).
     return ToolFailed(
-        f"{name!r} is a country ({country}), not a city: country_info({json.dumps(name)}) "
+        f"{name!r} is a country ({country}), not a city: country_info({quoted(name)}) "
         'gives its facts, country_info(<country>, field="capital") its capital'
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Literal, TypeAlias, cast, get_args
@@ -10,7 +9,7 @@ from typing import Any, Literal, TypeAlias, cast, get_args
 from ..errors import ToolFailed, UserError
 from ..tools import tool
 from ._common import load_once, missing, pick_field
-from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean
+from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean, quoted
 
 __all__ = ["COUNTRY_FIELDS", "country_info"]
 
@@ -261,10 +260,11 @@ def find_country(name: str) -> str:
     found = countries.index.get(name)
     if found is None:
         city = None if _misspelt_country(name) else _city_called(name)
-        if city is not None:
+        if city is not None and city[1].casefold() != name.strip().casefold():
+            # (A name that is its own city's country, Kosovo, is a country the data lacks.)
             # A small model asks country_info for a city's country: say which tool answers.
             raise ToolFailed(
-                f"{name!r} is a city ({city[0]}), not a country: city_info({json.dumps(name)}) "
+                f"{name!r} is a city ({city[0]}), not a country: city_info({quoted(name)}) "
                 "gives its country, and country_info(<that country>) the country's facts"
             )
         hint = did_you_mean(countries.index.suggestions(name))

@@ -7,6 +7,7 @@ then; a plan that ranks them with a tool hands the joiner the answer's name, not
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Literal
 
 from ..errors import ToolFailed
@@ -65,6 +66,9 @@ def rank(
         raise ToolFailed("rank needs at least one name and its value")
     if len(names) > MAX_ITEMS:
         raise ToolFailed(f"rank takes at most {MAX_ITEMS} names, not {len(names)}")
+    twice = sorted(n for n, k in Counter(map(str, names)).items() if k > 1)
+    if twice:
+        raise ToolFailed(f"rank needs each name once; repeated: {', '.join(twice)}")
     pairs = [(str(n), _value(v, str(n))) for n, v in zip(names, values, strict=True)]
     if len({isinstance(v, str) for _, v in pairs}) > 1:
         raise ToolFailed("rank compares numbers, or texts, not a mix of the two")
