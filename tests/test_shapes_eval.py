@@ -6,8 +6,6 @@ questions stay out of tests that people tuning prompts read."""
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,40 +25,12 @@ from benchmarks.shapes.scoring import (
     verdict,
 )
 
-GOLD_OF = {
-    "count": Count,
-    "yesno": YesNo,
-    "list": Items,
-    "relative": Number,
-    "units": Number,
-    "comparison": Choice,
-}
+from shape_pins import GOLD_OF, Pick
 
 
 @pytest.fixture(scope="module")
 def facts() -> Facts:
     return answer_eval.Data()
-
-
-class Pick(random.Random):
-    """A random source that takes the given values first wherever they are among the choices,
-    so a test can pin a template's draw (Spain, Italy, Greece, Chile and 40 million)."""
-
-    def __init__(self, *wanted: Any) -> None:
-        super().__init__(0)
-        self.wanted = wanted
-
-    def _pinned(self, seq: Sequence[Any]) -> list[Any]:
-        return [w for w in self.wanted if any(type(w) is type(s) and w == s for s in seq)]
-
-    def choice(self, seq: Sequence[Any]) -> Any:
-        pinned = self._pinned(seq)
-        return pinned[0] if pinned else super().choice(seq)
-
-    def sample(self, population: Sequence[Any], k: int, **_: Any) -> list[Any]:  # type: ignore[override]
-        pinned = self._pinned(population)[:k]
-        rest = [p for p in population if p not in pinned]
-        return pinned + super().sample(rest, k - len(pinned))
 
 
 def make(facts: Facts, name: str, *wanted: Any) -> tuple[str, Any]:

@@ -6,8 +6,6 @@ names are compared, so that no template of this batch takes one."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,41 +14,14 @@ from benchmarks.shapes import fresh, fresh2, heldout, tune
 from benchmarks.shapes.common import CATEGORIES, Facts
 from benchmarks.shapes.scoring import Choice, Count, Gold, Items, Number, YesNo
 
-GOLD_OF = {
-    "count": Count,
-    "yesno": YesNo,
-    "list": Items,
-    "relative": Number,
-    "units": Number,
-    "comparison": Choice,
-}
+from shape_pins import GOLD_OF, Pick
+
 SEEDS = [1, 7, 12, 26, 99]
 
 
 @pytest.fixture(scope="module")
 def facts() -> Facts:
     return answer_eval.Data()
-
-
-class Pick(random.Random):
-    """A random source that takes the given values first wherever they are among the choices
-    (as in test_shapes_fresh), so a test can pin a template's draw."""
-
-    def __init__(self, *wanted: Any) -> None:
-        super().__init__(0)
-        self.wanted = wanted
-
-    def _pinned(self, seq: Sequence[Any]) -> list[Any]:
-        return [w for w in self.wanted if any(type(w) is type(s) and w == s for s in seq)]
-
-    def choice(self, seq: Any) -> Any:
-        pinned = self._pinned(seq)
-        return pinned[0] if pinned else super().choice(seq)
-
-    def sample(self, population: Sequence[Any], k: int, **_: Any) -> list[Any]:
-        pinned = self._pinned(population)[:k]
-        rest = [p for p in population if p not in pinned]
-        return pinned + super().sample(rest, k - len(pinned))
 
 
 def template(name: str) -> Any:
