@@ -171,6 +171,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "tool_timeout": 9.0,
         "max_argument_chars": 5000,
         "max_fanout": 64,
+        "max_fanout_total": 256,
         "streaming": False,
         "join_replan": True,
         "grounding": False,  # off for an endpoint unless asked

@@ -94,6 +94,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "llm_call_timeout",
         "max_argument_chars",
         "max_fanout",
+        "max_fanout_total",
         "prompt_style",
         "join_replan",
         "grounding",

@@ -8,12 +8,19 @@ the run's `max_concurrency` counts the fan-out once.  The task's result is the l
 elements' results in the list's order (an empty list gives an empty list); once every element
 has ended, the first failed one, if any, fails the task.  Starred references to several lists
 go through them pairwise; lists of different lengths fail the task.
+
+Two bounds hold: one task fans out over at most `max_items` elements (`max_fanout`), and one run
+over at most `max_total` in all (`max_fanout_total`, every fan-out task of every plan round
+counted): a fan-out that would pass it fails, as a list too long does, before any of its calls.
+An element is recorded as running (`TaskStarted`) only once it holds its tool's concurrency
+slot, so that after a crash only the elements that were really running are in flight.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -21,7 +28,7 @@ import anyio
 from .errors import ProjectionError, TaskError, ToolArgumentError
 from .events import EventBus, TaskCancelled, TaskFailed, TaskFinished, TaskStarted
 from .executor import Executor
-from .plan import MAX_FANOUT, Ref, Task, fan_outs, format_args, project
+from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Ref, Task, fan_outs, format_args, project
 from .records import RecordedItem, TaskRecord, TaskStatus, item_call, plan_json
 from .tools import Tool
 
@@ -35,7 +42,8 @@ class FanOut:
     """Runs fan-out tasks for a scheduler.  `released(tool)` is called each time an element
     gives its tool's slot back, so that a task the scheduler parked on that limit can run;
     `store` turns a result into its journal form; `recorded` holds, by task id and item, the
-    elements an earlier session of the run finished."""
+    elements an earlier session of the run finished; `max_items` bounds one fan-out's
+    elements, `max_total` those of every fan-out of the run together."""
 
     def __init__(
         self,
@@ -48,6 +56,7 @@ class FanOut:
         store: Callable[[TaskRecord, Mapping[str, Any], Any], Any],
         recorded: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         max_items: int = MAX_FANOUT,
+        max_total: int = MAX_FANOUT_TOTAL,
     ) -> None:
         self.executor = executor
         self.bus = bus
@@ -57,6 +66,8 @@ class FanOut:
         self.store = store
         self.recorded = recorded or {}
         self.max_items = max_items
+        self.max_total = max_total
+        self.fanned = 0  # the elements this run's fan-outs have taken so far
 
     def elements(self, task: Task, results: Mapping[int, Any]) -> list[dict[Ref, Any]]:
         """Each call's elements, by the list they come from; a TaskError when a list is not
@@ -68,6 +79,15 @@ class FanOut:
                 raise ToolArgumentError(
                     f"a task fans out over its lists pairwise, but they differ in length ({sizes})",
                     cause="fan_out_lengths",
+                )
+            size = len(next(iter(lists.values()), ()))
+            if self.fanned + size > self.max_total:
+                raise ToolArgumentError(
+                    f"{' and '.join(f'{ref}[*]' for ref in lists)} would make {size} calls, but "
+                    f"this run has made {self.fanned} of the {self.max_total} fan-out calls one "
+                    "run may make in all (max_fanout_total): fan out over fewer items, or "
+                    "raise the bound",
+                    cause="fan_out_total",
                 )
         except TaskError as err:
             err.task_id, err.tool = task.id, task.tool
@@ -97,6 +117,7 @@ class FanOut:
         failed element's error once every element has ended."""
         task = rec.task
         values = self.elements(task, results)
+        self.fanned += len(values)
         self.bus.emit(
             TaskStarted(
                 task_id=task.id,
@@ -134,27 +155,32 @@ class FanOut:
         if earlier is not None and earlier.call == sub.call:
             self._reused(sub, earlier, out)
             return
-        sub.status, sub.start = TaskStatus.RUNNING, self.bus.now()
-        sub.attempts += 1
-        self.bus.emit(
-            TaskStarted(
-                task_id=task.id,
-                tool=task.tool,
-                arguments=arguments,
-                start=sub.start,
-                attempt=sub.attempts,
-                item=item,
-            )
-        )
         try:
-            result = await self._call(sub, tool, arguments)
+            async with self._slot(tool):
+                # Recorded as running only now that it holds its slot (write-ahead): a crash
+                # leaves in flight only the elements that were running, not those waiting.
+                sub.status, sub.start = TaskStatus.RUNNING, self.bus.now()
+                sub.attempts += 1
+                self.bus.emit(
+                    TaskStarted(
+                        task_id=task.id,
+                        tool=task.tool,
+                        arguments=arguments,
+                        start=sub.start,
+                        attempt=sub.attempts,
+                        item=item,
+                    )
+                )
+                result = await self._call(sub, tool, arguments)
             stored = self.store(sub, arguments, result)
         except TaskError as err:
             sub.end = self.bus.now()
             self._failed(sub, err)
             return
         except anyio.get_cancelled_exc_class():
-            sub.end, sub.status = self.bus.now(), TaskStatus.CANCELLED
+            sub.status = TaskStatus.CANCELLED
+            if sub.start is not None:
+                sub.end = self.bus.now()
             self.bus.emit(TaskCancelled(**_ended(sub)))
             raise
         sub.end, sub.status, sub.result = self.bus.now(), TaskStatus.DONE, result
@@ -163,18 +189,25 @@ class FanOut:
             TaskFinished(**_ended(sub), duration=sub.duration, result=result, stored=stored)
         )
 
-    async def _call(self, sub: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+    @asynccontextmanager
+    async def _slot(self, tool: Tool) -> AsyncIterator[None]:
+        """Hold one of the tool's own concurrency slots (when it has a limit), then hand it
+        on to a task the scheduler parked on it."""
         limiter = self.limiters.get(tool.name)
-        if limiter is not None:
-            await limiter.acquire()
+        if limiter is None:
+            yield
+            return
+        await limiter.acquire()
         try:
-            if self.recoverer is None:
-                return await self.executor.execute(sub.task, tool, arguments)
-            return await self.recoverer.call(sub, tool, arguments)
+            yield
         finally:
-            if limiter is not None:
-                limiter.release()
-                self.released(tool.name)
+            limiter.release()
+            self.released(tool.name)
+
+    async def _call(self, sub: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
+        if self.recoverer is None:
+            return await self.executor.execute(sub.task, tool, arguments)
+        return await self.recoverer.call(sub, tool, arguments)
 
     def _reused(self, sub: TaskRecord, earlier: RecordedItem, out: list[Any]) -> None:
         assert sub.item is not None

@@ -37,6 +37,7 @@ __all__ = [
     "END_OF_PLAN",
     "MAX_ARGUMENT_CHARS",
     "MAX_FANOUT",
+    "MAX_FANOUT_TOTAL",
     "NO_ITEM",
     "Ref",
     "Task",
@@ -54,6 +55,8 @@ END_OF_PLAN = "<END_OF_PLAN>"
 MAX_ARGUMENT_CHARS = 1_000_000
 # Elements one fan-out (`$N[*]`) may run by default: a list result is untrusted input too.
 MAX_FANOUT = 64
+# Elements every fan-out of one run may run together: 20 fan-outs of 64 would be 1,280 calls.
+MAX_FANOUT_TOTAL = 256
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:

@@ -49,7 +49,7 @@ from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
 from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
-from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
+from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .planner import Planner
 from .react import ReAct
 from .records import LLMUsage, Recorded, RecordedItem, TaskRecord, partial_text, run_dict
@@ -174,6 +174,7 @@ class Runtime:
         tool_timeout: float = DEFAULT_TIMEOUT,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
         max_fanout: int = MAX_FANOUT,
+        max_fanout_total: int = MAX_FANOUT_TOTAL,
         streaming: bool = True,
         react_max_steps: int = 10,
         examples: str | None = None,
@@ -203,7 +204,9 @@ class Runtime:
         LLM calls, tokens, wall time and decomposition depth; `escalate` is the async function
         a person answers through when the `Escalate` pattern acts.  `max_argument_chars` bounds
         one argument once its references are filled in (a ToolArgumentError past it), and
-        `max_fanout` the elements of one fan-out (`$N[*]`; a longer list fails the task).
+        `max_fanout` the elements of one fan-out (`$N[*]`; a longer list fails the task), and
+        `max_fanout_total` the elements of all the fan-outs of one run's plan together (every
+        plan round; a fan-out that would pass it fails as a list too long does).
 
         `prompt_style` is how much the planner's and joiner's prompts spell out: "full" (worked
         examples, a thought before every answer: what the embedded model's accuracy was
@@ -254,9 +257,13 @@ class Runtime:
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
         self.max_argument_chars = max_argument_chars
-        if max_fanout < 0:
-            raise UserError(f"max_fanout must be >= 0, not {max_fanout}")
+        if max_fanout < 0 or max_fanout_total < 0:
+            raise UserError(
+                f"max_fanout and max_fanout_total must be >= 0, not {max_fanout} and "
+                f"{max_fanout_total}"
+            )
         self.max_fanout = max_fanout
+        self.max_fanout_total = max_fanout_total
         self.streaming = streaming
         self.join_replan = not llm.embedded if join_replan is None else join_replan
         self.grounding = llm.embedded if grounding is None else grounding
@@ -282,6 +289,7 @@ class Runtime:
             tool_timeout=tool_timeout,
             max_argument_chars=max_argument_chars,
             max_fanout=max_fanout,
+            max_fanout_total=max_fanout_total,
             streaming=streaming,
             join_replan=self.join_replan,
             grounding=self.grounding,
@@ -376,6 +384,7 @@ class Runtime:
             tool_timeout=settings.tool_timeout,
             max_argument_chars=settings.max_argument_chars,
             max_fanout=settings.max_fanout,
+            max_fanout_total=settings.max_fanout_total,
             streaming=settings.streaming,
             grammar=settings.grammar,
             prompt_style=settings.prompt_style,
@@ -833,6 +842,7 @@ class Runtime:
             items=items,
             gate=gate,
             max_fanout=self.max_fanout,
+            max_fanout_total=self.max_fanout_total,
         )
 
     def _finish(

@@ -31,7 +31,7 @@ from .events import (
 )
 from .executor import Executor
 from .fanout import FanOut
-from .plan import MAX_FANOUT, Task, format_args
+from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Task, format_args
 from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
 from .tools import ToolRegistry
 
@@ -84,11 +84,13 @@ class Scheduler:
         gate: Gate | None = None,
         items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         max_fanout: int = MAX_FANOUT,
+        max_fanout_total: int = MAX_FANOUT_TOTAL,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
         `recorded` holds outcomes to reuse from an earlier session of the run, `items` the
         fan-out elements it finished; `gate` says which tasks wait for a person's approval,
-        and applies the approvals given; `max_fanout` bounds the elements of one fan-out."""
+        and applies the approvals given; `max_fanout` bounds the elements of one fan-out,
+        `max_fanout_total` those of all the fan-outs the scheduler runs."""
         self.tools = tools
         self.store = store
         self.recoverer = recoverer
@@ -115,6 +117,7 @@ class Scheduler:
             store=self._stored,
             recorded=items,
             max_items=max_fanout,
+            max_total=max_fanout_total,
         )
         self._tg: TaskGroup | None = None
         self._ready: deque[TaskRecord] = deque()

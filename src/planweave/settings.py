@@ -18,7 +18,7 @@ from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
-from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
+from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .tools import EXECUTORS, ExecutorName, ToolRegistry, load_tools
 
@@ -73,6 +73,8 @@ class RunSettings:
     option reads "thread"), `ray_address` the Ray cluster (null: env RAY_ADDRESS, else local);
     the address is never stored: a journal is untrusted, and a Ray cluster is sent the tools'
     arguments and answers with pickles, so a resumed run joins the cluster its process names.
+    `max_fanout` bounds the elements of one fan-out (`$N[*]`), `max_fanout_total` those of
+    every fan-out of a run together.
     Invalid values raise UserError naming the field.
     """
 
@@ -90,6 +92,7 @@ class RunSettings:
     tool_timeout: float = DEFAULT_TIMEOUT
     max_argument_chars: int = MAX_ARGUMENT_CHARS
     max_fanout: int = MAX_FANOUT
+    max_fanout_total: int = MAX_FANOUT_TOTAL
     streaming: bool = True
     join_replan: bool | None = None
     grounding: bool | None = None
@@ -133,6 +136,7 @@ class RunSettings:
             _count(name, getattr(self, name), at_least=0)
         _count("max_argument_chars", self.max_argument_chars, at_least=1)
         _count("max_fanout", self.max_fanout, at_least=0)
+        _count("max_fanout_total", self.max_fanout_total, at_least=0)
         if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
             raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
         for name in ("llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"):

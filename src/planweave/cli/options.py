@@ -20,7 +20,7 @@ import typer
 
 from ..errors import PlanweaveError
 from ..llm.base import Deadlines, PromptStyle
-from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT
+from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import RunSettings
 from ..tools import EXECUTORS
@@ -98,6 +98,13 @@ def _settings(
     max_fanout: Annotated[
         int, typer.Option(help="Most elements one fan-out ($N[*]) runs; a longer list fails it.")
     ] = MAX_FANOUT,
+    max_fanout_total: Annotated[
+        int,
+        typer.Option(
+            help="Most elements all the fan-outs of one run run together; a fan-out that would "
+            "pass it fails."
+        ),
+    ] = MAX_FANOUT_TOTAL,
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
@@ -207,6 +214,7 @@ def _settings(
         tool_timeout=timeout,
         max_argument_chars=max_argument_chars,
         max_fanout=max_fanout,
+        max_fanout_total=max_fanout_total,
         streaming=stream_dispatch,
         join_replan=join_replan,
         grounding=grounding,
