@@ -27,12 +27,13 @@ def test_a_run_waits_then_is_approved_with_a_task_changed(tmp_path: Path) -> Non
         assert json.loads(run_cli("runs", "list", "--json", env=env).stdout)[0]["status"] == (
             "awaiting_approval"
         )
-        bad = run_cli("runs", "approve", run_id, "--edit", "1=[1]", env=env)
+        bad = run_cli("runs", "approve", run_id, *base, "--edit", "1=[1]", env=env)
         assert bad.returncode == 2
         assert "--edit" in bad.stderr
         approved = run_cli(
-            "runs", "approve", run_id, "--edit", '2={"country": "Belgium"}', "--json", env=env
-        )
+            "runs", "approve", run_id, *base, "--edit", '2={"country": "Belgium"}', "--json",
+            env=env,
+        )  # fmt: skip
     assert approved.returncode == 0, approved.stderr
     result = json.loads(approved.stdout)
     assert result["status"] == "finished"

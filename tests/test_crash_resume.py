@@ -83,7 +83,9 @@ def test_killed_run_resumes_without_lost_or_repeated_work(
     if stage == "joining":
         assert finished_before == {1, 2, 3, 4}
 
-    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    # Where it reaches is given again: the journal's own record of it is not trusted.
+    reach = ["--tools", "ledger_tools:TOOLS", "--base-url", server.base_url]
+    resumed = planweave(tmp_path, "runs", "resume", run_id, *reach, "--json")
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["id"] == run_id
@@ -111,14 +113,14 @@ def test_a_side_effect_in_flight_is_only_rerun_when_asked(
     assert killed.returncode == -9
     run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
 
-    paused = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    paused = planweave(tmp_path, "runs", "resume", run_id, *args, "--json")
     assert paused.returncode == 3
     assert json.loads(paused.stdout)["error"]["tasks"][0]["call"] == 'send("total ${3}")'
     assert "send total 5" not in ledger(tmp_path)
     listed = planweave(tmp_path, "runs", "list")
     assert "paused" in listed.stdout
 
-    resumed = planweave(tmp_path, "runs", "resume", run_id, "--rerun", "4", "--json")
+    resumed = planweave(tmp_path, "runs", "resume", run_id, *args, "--rerun", "4", "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == "The total is 5, and it was sent."
     assert ledger(tmp_path)["send total 5"] == 1
@@ -190,8 +192,9 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves
-    # nothing for the joiner.
-    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    # nothing for the joiner.  (Where it reaches is accepted from the record: see
+    # tests/test_journal_trust.py for what a journal may not decide alone.)
+    resumed = planweave(tmp_path, "runs", "resume", run_id, "--accept-recorded-settings", "--json")
     assert resumed.returncode == 1, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["error"]["type"] == "BudgetExceeded"
@@ -212,7 +215,7 @@ def test_resume_overrides_the_recorded_endpoint_and_model(
     run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
     resumed = planweave(
         tmp_path, "runs", "resume", run_id, "--base-url", server.base_url, "--model", "m",
-        "--json",
+        "--tools", "ledger_tools:TOOLS", "--json",
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == "The total is 5, and it was sent."

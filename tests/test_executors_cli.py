@@ -26,7 +26,7 @@ def test_the_executor_is_recorded_and_a_run_goes_on_with_it(tmp_path: Path) -> N
         shown = json.loads(run_cli("runs", "show", run_id, "--db", db, "--json").stdout)
         assert shown["settings"]["executor"] == "process"
         # Approving rebuilds the run's runtime from what was recorded: the pool again.
-        approved = run_cli("runs", "approve", run_id, "--db", db, "--json")
+        approved = run_cli("runs", "approve", run_id, *TOOLS, *url, "--json")
     assert approved.returncode == 0, approved.stderr
     tasks = {t["id"]: t for t in json.loads(approved.stdout)["tasks"]}
     assert tasks[1]["result"] == "pool"

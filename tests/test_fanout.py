@@ -269,7 +269,7 @@ def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
     done = [i["call"] for i in before["tasks"][1]["items"] if i["status"] == "done"]
     assert done == ['population(country="Slovakia")', 'population(country="Hungary")']
 
-    resumed = planweave(tmp_path, "runs", "resume", run_id, "--json")
+    resumed = planweave(tmp_path, "runs", "resume", run_id, *args, "--json")
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["status"] == "finished"

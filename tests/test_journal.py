@@ -266,6 +266,7 @@ def test_a_resumed_plan_that_writes_another_call_under_a_finished_id_is_refused(
     # side effect under task 4, which already ran.
     with sqlite3.connect(tmp_path / "runs.db") as conn:
         conn.execute("UPDATE llm_calls SET status = 'streaming' WHERE purpose = 'planner'")
+    journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     other = PLAN.replace('send("total ${3}")', 'send("total 6")')
     llm = ScriptedLLM(Script.by_purpose(planner=[other], joiner=[FINISH]))
     with pytest.raises(RunFailed) as failed:
@@ -305,6 +306,7 @@ def test_a_recorded_result_that_cannot_be_read_back_pauses_the_resume(
         conn.execute(
             "UPDATE tasks SET result = ? WHERE id = 3", ('{"__pw__": "no-such-kind", "v": 1}',)
         )
+    journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
     with pytest.raises(ResumeError, match=r"result of task 3 `add\(\$1, \$2\)` cannot be read"):
         runtime.resume(run_id)
@@ -318,6 +320,7 @@ def test_a_recorded_response_whose_request_changed_is_asked_again(
     run_id = failed_at_joiner(journal)
     with sqlite3.connect(tmp_path / "runs.db") as conn:
         conn.execute("UPDATE llm_calls SET request_hash = 'other' WHERE purpose = 'planner'")
+    journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     ran = ledger_tools.ledger()
     llm = ScriptedLLM(script(planner=1, joiner=1))
     result = Runtime(TOOLS, llm, journal=journal).resume(run_id)

@@ -4,7 +4,8 @@
     ├── UserError ................ a mistake by the developer using planweave (bad tool, config)
     │   └── ResumeError .......... a run cannot be resumed (unknown, still running, tools changed)
     │       ├── RunNotFound ...... no run by that id (or prefix) in the journal
-    │       └── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
+    │       ├── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
+    │       └── JournalUnverified  recorded steps whose seal does not check (edited, or unsigned)
     │   └── InvalidApproval ...... an approval whose edits do not make a valid plan
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
@@ -372,6 +373,17 @@ class DecisionNeeded(ResumeError):
     def __init__(self, message: str, *, tasks: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.tasks = tasks
+
+
+class JournalUnverified(ResumeError):
+    """Records of the run do not carry a valid seal of this user's journal key (`store.seal`):
+    the file was edited, written before journals were sealed, or sealed with another key.
+    Nothing was replayed.  `records` names them (`task 3`, `LLM call 1`, ...)."""
+
+    def __init__(self, message: str, *, records: list[str], run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.records = records
+        self.run_id = run_id
 
 
 class JoinerError(RunError):

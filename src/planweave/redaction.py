@@ -4,7 +4,9 @@ An endpoint may echo the API key in an error body, a tool may put a token in its
 error tree (`errors.PlanweaveError`) passes its message and every field it serializes through
 `redact`, so the journal, events, `--json` and the terminal never show them.  Known secrets are
 the keys backends are configured with (`add_secret`) and the values of environment variables
-whose names contain API_KEY, TOKEN, SECRET or PASSWORD.
+whose names contain API_KEY, TOKEN, SECRET or PASSWORD.  An endpoint's URL may hold a
+credential of its own (`http://user:pass@host/v1?api-key=...`): `redact_url` masks it wherever a
+URL is stored or shown, and `redact_endpoints` does so for the URLs of a run's settings.
 """
 
 from __future__ import annotations
@@ -12,14 +14,19 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["MASK", "add_secret", "encodable", "redact"]
+__all__ = ["MASK", "add_secret", "encodable", "redact", "redact_endpoints", "redact_url"]
 
 MASK = "[redacted]"
 
 # Shorter values (flags, "1", "true") would mask ordinary words everywhere.
 _MIN_LENGTH = 8
 _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+# Query parameters whose value may be a credential (api-key, access_token, sig, X-Amz-Signature).
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential|session", re.IGNORECASE)
 
 _configured: set[str] = set()
 _lock = threading.Lock()
@@ -77,3 +84,37 @@ def encodable(text: str) -> str:
     if text.isascii():
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def redact_url(url: str) -> str:
+    """`url` without what may be a credential in it: the user and password before its host
+    become MASK, and so does the value of every query parameter named like a key, token,
+    secret, password, signature or session; known secrets are masked as `redact` does.  Text
+    that is not a URL with a host is only `redact`ed."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if not parts.scheme or not parts.netloc:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else ():
+        name, eq, _ = pair.partition("=")
+        pairs.append(f"{name}={MASK}" if eq and _SECRET_PARAM.search(unquote(name)) else pair)
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment)))
+
+
+def redact_endpoints(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's settings (`RunSettings.to_dict()`'s form, or an older journal's) with their URLs
+    through `redact_url`: the endpoint (`base_url`) and the MCP servers reached over HTTP.
+    (A command line is no URL and is only `redact`ed.)  Everything a run's settings are stored
+    or shown as passes through here."""
+    shown = dict(settings)
+    if isinstance(shown.get("base_url"), str):
+        shown["base_url"] = redact_url(shown["base_url"])
+    if isinstance(shown.get("mcp"), list | tuple):
+        shown["mcp"] = [redact_url(s) if isinstance(s, str) else s for s in shown["mcp"]]
+    return shown

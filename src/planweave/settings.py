@@ -3,7 +3,13 @@ building a run's tools, LLM and recovery policy from it (what `planweave runs re
 continue a run the way it started).
 
 `to_dict()`/`from_dict()` are its one serialized form.  It never holds an API key: endpoints
-read theirs from the environment.
+read theirs from the environment, and a credential written into a URL is masked before it is
+stored (`redaction.redact_endpoints`).
+
+A journal is untrusted, so what a recorded run *did* may be replayed but where it may *reach*
+may not be read from it: the `REACH` settings (an endpoint, MCP servers, tool modules, a
+folder; a Ray address is never even stored) come from the resuming process's own
+configuration, and `reach_differences` says how the recorded ones differ from those.
 """
 
 from __future__ import annotations
@@ -20,15 +26,18 @@ from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
+from .redaction import redact_endpoints, redact_url
 from .tools import EXECUTORS, ExecutorName, ToolRegistry, load_tools
 
 __all__ = [
+    "REACH",
     "LoadProgress",
     "Mode",
     "RecoveryName",
     "RunSettings",
     "load_tool_sets",
     "make_llm",
+    "reach_differences",
     "recovery_policy",
 ]
 
@@ -39,6 +48,12 @@ RecoveryName = Literal["default", "none", "custom"]
 LoadProgress = Callable[[str, int, int], None]
 
 _DEADLINES = Deadlines()
+
+# The settings that name a place or code a run reaches: where its LLM is (and so where the API
+# key is sent), commands started as MCP servers, modules imported for tools, the folder
+# search_files reads.  `model` reaches a place only as the embedded model's GGUF file (see
+# `reach_differences`); `ray_address` is never stored.  The rest say how a run behaves.
+REACH = ("base_url", "mcp", "tools", "files")
 
 # Where a failed tool call goes after the policy's own patterns (its retries).
 _FAILED_CALL = ("tool.permanent", "tool.crash", "tool.wrong_type", "tool.transient", "tool.timeout")
@@ -162,13 +177,13 @@ class RunSettings:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object the journal stores with the run."""
+        """The JSON object the journal stores with the run (a credential in a URL masked)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["tools"] = list(self.tools)
         data["mcp"] = list(self.mcp)
         data["budget"] = {f.name: getattr(self.budget, f.name) for f in fields(self.budget)}
         del data["ray_address"]
-        return data
+        return redact_endpoints(data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunSettings:
@@ -201,6 +216,42 @@ class RunSettings:
             else:
                 raise _invalid("budget", "an object of limits", budget)
         return cls(**values)
+
+
+def reach_differences(recorded: RunSettings, own: RunSettings) -> dict[str, str]:
+    """How the `REACH` settings of `recorded` (a journal's, untrusted) differ from `own` (what
+    the resuming process was given: its options, its environment, the defaults), by setting,
+    each a line that shows both (URLs compared and shown as stored, `redact_url`).  `model`
+    counts when neither uses an endpoint and the recorded one is not a registry name: a file
+    the embedded backend would open.  Empty: the recorded run reaches nothing this process
+    was not told to."""
+    lines = {}
+    for name in REACH:
+        was, now = getattr(recorded, name), getattr(own, name)
+        if name == "base_url":
+            was, now = _url(was), _url(now)
+        elif name == "mcp":
+            was, now = tuple(map(redact_url, was)), tuple(map(redact_url, now))
+        if was != now:
+            lines[name] = f"{name}: recorded {_shown(was)}, given {_shown(now)}"
+    if own.base_url is None and recorded.base_url is None and recorded.model != own.model:
+        from .llm.models import MODELS
+
+        if recorded.model is not None and recorded.model not in MODELS:
+            lines["model"] = f"model: recorded {_shown(recorded.model)}, given {_shown(own.model)}"
+    return lines
+
+
+def _url(url: str | None) -> str | None:
+    return None if url is None else redact_url(url)
+
+
+def _shown(value: object) -> str:
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, tuple):
+        return ", ".join(repr(v) for v in value)
+    return repr(value)
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -13,12 +15,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import DecisionNeeded, PlanweaveError
+from ..errors import DecisionNeeded, PlanweaveError, ResumeError
 from ..events import (
     Event,
 )
 from ..runtime import RunResult, Runtime
-from ..settings import RunSettings
+from ..settings import RunSettings, reach_differences
 from ..store import Journal, ResumeDecision
 from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
 from .options import OtelOption, start_tracing
@@ -26,6 +28,68 @@ from .run import build_runtime, execute_and_report
 from .view import STYLE, DagView, labelled, plain_console
 
 T = TypeVar("T")
+
+# Where a resumed run may reach comes from these options (and the environment), never from the
+# journal, which is untrusted: see `_recorded_runtime`.
+ToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tools",
+        "-t",
+        help="The tool sets (as for `run`; default: builtin); the recorded ones are not used "
+        "unless given again or accepted.",
+    ),
+]
+McpOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        help="An MCP server (as for `run`); repeatable.  The recorded ones are not started unless "
+        "given again or accepted.",
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The endpoint (env PLANWEAVE_BASE_URL); the recorded one is not used unless given "
+        "again or accepted."
+    ),
+]
+IgnoreOption = Annotated[
+    bool,
+    typer.Option(
+        "--ignore-recorded-settings",
+        help="Reach only what this command gives (or the defaults: the built-in tools, no MCP "
+        "server, no folder), whatever endpoint, MCP servers, tool sets or folder the journal "
+        "records.",
+    ),
+]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-journal",
+        help="Seal the run's records with your journal key before resuming, though their seals "
+        "do not check (a journal from before seals, or from another user or machine): only "
+        "for a file you trust, since a forged record would then be replayed.",
+    ),
+]
+ModelOption = Annotated[str | None, typer.Option(help="Override the recorded model.")]
+FilesOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="The folder search_files reads; the recorded one is not used unless given again "
+        "or accepted."
+    ),
+]
+AcceptOption = Annotated[
+    bool,
+    typer.Option(
+        "--accept-recorded-settings",
+        help="Use the endpoint, MCP servers, tool sets, folder and model file the journal "
+        "records where this command gives none (the journal is untrusted: only for a journal "
+        "you trust).",
+    ),
+]
 
 
 @runs_app.command("list")
@@ -123,21 +187,23 @@ def runs_resume(
         list[int] | None,
         typer.Option(help="Mark this side-effecting task that was in flight failed; repeatable."),
     ] = None,
-    tools: Annotated[
-        list[str] | None, typer.Option("--tools", "-t", help="Override the recorded tool sets.")
-    ] = None,
-    mcp: Annotated[
-        list[str] | None, typer.Option("--mcp", help="Override the recorded MCP servers.")
-    ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Override the recorded endpoint.")] = None,
-    model: Annotated[str | None, typer.Option(help="Override the recorded model.")] = None,
+    tools: ToolsOption = None,
+    mcp: McpOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    files: FilesOption = None,
+    accept_recorded_settings: AcceptOption = False,
+    ignore_recorded_settings: IgnoreOption = False,
+    trust_journal: TrustOption = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")
     ] = False,
     otel: OtelOption = None,
 ) -> None:
     """Continue a run that stopped: recorded LLM responses are replayed, finished tasks are not
-    run again, and a side-effecting task that was in flight is re-run only if you say so."""
+    run again, and a side-effecting task that was in flight is re-run only if you say so.
+    Where the run may reach (endpoint, MCP servers, tool sets, folder) is what this command is
+    given, as `run` takes it: a journal that records others is refused unless you accept them."""
     err = plain_console(stderr=True)
     start_tracing(otel)
     journal = open_journal(db, err)
@@ -156,8 +222,11 @@ def runs_resume(
         )
         return "rerun" if again else "fail"
 
+    reach = _Reach(
+        tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
+    )
     runtime, load_s = _recorded_runtime(
-        journal, run_id, err, as_json=as_json, tools=tools, mcp=mcp, base_url=base_url, model=model
+        journal, run_id, err, reach, as_json=as_json, trust=trust_journal
     )
 
     def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
@@ -177,28 +246,77 @@ def runs_resume(
         raise typer.Exit(2) from None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Reach:
+    """What `runs resume`/`runs approve` were told about where the run may reach."""
+
+    tools: list[str] | None
+    mcp: list[str] | None
+    base_url: str | None
+    model: str | None
+    files: Path | None
+    accept: bool
+    ignore: bool
+
+    def given(self) -> dict[str, Any]:
+        """The settings given by option (or, for the endpoint, the environment)."""
+        given: dict[str, Any] = {
+            "tools": tuple(self.tools) if self.tools else None,
+            "mcp": tuple(self.mcp) if self.mcp else None,
+            "base_url": self.base_url or os.environ.get("PLANWEAVE_BASE_URL") or None,
+            "model": self.model,
+            "files": None if self.files is None else str(self.files.resolve()),
+        }
+        return {name: value for name, value in given.items() if value is not None}
+
+
 def _recorded_runtime(
-    journal: Journal,
-    run_id: str,
-    err: Console,
-    *,
-    as_json: bool,
-    tools: list[str] | None = None,
-    mcp: list[str] | None = None,
-    base_url: str | None = None,
-    model: str | None = None,
+    journal: Journal, run_id: str, err: Console, reach: _Reach, *, as_json: bool, trust: bool
 ) -> tuple[Runtime, float]:
-    """The runtime a recorded run was started with (its settings from the journal), with the
-    given overrides; a setting that cannot be rebuilt is the error and exit status 2."""
+    """The runtime a recorded run was started with: its behaviour from the journal's settings,
+    where it reaches (`REACH`) from this command, as `run` would take it.  A recorded place
+    this command does not give is refused, showing the difference, unless `reach.accept` (use
+    the recorded) or `reach.ignore` (use this command's, defaults included); a
+    setting that cannot be rebuilt is the error, and exit status 2.  `trust`: seal the run's
+    records first (`Journal.seal`), whatever their seals say."""
     try:
-        recorded = RunSettings.from_dict(journal.show(run_id)["settings"])
-        settings = dataclasses.replace(
-            recorded,
-            tools=tuple(tools) if tools else recorded.tools,
-            mcp=tuple(mcp) if mcp else recorded.mcp,
-            base_url=base_url or recorded.base_url,
-            model=model or recorded.model,
+        if trust:
+            journal.seal(run_id)
+        shown = journal.show(run_id)
+        if shown["status"] == "finished":  # said before any difference in its settings
+            raise ResumeError(f"run {shown['id']} already finished; nothing to resume")
+        recorded = RunSettings.from_dict(shown["settings"])
+        given = reach.given()
+        own = dataclasses.replace(
+            recorded, tools=("builtin",), mcp=(), base_url=None, files=None, model=None
         )
+        own = dataclasses.replace(own, **given)
+        differences = reach_differences(recorded, own)
+        if reach.accept and reach.ignore:
+            raise ResumeError(
+                "--accept-recorded-settings and --ignore-recorded-settings contradict each other"
+            )
+        unasked = [line for name, line in differences.items() if name not in given]
+        if unasked and not (reach.accept or reach.ignore):
+            raise ResumeError(
+                f"run {run_id} was recorded reaching other places than this command gives, and "
+                "a journal is untrusted, so they are not used unless you say so: "
+                + "; ".join(unasked)
+                + ". Give them again (--tools, --mcp, --base-url, --files, --model), accept "
+                "the recorded ones (--accept-recorded-settings), or reach only what this "
+                "command gives (--ignore-recorded-settings)"
+            )
+        used = differences.keys() if reach.ignore else differences.keys() & given.keys()
+        for name in sorted(used):
+            err.print(
+                f"note: {differences[name]} (this command's is used)", markup=False, highlight=False
+            )
+        if reach.accept:
+            settings = dataclasses.replace(recorded, **given)
+        else:
+            settings = dataclasses.replace(
+                own, model=reach.model or (None if "model" in differences else recorded.model)
+            )
         return build_runtime(
             settings, journal=journal, console=err, quiet=as_json or not err.is_terminal
         )
@@ -221,6 +339,14 @@ def runs_approve(
             "1's result); repeatable."
         ),
     ] = None,
+    tools: ToolsOption = None,
+    mcp: McpOption = None,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    files: FilesOption = None,
+    accept_recorded_settings: AcceptOption = False,
+    ignore_recorded_settings: IgnoreOption = False,
+    trust_journal: TrustOption = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")
     ] = False,
@@ -232,7 +358,12 @@ def runs_approve(
     start_tracing(otel)
     edits = _edits(edit or [], err)
     journal = open_journal(db, err)
-    runtime, load_s = _recorded_runtime(journal, run_id, err, as_json=as_json)
+    reach = _Reach(
+        tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
+    )
+    runtime, load_s = _recorded_runtime(
+        journal, run_id, err, reach, as_json=as_json, trust=trust_journal
+    )
 
     def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aapprove(run_id, edits=edits, drop=drop or (), subscribers=subs, check=False)

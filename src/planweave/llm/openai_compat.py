@@ -23,7 +23,7 @@ from ..errors import (
     LLMStreamError,
     UserError,
 )
-from ..redaction import add_secret
+from ..redaction import add_secret, redact_url
 from .base import (
     LLM,
     PURPOSE_HEADER,
@@ -161,6 +161,8 @@ class OpenAICompatible(LLM):
             raise UserError("no model given: pass --model or set PLANWEAVE_MODEL")
         self.model = model
         self.base_url = base_url
+        # As errors and logs name it: a credential in the URL masked.
+        self._where = None if base_url is None else redact_url(base_url)
         self.grammar_field = grammar_field
         self.extra_body = dict(extra_body or {})
         self.deadlines = deadlines if deadlines is not None else Deadlines()
@@ -176,7 +178,7 @@ class OpenAICompatible(LLM):
 
     def __repr__(self) -> str:
         # Never show the key.
-        return f"OpenAICompatible(base_url={self.base_url!r}, model={self.model!r})"
+        return f"OpenAICompatible(base_url={self._where!r}, model={self.model!r})"
 
     async def aclose(self) -> None:
         """Close pooled connections; the next call opens a new client."""
@@ -207,7 +209,7 @@ class OpenAICompatible(LLM):
         return kwargs
 
     def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
-        return within_deadlines(self._deltas(request), self.deadlines, self.base_url or "the API")
+        return within_deadlines(self._deltas(request), self.deadlines, self._where or "the API")
 
     async def _deltas(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         """The response's text and usage as the endpoint streams them, its errors translated."""
@@ -254,7 +256,7 @@ class OpenAICompatible(LLM):
             ) from exc
         except openai.RateLimitError as exc:
             raise LLMRateLimitError(
-                f"rate limited by {self.base_url or 'the API'}: {exc.message}",
+                f"rate limited by {self._where or 'the API'}: {exc.message}",
                 retry_after=_retry_after(exc),
             ) from exc
         except openai.BadRequestError as exc:
@@ -269,7 +271,7 @@ class OpenAICompatible(LLM):
             if received:
                 raise LLMStreamError(f"the response stream broke off: {exc}") from exc
             raise LLMConnectionError(
-                f"cannot reach {self.base_url or 'the OpenAI API'}: {exc}"
+                f"cannot reach {self._where or 'the OpenAI API'}: {exc}"
             ) from exc
         except openai.APIError as exc:
             raise LLMStreamError(f"the response stream broke off: {exc.message}") from exc

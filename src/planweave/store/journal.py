@@ -4,6 +4,9 @@ Writes happen synchronously on the event stream (see `RunRecorder`), one transac
 so a task's start is committed before its tool is called and its result before any dependent
 starts.  Starts of tasks whose tool has side effects are also fsynced (`synchronous=FULL` for that
 commit); everything else relies on WAL's ordering, which survives a killed process.
+
+Every row a resume reads is sealed as it is written (`seal`: an HMAC under this user's key,
+which the file does not hold), and `verify` checks the seals before a resume replays anything.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, PlanDiverged, PlanRejected, ResumeError, RunNotFound
+from ..errors import (
+    JournalError,
+    JournalUnverified,
+    PlanDiverged,
+    PlanRejected,
+    ResumeError,
+    RunNotFound,
+)
 from ..events import (
     CacheAdapted,
     CacheHit,
@@ -52,11 +62,15 @@ from ..records import (
     run_dict,
     task_dict,
 )
+from ..redaction import redact_endpoints
 from .codec import Unstorable, decode, encode
 from .schema import connect
+from .seal import SEALED, Sealer, key_path
 
 __all__ = ["Journal", "default_path"]
 
+# A step that may have taken effect when its run stopped: running, or cancelled once started.
+_IN_FLIGHT = "(status = 'running' OR (status = 'cancelled' AND started IS NOT NULL))"
 _HEAVY = frozenset({"result", "stored", "arguments", "text", "args"})
 
 
@@ -101,6 +115,7 @@ class Journal:
         self.read_only = read_only
         self._conn = connect(self.path, read_only=read_only)
         self._lock = threading.Lock()
+        self._sealer: Sealer | None = None  # the key is read when first needed
 
     @classmethod
     def for_reading(cls, path: str | Path | None = None) -> Journal:
@@ -176,6 +191,60 @@ class Journal:
             cursor.row_factory = sqlite3.Row
             return cursor.fetchall()
 
+    def _sealing(self) -> Sealer:
+        if self._sealer is None:
+            self._sealer = Sealer.load()
+        return self._sealer
+
+    def _seal(
+        self, conn: sqlite3.Connection, table: str, where: str, params: tuple[Any, ...]
+    ) -> None:
+        """Seal the rows of `table` that `where` selects, as they now are."""
+        sealer = self._sealing()
+        cursor = conn.execute(f"SELECT rowid AS rowid_, * FROM {table} WHERE {where}", params)
+        names = [d[0] for d in cursor.description]
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            rowid = row.pop("rowid_")
+            conn.execute(
+                f"UPDATE {table} SET mac = ? WHERE rowid = ?", (sealer.seal(table, row), rowid)
+            )
+
+    def seal(self, run_id: str) -> None:
+        """Seal every record of run `run_id` as it is now, with this user's key: a person
+        vouches for the file (`runs resume --trust-journal`), and `verify` then passes."""
+        run_id = self.find(run_id)
+        with self._write(run_id=run_id) as conn:
+            self._seal(conn, "runs", "id = ?", (run_id,))
+            for table in ("tasks", "task_items", "llm_calls", "events"):
+                self._seal(conn, table, "run_id = ?", (run_id,))
+
+    def verify(self, run_id: str) -> None:
+        """Check the seal of every record of run `run_id` (`seal`): JournalUnverified names
+        those edited since they were written, or never sealed (written before journals were
+        sealed, or by another user's key)."""
+        run_id = self.find(run_id)
+        sealer = self._sealing()
+        bad: list[str] = []
+        for table in SEALED:
+            column = "id" if table == "runs" else "run_id"
+            for row in self._read(f"SELECT * FROM {table} WHERE {column} = ?", (run_id,)):
+                found = dict(row)
+                if not sealer.verify(table, found):
+                    bad.append(_record_name(table, found))
+        if not bad:
+            return
+        shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+        raise JournalUnverified(
+            f"run {run_id} cannot be resumed: records of it are not sealed by this user's "
+            f"journal key ({key_path()}), so nothing of it is replayed: {shown}. The journal "
+            "was edited since they were written, or they were written before planweave sealed "
+            "its journals, or with another key. Only if you trust this file: resume with "
+            "--trust-journal (Journal.seal), which seals them with your key",
+            records=bad,
+            run_id=run_id,
+        )
+
     # ------------------------------------------------------------------ runs
 
     def create_run(self, run_id: str, question: str, mode: str, settings: dict[str, Any]) -> float:
@@ -196,6 +265,7 @@ class Journal:
                     socket.gethostname(),
                 ),
             )
+            self._seal(conn, "runs", "id = ?", (run_id,))
         return now
 
     def find(self, run_id: str) -> str:
@@ -268,6 +338,7 @@ class Journal:
                 "UPDATE tasks SET status = 'cancelled' WHERE run_id = ? AND status = 'pending'",
                 (run_id,),
             )
+            self._seal(conn, "tasks", "run_id = ?", (run_id,))
         return error
 
     def request_cancel(self, run_id: str) -> str:
@@ -293,11 +364,21 @@ class Journal:
         return bool(rows and rows[0][0])
 
     def mark_failed(self, run_id: str, task_id: int, error: dict[str, Any]) -> None:
+        """Mark task `task_id`, which was in flight, failed with `error`, and so the elements
+        of it (a fan-out) that were in flight."""
         with self._write(run_id=run_id) as conn:
             conn.execute(
                 "UPDATE tasks SET status = 'failed', error = ? WHERE run_id = ? AND id = ?",
                 (_dumps(error), run_id, task_id),
             )
+            self._seal(conn, "tasks", "run_id = ? AND id = ?", (run_id, task_id))
+            conn.execute(
+                "UPDATE task_items SET status = 'failed', error = ? WHERE run_id = ? AND "
+                f"task_id = ? AND {_IN_FLIGHT}",
+                (_dumps(error), run_id, task_id),
+            )
+            where = "run_id = ? AND task_id = ? AND status = 'failed'"
+            self._seal(conn, "task_items", where, (run_id, task_id))
 
     # ------------------------------------------------------------------ the event stream
 
@@ -313,11 +394,12 @@ class Journal:
 
     def _append(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
         data = {f.name: getattr(event, f.name) for f in _fields(event) if f.name not in _HEAVY}
-        conn.execute(
+        cursor = conn.execute(
             "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
             "coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?, ?)",
             (run_id, run_id, session, event.t, event.kind, _dumps(data)),
         )
+        self._seal(conn, "events", "rowid = ?", (cursor.lastrowid,))
         self._apply(conn, run_id, session, event)
 
     def _apply(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:
@@ -332,65 +414,16 @@ class Journal:
             self._apply_task(conn, run_id, event)
 
     def _apply_task(self, conn: sqlite3.Connection, run_id: str, event: Event) -> None:
-        if getattr(event, "item", None) is not None:
-            _apply_item(conn, run_id, event)
+        task_id, item = getattr(event, "task_id", None), getattr(event, "item", None)
+        if task_id is None:
             return
-        key = (run_id, getattr(event, "task_id", None))
-        match event:
-            case TaskPlanned():
-                _keep_step(conn, run_id, event)
-                conn.execute(
-                    "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
-                    "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
-                    "ON CONFLICT (run_id, id) DO UPDATE SET plan_round = excluded.plan_round, "
-                    "tool = excluded.tool, args = excluded.args, call = excluded.call, "
-                    "deps = excluded.deps, thought = excluded.thought, "
-                    "side_effects = excluded.side_effects, status = 'pending', attempts = 0, "
-                    "arguments = NULL, result = NULL, error = NULL, started = NULL, ended = NULL "
-                    "WHERE tasks.call != excluded.call AND tasks.started IS NULL",
-                    (
-                        run_id,
-                        event.task_id,
-                        event.plan_round,
-                        event.tool,
-                        _dumps(event.args),
-                        event.call,
-                        _dumps(event.deps),
-                        event.thought,
-                        event.side_effects,
-                    ),
-                )
-            case TaskStarted():
-                conn.execute(
-                    "UPDATE tasks SET status = 'running', attempts = ?, arguments = ?,"
-                    " started = ?, ended = NULL WHERE run_id = ? AND id = ?",
-                    (event.attempt, _dumps(_storable(event.arguments)), event.start, *key),
-                )
-            case TaskFinished(reused=False):
-                conn.execute(
-                    "UPDATE tasks SET status = 'done', result = ?, error = NULL, started = ?, "
-                    "ended = ?, attempts = ? WHERE run_id = ? AND id = ?",
-                    (_dumps(event.stored), event.start, event.end, event.attempts, *key),
-                )
-            case TaskFailed(reused=False) | TaskSkipped():
-                status = "failed" if isinstance(event, TaskFailed) else "skipped"
-                conn.execute(
-                    "UPDATE tasks SET status = ?, error = ?, started = ?, ended = ?, attempts = ? "
-                    "WHERE run_id = ? AND id = ?",
-                    (status, _dumps(event.error), event.start, event.end, event.attempts, *key),
-                )
-            case TaskCancelled():
-                conn.execute(
-                    "UPDATE tasks SET status = 'cancelled', started = ?, ended = ?, attempts = ? "
-                    "WHERE run_id = ? AND id = ?",
-                    (event.start, event.end, event.attempts, *key),
-                )
-            case TaskRecovery():
-                conn.execute(
-                    "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
-                    "json(?)) WHERE run_id = ? AND id = ?",
-                    (_dumps(event.record()), *key),
-                )
+        if item is not None:
+            _apply_item(conn, run_id, event)
+            where = "run_id = ? AND task_id = ? AND item = ?"
+            self._seal(conn, "task_items", where, (run_id, task_id, item))
+            return
+        _apply_task(conn, run_id, event)
+        self._seal(conn, "tasks", "run_id = ? AND id = ?", (run_id, task_id))
 
     def _apply_llm(
         self,
@@ -431,6 +464,10 @@ class Journal:
                         event.call,
                     ),
                 )
+            case _:
+                return
+        where = "run_id = ? AND session = ? AND call = ?"
+        self._seal(conn, "llm_calls", where, (run_id, session, event.call))
 
     def _apply_approval(
         self, conn: sqlite3.Connection, run_id: str, event: PlanAwaitingApproval | PlanApproved
@@ -477,6 +514,20 @@ class Journal:
                         run_id,
                     ),
                 )
+                # Whatever an earlier session left in flight or waiting and this one did not
+                # reach (a task marked failed, a replan that dropped it, a shorter list) ended
+                # with the run: none of it stays `running` or `pending` under an ended run.
+                # `cancelled` with its start kept: a later resume still asks about it.
+                for table, left in (("tasks", "'running', 'pending'"), ("task_items", "'running'")):
+                    rows = conn.execute(
+                        f"SELECT rowid FROM {table} WHERE run_id = ? AND status IN ({left})",
+                        (run_id,),
+                    ).fetchall()
+                    for (rowid,) in rows:
+                        conn.execute(
+                            f"UPDATE {table} SET status = 'cancelled' WHERE rowid = ?", (rowid,)
+                        )
+                        self._seal(conn, table, "rowid = ?", (rowid,))
 
     # ------------------------------------------------------------------ reading
 
@@ -710,6 +761,66 @@ def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> Non
     )
 
 
+def _apply_task(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
+    """A task's event on its row: the values are the event's own."""
+    key = (run_id, getattr(event, "task_id", None))
+    match event:
+        case TaskPlanned():
+            _keep_step(conn, run_id, event)
+            conn.execute(
+                "INSERT INTO tasks (run_id, id, plan_round, tool, args, call, deps, thought, "
+                "side_effects, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
+                "ON CONFLICT (run_id, id) DO UPDATE SET plan_round = excluded.plan_round, "
+                "tool = excluded.tool, args = excluded.args, call = excluded.call, "
+                "deps = excluded.deps, thought = excluded.thought, "
+                "side_effects = excluded.side_effects, status = 'pending', attempts = 0, "
+                "arguments = NULL, result = NULL, error = NULL, started = NULL, ended = NULL "
+                "WHERE tasks.call != excluded.call AND tasks.started IS NULL",
+                (
+                    run_id,
+                    event.task_id,
+                    event.plan_round,
+                    event.tool,
+                    _dumps(event.args),
+                    event.call,
+                    _dumps(event.deps),
+                    event.thought,
+                    event.side_effects,
+                ),
+            )
+        case TaskStarted():
+            conn.execute(
+                "UPDATE tasks SET status = 'running', attempts = ?, arguments = ?,"
+                " started = ?, ended = NULL WHERE run_id = ? AND id = ?",
+                (event.attempt, _dumps(_storable(event.arguments)), event.start, *key),
+            )
+        case TaskFinished(reused=False):
+            conn.execute(
+                "UPDATE tasks SET status = 'done', result = ?, error = NULL, started = ?, "
+                "ended = ?, attempts = ? WHERE run_id = ? AND id = ?",
+                (_dumps(event.stored), event.start, event.end, event.attempts, *key),
+            )
+        case TaskFailed(reused=False) | TaskSkipped():
+            status = "failed" if isinstance(event, TaskFailed) else "skipped"
+            conn.execute(
+                "UPDATE tasks SET status = ?, error = ?, started = ?, ended = ?, attempts = ? "
+                "WHERE run_id = ? AND id = ?",
+                (status, _dumps(event.error), event.start, event.end, event.attempts, *key),
+            )
+        case TaskCancelled():
+            conn.execute(
+                "UPDATE tasks SET status = 'cancelled', started = ?, ended = ?, attempts = ? "
+                "WHERE run_id = ? AND id = ?",
+                (event.start, event.end, event.attempts, *key),
+            )
+        case TaskRecovery():
+            conn.execute(
+                "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
+                "json(?)) WHERE run_id = ? AND id = ?",
+                (_dumps(event.record()), *key),
+            )
+
+
 def _apply_item(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
     """A fan-out element's event, on its own row: the task's row is the whole fan-out's."""
     key = (run_id, getattr(event, "task_id", None), getattr(event, "item", None))
@@ -777,8 +888,14 @@ def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str
         "created": r["created"],
         "updated": r["updated"],
         "sessions": r["sessions"],
-        "settings": _loads(r["settings"]),
+        "settings": _shown_settings(r["settings"]),
     }
+
+
+def _shown_settings(text: str) -> Any:
+    """The stored settings, their URLs masked again (a journal from before that was done)."""
+    settings = _loads(text)
+    return redact_endpoints(settings) if isinstance(settings, dict) else settings
 
 
 def _shown_result(status: str, text: str | None) -> Any:
@@ -808,3 +925,17 @@ def _task_dict(r: sqlite3.Row, items: list[dict[str, Any]] | None = None) -> dic
         recovery=_loads(r["recovery"]),
         items=items,
     )
+
+
+def _record_name(table: str, row: dict[str, Any]) -> str:
+    """How a person finds a record of a run: `task 3`, `LLM call 2 (planner)`..."""
+    match table:
+        case "runs":
+            return "the run's question and settings"
+        case "tasks":
+            return f"task {row['id']}"
+        case "task_items":
+            return f"fan-out element {row['task_id']}.{row['item']}"
+        case "llm_calls":
+            return f"LLM call {row['call']} of session {row['session']} ({row['purpose']})"
+    return f"event {row['seq']} ({row['kind']})"

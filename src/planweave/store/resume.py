@@ -12,6 +12,7 @@ from ..approval import ApproveMode
 from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
 from ..events import PlanApproved
 from ..parser import PlanParser, parse_call
+from ..plan import Task
 from ..records import Recorded, RecordedItem, RecordedTask, Replay
 from ..tools import ToolRegistry
 from .codec import Unstorable, decode
@@ -60,14 +61,18 @@ def prepare(
     that awaits approval, which only that resumes).
 
     Raises ResumeError when it cannot (unknown, finished or still running elsewhere, or the
-    recorded plan does not fit `tools`), and DecisionNeeded, leaving the run paused, when a task
-    with side effects was in flight and `decisions` says nothing about it.
+    recorded plan does not fit `tools`), JournalUnverified when a record of it is not sealed by
+    this user's journal key (`Journal.verify`), and DecisionNeeded, leaving the run paused,
+    when a task with side effects was in flight and `decisions` says nothing about it.
     """
     row = journal.claim(run_id, approving=approving)
     run_id = row["id"]
     try:
+        # Nothing recorded is replayed, nor read to decide what runs, unless it is sealed.
+        journal.verify(run_id)
         tasks = journal.recorded_tasks(run_id)
-        _check_plan(run_id, tasks, tools)
+        planned = _check_plan(run_id, tasks, tools)
+        elements = journal.items(run_id)
         state = ResumeState(
             run_id=run_id,
             question=row["question"],
@@ -87,12 +92,23 @@ def prepare(
             )
             if not in_flight:
                 continue
-            if not (task.side_effects or tools[task.tool].side_effects):
+            # A fan-out is in flight where its elements were: those recorded running (each
+            # once it held its slot).  With none, nothing of it can have taken effect unseen:
+            # its finished elements are reused and the others run.
+            running = (
+                [i["item"] for i in elements.get(task.id, ()) if _element_in_flight(i)]
+                if planned[task.id].fan_out is not None
+                else None
+            )
+            if running == [] or not (task.side_effects or tools[task.tool].side_effects):
                 state.rerun.append(task.id)
                 continue
             decision = _decide(decisions, task)
             if decision is None:
-                undecided.append({"id": task.id, "tool": task.tool, "call": task.call})
+                asked: dict[str, Any] = {"id": task.id, "tool": task.tool, "call": task.call}
+                if running is not None:
+                    asked["items"] = running
+                undecided.append(asked)
             elif decision == "rerun":
                 state.rerun.append(task.id)
             else:
@@ -106,7 +122,7 @@ def prepare(
                 journal.mark_failed(run_id, task.id, error)
                 tasks[task.id] = dataclasses.replace(task, status="failed", error=error)
         if undecided:
-            listed = "; ".join(f"task {t['id']} {t['call']}" for t in undecided)
+            listed = "; ".join(f"task {t['id']} {t['call']}{_elements(t)}" for t in undecided)
             raise DecisionNeeded(
                 f"run {run_id} paused: these tasks have side effects and were in flight when "
                 f"it stopped, so they may or may not have taken effect: {listed}. Resume with a "
@@ -146,8 +162,23 @@ def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision |
     return decisions.get(task.id)
 
 
-def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegistry) -> None:
-    """Every recorded line must still parse and validate against the current tools."""
+def _element_in_flight(item: Mapping[str, Any]) -> bool:
+    status = item.get("status")
+    return status == "running" or (status == "cancelled" and item.get("start") is not None)
+
+
+def _elements(task: Mapping[str, Any]) -> str:
+    items = task.get("items")
+    if not items:
+        return ""
+    return f" (element{'s' if len(items) > 1 else ''} {', '.join(map(str, items))} in flight)"
+
+
+def _check_plan(
+    run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegistry
+) -> dict[int, Task]:
+    """Every recorded line must still parse and validate against the current tools; the
+    tasks they make, by id."""
     parser = PlanParser(tools)
     for task in tasks.values():
         try:
@@ -158,6 +189,7 @@ def _check_plan(run_id: str, tasks: Mapping[int, RecordedTask], tools: ToolRegis
                 f"{task.id} `{task.call}` no longer fits: {err.message} (tools now: "
                 f"{', '.join(sorted(tools)) or 'none'})"
             ) from err
+    return dict(parser.tasks)
 
 
 def _items(

@@ -131,6 +131,15 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (run_id, task_id, item)
         )""",
     ],
+    # 6: each row's seal (`store.seal`): an HMAC under this user's journal key, checked before
+    # a resume replays anything; rows written before it have none.
+    [
+        "ALTER TABLE runs ADD COLUMN mac TEXT",
+        "ALTER TABLE tasks ADD COLUMN mac TEXT",
+        "ALTER TABLE task_items ADD COLUMN mac TEXT",
+        "ALTER TABLE llm_calls ADD COLUMN mac TEXT",
+        "ALTER TABLE events ADD COLUMN mac TEXT",
+    ],
 ]
 
 

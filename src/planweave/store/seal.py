@@ -1,0 +1,119 @@
+"""Seals on what a journal records: an HMAC-SHA256 of each row, under a key the file does not hold.
+
+A journal file is untrusted: whoever can write it could forge a planner reply or a result, and a
+resumed run would replay it (a forged `effect(...)` call would run).  So every row a resume
+reads (the run's question, mode and settings; its tasks, fan-out elements, LLM calls and
+events) carries a seal made with this user's journal key, and a resume checks them all before
+anything is replayed.  Editing the file without the key cannot make a valid seal.
+
+The key is 32 random bytes in a file of its own, made on first use, readable by its owner only:
+PLANWEAVE_JOURNAL_KEY_FILE, else `journal.key` in the user data directory.  Journals copied to
+another user or machine verify there only with the key copied along.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import JournalError
+
+__all__ = ["KEY_ENV", "SEALED", "Sealer", "key_path"]
+
+KEY_ENV = "PLANWEAVE_JOURNAL_KEY_FILE"
+
+# The columns each table's seal covers (None: all of them).  A run row's status, process and
+# counters change as it goes and steer nothing a resume replays; what it asked and how it was
+# set up do.
+SEALED: dict[str, tuple[str, ...] | None] = {
+    "runs": ("id", "question", "mode", "created", "settings"),
+    "tasks": None,
+    "task_items": None,
+    "llm_calls": None,
+    "events": None,
+}
+
+
+def key_path() -> Path:
+    """Where this user's journal key is: PLANWEAVE_JOURNAL_KEY_FILE, else `journal.key` in the
+    user data directory."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("planweave") / "journal.key"
+
+
+class Sealer:
+    """Makes and checks seals with one key."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Sealer:
+        """The sealer of the key at `path` (default `key_path()`), making the key if there is
+        none yet; JournalError when it cannot be read or made."""
+        path = path or key_path()
+        try:
+            return cls(_read_key(path))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise _unusable(path, exc) from exc
+        try:
+            _make_key(path)
+            return cls(_read_key(path))
+        except OSError as exc:
+            raise _unusable(path, exc) from exc
+
+    def seal(self, table: str, row: Mapping[str, Any]) -> str:
+        """The seal of `row` (a table's row by column name; its own `mac` is left out)."""
+        covered = SEALED[table]
+        names = sorted(covered if covered is not None else (n for n in row if n != "mac"))
+        body = json.dumps([table, [[n, row[n]] for n in names]], default=str)
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+
+    def verify(self, table: str, row: Mapping[str, Any]) -> bool:
+        mac = row["mac"]
+        return isinstance(mac, str) and hmac.compare_digest(mac, self.seal(table, row))
+
+
+def _read_key(path: Path) -> bytes:
+    key = path.read_bytes().strip()
+    if len(key) < 32:
+        raise OSError(f"it holds {len(key)} bytes, fewer than a key's 32")
+    return key
+
+
+def _make_key(path: Path) -> None:
+    """Write a new key where none is: whole or not at all (a link, never a half-written file),
+    and the first of two processes making it at once wins."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32) + "\n")
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _unusable(path: Path, exc: OSError) -> JournalError:
+    why = exc.strerror or str(exc)
+    return JournalError(
+        f"cannot read or make the journal key {path} ({why}): it signs what a run records, so "
+        f"a resume can tell the journal was not edited; set {KEY_ENV} to a file this user may "
+        "write",
+        path=str(path),
+    )
