@@ -380,9 +380,11 @@ class JournalUnverified(ResumeError):
     the file was edited, written before journals were sealed, or sealed with another key.
     Nothing was replayed.  `records` names them (`task 3`, `LLM call 1`, ...)."""
 
-    def __init__(self, message: str, *, records: list[str], run_id: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, records: list[str] | None = None, run_id: str | None = None
+    ) -> None:
         super().__init__(message)
-        self.records = records
+        self.records = list(records or ())
         self.run_id = run_id
 
 

@@ -65,7 +65,7 @@ from ..records import (
 from ..redaction import redact_endpoints
 from .codec import Unstorable, decode, encode
 from .schema import connect
-from .seal import SEALED, Sealer, key_path
+from .seal import KEY_ENV, SEALED, Sealer
 
 __all__ = ["Journal", "default_path"]
 
@@ -237,9 +237,9 @@ class Journal:
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
         raise JournalUnverified(
             f"run {run_id} cannot be resumed: records of it are not sealed by this user's "
-            f"journal key ({key_path()}), so nothing of it is replayed: {shown}. The journal "
-            "was edited since they were written, or they were written before planweave sealed "
-            "its journals, or with another key. Only if you trust this file: resume with "
+            f"journal key (its file: {KEY_ENV}), so nothing of it is replayed: {shown}. The "
+            "journal was edited since they were written, or they were written before planweave "
+            "sealed its journals, or with another key. Only if you trust this file: resume with "
             "--trust-journal (Journal.seal), which seals them with your key",
             records=bad,
             run_id=run_id,
