@@ -495,11 +495,13 @@ def test_a_question_worded_like_a_template_is_planned_with_it_as_the_example(
     assert result.cache == adapted[0].summary()
     assert result.cache["adapted"] is True
     assert result.cache["hit"] is False
-    # The planner saw the cached question and its plan as the one worked example.
+    # The planner saw the template as the one worked example: its slots as placeholders, never
+    # the earlier question's values (it may be another user's).
     messages = script.requests[2]
     assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
-    assert messages[1].content == f"Question: {COMPARE}"
-    assert 'population("France")' in messages[2].content
+    assert messages[1].content == "Question: which has more people, <A> or <B>"
+    assert 'population("<A>")' in messages[2].content
+    assert "France" not in str(adapted[0].to_dict())
     assert "Examples:" not in messages[0].content
     # The adapted run went well: its own shape is a template now.
     assert {t["key"] for t in cache.templates()} == {

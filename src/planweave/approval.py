@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from .errors import InvalidApproval, PlanError
 from .events import PlanApproved
-from .parser import parse_task
+from .parser import parse_call, parse_task
 from .plan import Task
 from .records import TaskRecord, plan_json
 from .tools import ToolRegistry
@@ -95,11 +95,14 @@ def review(
     *,
     edits: Mapping[int, Mapping[str, Any]] | None = None,
     drop: Iterable[int] = (),
+    calls: Mapping[int, str] | None = None,
 ) -> PlanApproved:
     """The approval of the `waiting` tasks with `edits` (arguments by name, in the JSON plan
     form: `"$1"` is task 1's result) and the tasks in `drop` left out.  `planned` gives every
-    task of the run so far with the tasks it uses.  Raises InvalidApproval when
-    the result would not be a valid plan."""
+    task of the run so far with the tasks it uses, `calls` their calls as planned, so that an
+    edit is validated the way the plan parser validates a plan (`"$1[*]"` over a task whose
+    tool returns no list is refused now, not when it runs).  Raises InvalidApproval when the
+    result would not be a valid plan."""
     by_id = {int(t["id"]): t for t in waiting}
     edits = {int(k): v for k, v in (edits or {}).items()}
     dropped = sorted({int(i) for i in drop})
@@ -118,7 +121,8 @@ def review(
                 f"dropped: drop task {task_id} too, or keep task {used[0]}"
             )
     known = [i for i in planned if i not in dropped]
-    calls: dict[str, str] = {}
+    earlier = _planned_tasks(calls or {}, known)
+    approved: dict[str, str] = {}
     for task_id, args in sorted(edits.items()):
         if task_id in dropped:
             continue
@@ -130,8 +134,24 @@ def review(
                 task_id,
                 tools,
                 [i for i in known if i < task_id],
+                earlier={i: t for i, t in earlier.items() if i < task_id},
             )
         except PlanError as exc:
             raise InvalidApproval(f"task {task_id} as edited is not valid: {exc.message}") from exc
-        calls[str(task_id)] = edited.call_text()
-    return PlanApproved(approved=sorted(by_id), edits=calls, dropped=dropped)
+        approved[str(task_id)] = edited.call_text()
+    return PlanApproved(approved=sorted(by_id), edits=approved, dropped=dropped)
+
+
+def _planned_tasks(calls: Mapping[int, str], known: Iterable[int]) -> dict[int, Task]:
+    """The `known` tasks as planned (`calls`), read back; a call that no longer reads is left
+    out (what it returns is then not known, as in a plan)."""
+    tasks = {}
+    for task_id in known:
+        call = calls.get(task_id)
+        if call is None:
+            continue
+        try:
+            tasks[task_id] = parse_call(call, task_id, [i for i in known if i < task_id])
+        except PlanError:
+            continue
+    return tasks

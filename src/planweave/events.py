@@ -308,9 +308,10 @@ class CacheHit(Event):
 @dataclass(slots=True, kw_only=True)
 class CacheAdapted(Event):
     """No template fits the question, but `template_id`'s question is worded much like it: the
-    planner is asked with that question and its plan as the one worked example (`question`,
-    `plan`) in place of the generic ones.  `tokens_saved` estimates the prompt tokens this saves
-    over planning with the generic examples (negative when it costs more)."""
+    planner is asked with that template as the one worked example (`question`, `plan`: its
+    slots as placeholders, and no word of the question it was made from that this question does
+    not say) in place of the generic ones.  `tokens_saved` estimates the prompt tokens this
+    saves over planning with the generic examples (0 when it saves none)."""
 
     kind: ClassVar[str] = "cache_adapted"
     template_id: str

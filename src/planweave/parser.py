@@ -314,13 +314,21 @@ def parse_call(body: str, task_id: int, known: Iterable[int] = ()) -> Task:
 
 
 def parse_task(
-    call: str | Mapping[str, Any], task_id: int, tools: ToolRegistry, known: Iterable[int] = ()
+    call: str | Mapping[str, Any],
+    task_id: int,
+    tools: ToolRegistry,
+    known: Iterable[int] = (),
+    *,
+    earlier: Mapping[int, Task] | None = None,
 ) -> Task:
     """Parse and validate one task `task_id` that may use the results of the tasks `known`: a
     call in the text form (`search("x", k=$1)`) or a tool and its arguments by name in the JSON
-    form (`{"tool": "search", "args": {"query": "x", "k": "$1"}}`).  Raises PlanError."""
+    form (`{"tool": "search", "args": {"query": "x", "k": "$1"}}`).  `earlier` gives those
+    tasks themselves, so that what the plan parser checks against them (a fan-out `$N[*]` over
+    a tool that returns no list) is checked too.  Raises PlanError."""
     parser = PlanParser(tools)
     parser._known = dict.fromkeys(known, True)
+    parser.tasks = dict(earlier or {})
     if isinstance(call, str):
         task = parse_call(call, task_id, parser._known)
     else:

@@ -526,7 +526,10 @@ class Runtime:
         """
         journal = self._journal("approving")
         waiting = journal.awaiting(run_id)
-        approval = review(waiting["tasks"], waiting["planned"], self.tools, edits=edits, drop=drop)
+        calls = {t.id: t.call for t in journal.recorded_tasks(waiting["id"]).values()}
+        approval = review(
+            waiting["tasks"], waiting["planned"], self.tools, edits=edits, drop=drop, calls=calls
+        )
         state = prepare(journal, waiting["id"], self.tools, approving=True)
         state.approvals.append(
             {"approved": approval.approved, "edits": approval.edits, "dropped": approval.dropped}
@@ -756,8 +759,11 @@ class Runtime:
             return None, None
         found = self.cache.lookup(question, self.tools)  # a few ms of SQLite
         if isinstance(found, CacheAdapted):
-            found.tokens_saved = self.planner.prompt_tokens(question) - self.planner.prompt_tokens(
-                question, (found.question, found.plan)
+            # An example longer than the generic ones saves nothing: never a negative saving.
+            found.tokens_saved = max(
+                0,
+                self.planner.prompt_tokens(question)
+                - self.planner.prompt_tokens(question, (found.question, found.plan)),
             )
         bus.emit(found)
         if isinstance(found, CacheHit):

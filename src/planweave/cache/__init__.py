@@ -56,7 +56,9 @@ class PlanCache:
     failed or needed a replan `evict_after` times in a row is removed.  Runs that called a tool
     with side effects make no template unless `side_effects` is True.  With `adapt`, a question
     no template fits but one is worded much like (half its words or more) is planned with that
-    template's question and plan as the one worked example (`CacheAdapted`)."""
+    template as the one worked example (`CacheAdapted`): its slots as placeholders, and none of
+    the words of the question it was made from that the new question does not say itself (see
+    `PlanTemplate.shown_example`), since that question may be another user's."""
 
     def __init__(
         self,
@@ -240,7 +242,8 @@ def _adaptation(
     question: str, tools: ToolRegistry, stored: list[StoredTemplate]
 ) -> CacheAdapted | None:
     """The template in good standing worded most like `question`, if it shares at least
-    `ADAPT_SIMILARITY` of its words, as the planner's one example."""
+    `ADAPT_SIMILARITY` of its words, as the planner's one example (`shown_example`: no text
+    of the earlier question that `question` does not say)."""
     scored = []
     for row in stored:
         template = _template(row)
@@ -250,11 +253,10 @@ def _adaptation(
     for score, _, row, template in scored:
         if score < ADAPT_SIMILARITY:
             break
-        try:
-            plan = template.example_plan(tools)
-        except PlanError:
+        shown = template.shown_example(question, tools)
+        if shown is None:
             continue
-        return CacheAdapted(template_id=row.id, question=template.question, plan=plan)
+        return CacheAdapted(template_id=row.id, question=shown[0], plan=shown[1])
     return None
 
 

@@ -155,6 +155,32 @@ class PlanTemplate:
         _validated(text, tools)
         return text
 
+    def shown_example(self, question: str, tools: ToolRegistry) -> tuple[str, str] | None:
+        """The template as a worked example for planning `question` (`--cache-adapt`), with
+        nothing of the question it was made from that `question` does not say itself.
+
+        Its slots are placeholders (`<A>`, `<B>`...) in the question and the plan alike; a word
+        of its question that neither `question`, the tools' descriptions nor a function word
+        has, and any token with a digit, is shown as `…`.  None when its plan writes such a
+        word outside the slots (it would carry the earlier question's text), or is not valid."""
+        try:
+            self.example_plan(tools)
+        except PlanError:
+            return None
+        public = _public_words(question, tools)
+        texts, slots = _segments(self.key)
+        shown = [_masked(texts[0], public)]
+        for slot, text in zip(slots, texts[1:], strict=True):
+            shown += [_placeholder(slot), _masked(text, public)]
+        plan = _MARK.sub(lambda m: _placeholder(int(m.group(1))), self.plan)
+        # What licensed the plan's words when the template was made, but from `question`: its
+        # words (and their abbreviations), the tools' own lower-case words.
+        licence = _Licence({w.lower() for w in _WORD.findall(question)}, public)
+        plan_words = _WORD.findall(_MARK.sub(" ", self.plan).replace(END_OF_PLAN, " "))
+        if not all(licence.allows(w) or w.lower() in _PLAN_WORDS for w in plan_words):
+            return None
+        return re.sub(r"…(?:\s+…)+", "…", "".join(shown)), plan
+
     def similarity(self, question: str) -> float:
         """How much of the wording `question` shares with the template's own words (those
         outside the slots): the Jaccard index of the two sets of words."""
@@ -240,6 +266,36 @@ def registry_signature(tools: ToolRegistry) -> str:
         parts.append([t.render(), t.json_schema(), t.side_effects, t.signature_text()])
     body = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ showing a template
+
+# Words a plan writes for its own form, whatever the question: join(), literals, <END_OF_PLAN>.
+_PLAN_WORDS = frozenset({"join", "true", "false", "none"})
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _placeholder(slot: int) -> str:
+    return f"<{chr(ord('A') + slot)}>" if slot < 26 else f"<S{slot + 1}>"
+
+
+def _public_words(question: str, tools: ToolRegistry) -> set[str]:
+    """Words an example may show: the new question's own, function words, and the words of
+    the tools' descriptions (which the planner's prompt shows anyway), all in lower case."""
+    words = {w.lower() for w in _WORD.findall(question)} | _FUNCTION_WORDS
+    for tool in tools.values():
+        words.update(w.lower() for w in _WORD.findall(tool.render()))
+    return words
+
+
+def _masked(text: str, public: set[str]) -> str:
+    """`text` with each token that is not a public word (`_public_words`) as `…`."""
+
+    def mask(m: re.Match[str]) -> str:
+        token = m.group()
+        return token if _WORD.fullmatch(token) and token.lower() in public else "…"
+
+    return _TOKEN.sub(mask, text)
 
 
 # ------------------------------------------------------------------ making a template
