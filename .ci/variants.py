@@ -3,7 +3,10 @@ fresh virtualenv, against the scripted SSE server (no model is loaded, no browse
 
 A variant answers a question from the scripted endpoint, lists runs and cache templates, uses
 the feature its extra brings, and every feature whose extra it lacks ends in exit status 2 with
-one line naming `pip install 'planweave[EXTRA]'`, before any LLM call.
+one line naming `pip install 'planweave[EXTRA]'`, before any LLM call.  A built-in tool of the
+`tools` extra named on its own (`--tools planweave.builtin:city_info`) answers where the extra
+is installed; elsewhere its call fails the run the same way (exit status 2, the one line), and
+no answer is made up from the broken call.
 
     .venv/bin/python .ci/variants.py [VARIANT ...]     # "" is the plain install
 """
@@ -24,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = ["", "tools", "local", "server", "mcp", "otel", "ray"]
 QUESTION = "How many people live in France?"
 ANSWER = "About 68 million people."
+CITY_QUESTION = "How many people live in Lyon?"
+CITY_ANSWER = "About half a million people live in Lyon."
 
 
 class Checks:
@@ -60,7 +65,9 @@ def _venv(where: Path, wheel: Path, extra: str) -> Path:
     return where / "bin" / "planweave"
 
 
-def _variant(extra: str, wheel: Path, base_url: str, work: Path, checks: Checks) -> None:
+def _variant(
+    extra: str, wheel: Path, base_url: str, city_url: str, work: Path, checks: Checks
+) -> None:
     label = extra or "no extras"
     began = time.monotonic()
     planweave = _venv(work / f"venv-{extra or 'plain'}", wheel, extra)
@@ -153,6 +160,26 @@ def _variant(extra: str, wheel: Path, base_url: str, work: Path, checks: Checks)
             ok = proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
             checks.check(f"[{label}] {name} names {hint}", ok, proc.stdout + proc.stderr)
 
+    city = ("--tools", "planweave.builtin:city_info", "--no-cache")
+    proc = run(
+        "run", CITY_QUESTION, "--base-url", city_url, "--model", "scripted", "--db", db, *city
+    )
+    hint = "pip install 'planweave[tools]'"
+    if extra in ("tools", "local"):
+        ok = proc.returncode == 0 and CITY_ANSWER in proc.stdout
+        checks.check(f"[{label}] city_info alone works", ok, proc.stdout + proc.stderr)
+    else:
+        lines = [line for line in proc.stderr.splitlines() if hint in line]
+        ok = (
+            proc.returncode == 2
+            and len(lines) == 1
+            and lines[0].startswith("error:")
+            and CITY_ANSWER not in proc.stdout
+        )
+        checks.check(
+            f"[{label}] city_info alone fails the run naming {hint}", ok, proc.stdout + proc.stderr
+        )
+
 
 def main(argv: list[str]) -> int:
     chosen = argv or VARIANTS
@@ -161,11 +188,19 @@ def main(argv: list[str]) -> int:
         planner=['1. country_info("France", field="population")\n2. join()\n<END_OF_PLAN>'] * 200,
         joiner=[f"Thought: the population is known.\nAction: Finish({ANSWER})"] * 200,
     )
-    with tempfile.TemporaryDirectory() as tmp, ScriptedServer(script) as server:
+    cities = Script.by_purpose(
+        planner=['1. city_info("Lyon", field="population")\n2. join()\n<END_OF_PLAN>'] * 20,
+        joiner=[f"Thought: the population is known.\nAction: Finish({CITY_ANSWER})"] * 20,
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ScriptedServer(script) as server,
+        ScriptedServer(cities) as city_server,
+    ):
         work = Path(tmp)
         wheel = _wheel(work / "dist")
         for extra in chosen:
-            _variant(extra, wheel, server.base_url, work, checks)
+            _variant(extra, wheel, server.base_url, city_server.base_url, work, checks)
     print(f"{checks.passed} passed, {len(checks.failed)} failed")
     return 1 if checks.failed else 0
 

@@ -68,6 +68,8 @@ def needs_extra(city: str) -> int:
 
 
 TOOLS = ToolRegistry([names, send])
+SECRETS = ToolRegistry([api_token, check_pin])
+EXTRA = ToolRegistry([needs_extra])
 
 PLAN = "1. names()\n2. send($1[*])\n3. join()\n<END_OF_PLAN>"
 FINISH = "Thought: the letters went out.\nAction: Finish(Done.)"

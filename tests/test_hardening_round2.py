@@ -4,8 +4,11 @@ server, real worker processes) and fails on the code before the fix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +23,13 @@ from cli_process import run_cli
 from planweave import (
     InvalidApproval,
     PlanCache,
+    Recovery,
     Runtime,
     Script,
     ScriptedLLM,
     ScriptedServer,
     ToolRegistry,
+    UserError,
     parse_plan,
     tool,
 )
@@ -283,3 +288,139 @@ def test_an_approval_edit_is_validated_as_a_plan_is(tmp_path: Path) -> None:
     done = rt.approve(paused.run_id, edits={2: {"text": "$1"}})
     assert done.status == "finished"
     assert done.results[2] == "HELLO"
+
+
+# ------------------------------------------------------------------ 11: secrets and content
+
+TOKEN = "tok-5ecret-0f-the-service"
+
+
+def test_a_token_a_tool_returns_is_neither_journaled_nor_printed(tmp_path: Path) -> None:
+    script = Script.by_purpose(
+        planner=['1. api_token()\n2. join("The token is ${1}.")\n<END_OF_PLAN>'],
+        joiner=["Action: Finish(The token is ${1}.)"],
+    )
+    with ScriptedServer(script) as server:
+        env = {"PLANWEAVE_DB": str(tmp_path / "runs.db"), "ROUND2_SERVICE_TOKEN": TOKEN}
+        args = ["--tools", "round2_tools:SECRETS", "--base-url", server.base_url, "--model", "m"]
+        shown = run_cli("run", "What is the service token?", *args, "--json", env=env)
+        assert shown.returncode == 0, shown.stderr
+        plain = run_cli("run", "What is the service token?", *args, "--no-cache", env=env)
+    data = json.loads(shown.stdout)
+    assert data["tasks"][0]["result"] == "[redacted]"
+    assert data["answer"] == "The token is [redacted]."
+    for printed in (shown.stdout, shown.stderr, plain.stdout, plain.stderr):
+        assert TOKEN not in printed
+    journaled = b"".join(p.read_bytes() for p in tmp_path.glob("runs.db*"))
+    assert TOKEN.encode() not in journaled
+    assert b"[redacted]" in journaled
+
+
+def test_a_tools_error_text_stays_out_of_traces_without_content_capture(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from planweave.otel import CAPTURE_CONTENT_ENV
+
+    plan = '1. check_pin("4821")\n2. join()\n<END_OF_PLAN>'
+    for capture in ("", "true"):
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, capture)
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        script = Script.by_purpose(
+            planner=[plan, "2. join()\n<END_OF_PLAN>"], joiner=["Action: Finish(no)"] * 2
+        )
+        Runtime(round2_tools.SECRETS, ScriptedLLM(script), tracing=provider).run("Is 4821 ok?")
+        provider.shutdown()
+        (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool check_pin"]
+        (raised,) = [e for e in span.events if e.name == "exception"]
+        assert raised.attributes is not None
+        traced = f"{span.status.description} {dict(raised.attributes)}"
+        if capture:
+            assert "the PIN 4821 was refused" in traced
+        else:
+            assert "4821" not in traced
+            assert span.status.description == "ToolRejected"
+            assert raised.attributes["exception.type"] == "ToolRejected"
+
+
+# ------------------------------------------------------------------ 10: a timeout's children
+
+
+def _ended(pid: int, within: float = 10.0) -> bool:
+    """Whether process `pid` is gone (or a zombie nobody reaped yet) within `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_a_process_pool_timeout_ends_the_processes_the_tool_started(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    plan = f'1. spawn_and_hang("{marker}")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(
+        planner=[plan, "2. join()\n<END_OF_PLAN>"], joiner=["Action: Finish(x)"] * 2
+    )
+    tools = ToolRegistry([round2_tools.spawn_and_hang])
+    rt = Runtime(tools, ScriptedLLM(script), executor="process", recovery=Recovery.none())
+    try:
+        result = rt.run("Start it.")
+    finally:
+        rt.close()
+    hung = next(r for r in result.tasks if r.task.id == 1)
+    assert hung.error is not None
+    assert hung.error.cause == "timeout"
+    child = int(marker.read_text())
+    try:
+        assert _ended(child), "the tool's child process outlived its worker"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------ 17: a tool's missing extra
+
+
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_a_tool_whose_package_is_missing_fails_the_run_naming_the_extra(
+    tmp_path: Path, executor: str
+) -> None:
+    script = Script.by_purpose(
+        planner=['1. needs_extra("Lyon")\n2. join()\n<END_OF_PLAN>'],
+        joiner=["Action: Finish(Lyon has no people.)"],
+    )
+    with ScriptedServer(script) as server:
+        env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+        args = ["--tools", "round2_tools:EXTRA", "--base-url", server.base_url, "--model", "m"]
+        proc = run_cli("run", "How many live in Lyon?", *args, "--executor", executor, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    hint = "pip install 'planweave[tools]'"
+    said = [line for line in proc.stderr.splitlines() if hint in line]
+    assert len(said) == 1
+    assert said[0].startswith("error:")
+    assert "has no people" not in proc.stdout  # no answer made up from a broken call
+    (run,) = Journal(tmp_path / "runs.db").runs()
+    assert run["status"] == "failed"
+    assert hint in Journal(tmp_path / "runs.db").show(run["id"])["error"]["message"]
+
+
+def test_every_element_of_a_fan_out_missing_its_package_is_one_error(tmp_path: Path) -> None:
+    plan = "1. names()\n2. needs_extra($1[*])\n3. join()\n<END_OF_PLAN>"
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(made up)"])
+    tools = ToolRegistry([round2_tools.names, round2_tools.needs_extra])
+    rt = Runtime(tools, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    with pytest.raises(UserError, match=r"pip install 'planweave\[tools\]'"):
+        rt.run("How many live in each?")
+    (run,) = Journal(tmp_path / "runs.db").runs()
+    assert run["status"] == "failed"

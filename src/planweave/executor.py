@@ -1,5 +1,7 @@
 """Running one task: argument resolution, validation, timeouts and failure classes, the same
-whichever executor backend (`planweave.executors`) runs the call."""
+whichever executor backend (`planweave.executors`) runs the call.  A UserError a tool raises
+(a package it needs is not installed) is no failure of the call but of the setup: it ends the
+run, failed, and is raised to the caller, never shown to the joiner as an observation."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .errors import (
     ToolRejected,
     ToolTimeout,
     ToolTransient,
+    UserError,
 )
 from .executors import (
     Backend,
@@ -214,7 +217,9 @@ class Executor:
                 result = await tool.fn(*positional, **keywords)
             else:
                 result = await backend.run(Call(tool, tuple(positional), keywords))
-        except TaskError:
+        except (TaskError, UserError):
+            # A UserError is a setup mistake (a package the tool needs is not installed), not
+            # the model's: it ends the run, failed, instead of becoming an observation.
             raise
         except NotShippable as exc:
             raise ToolArgumentError(

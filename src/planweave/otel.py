@@ -11,8 +11,10 @@ Spans follow the GenAI semantic conventions:
 
 Recovery and plan-cache decisions are span events; failures set the span's status and
 `error.type` to planweave's failure class (`tool.timeout`, `llm.rate_limit`, ...).  Tool
-arguments and results, the question, the answer and the models' replies are recorded only
-when content capture is asked for (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+arguments and results, the question, the answer, the models' replies and error messages (a
+tool's error often quotes its arguments) are recorded only when content capture is asked for
+(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): without it a failure's status
+says its error's type and `exception.message` is left out.
 
 Timestamps are the events' own: the run's clock (seconds since the run began) is anchored to
 the wall clock once, at the run's first event, so spans keep the order and the overlaps the run
@@ -205,7 +207,7 @@ class RunTrace:
         if event.status == "cancelled":
             _fail(self._run, "cancelled", "the run was cancelled")
         elif event.error is not None:
-            _fail(self._run, _error_type(event.error), str(event.error.get("message", "")))
+            _fail(self._run, _error_type(event.error), self._told(event.error))
         self._run.end(self._ns(event.t))
         self._run = None
 
@@ -326,7 +328,7 @@ class RunTrace:
                 _messages("assistant", event.text, event.finish_reason or ""),
             )
         if event.error is not None:
-            _fail(span, _error_type(event.error), str(event.error.get("message", "")))
+            _fail(span, _error_type(event.error), self._told(event.error))
         span.end(self._ns(event.t))
 
     # ------------------------------------------------------------------ tool calls
@@ -351,13 +353,20 @@ class RunTrace:
             "error.type": event.category,
             "planweave.recovery.attempt": event.attempt,
         }
-        attributes |= {f"planweave.recovery.{k}": v for k, v in event.detail.items() if _scalar(v)}
+        # A decomposition's sub-plan and answer, a person's answer: content, like the error.
+        attributes |= {
+            f"planweave.recovery.{k}": v
+            for k, v in event.detail.items()
+            if _scalar(v) and (self.content or not isinstance(v, str) or k == "to")
+        }
         span.add_event("task_recovery", attributes, self._ns(event.t))
         if event.pattern == "vote":
             return  # the votes are this call's; the task's end ends it
         # The call failed; a pattern acted.  Another call, if there is one, begins after the
         # pattern's delay, with the tool it names.
-        _fail(span, event.category, event.error, self._ns(event.t))
+        _fail(
+            span, event.category, event.error if self.content else event.category, self._ns(event.t)
+        )
         task.span = None
         task.resumed_at = event.t + float(event.detail.get("delay") or 0.0)
         task.calling = str(event.detail.get("to") or task.calling)
@@ -379,17 +388,12 @@ class RunTrace:
                 if self.content:
                     span.set_attribute("gen_ai.tool.call.result", _json(event.result))
             case TaskFailed():
-                message = str(event.error.get("message", ""))
                 kind = _error_type(event.error)
-                span.add_event(
-                    "exception",
-                    {
-                        "exception.type": str(event.error.get("type", kind)),
-                        "exception.message": message,
-                    },
-                    self._ns(end),
-                )
-                _fail(span, kind, message)
+                raised: dict[str, Any] = {"exception.type": str(event.error.get("type", kind))}
+                if self.content:
+                    raised["exception.message"] = str(event.error.get("message", ""))
+                span.add_event("exception", raised, self._ns(end))
+                _fail(span, kind, self._told(event.error))
             case TaskCancelled():
                 _fail(span, "cancelled", "the task was cancelled")
         span.end(self._ns(end))
@@ -434,6 +438,13 @@ class RunTrace:
         return None
 
     # ------------------------------------------------------------------ helpers
+
+    def _told(self, error: dict[str, Any]) -> str:
+        """What a failed span's status says of `error`: its message with content capture on,
+        else only its type (the message may quote arguments, a result or a prompt)."""
+        if self.content:
+            return str(error.get("message", ""))
+        return str(error.get("type") or _error_type(error))
 
     def _ns(self, t: float) -> int:
         return self._epoch_ns + round(t * 1e9)

@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 
 from .errors import TaskError
 from .plan import Ref, Task, Template, format_args, render_text
+from .redaction import redact, redact_value
 
 __all__ = [
     "LLMUsage",
@@ -249,7 +250,7 @@ class TaskRecord:
     def observation(self, limit: int = 2000) -> str:
         """What the joiner and replanner read about this task."""
         if self.status is TaskStatus.DONE:
-            text = render_text(shown(self.result))
+            text = redact(render_text(shown(self.result)))  # a secret a tool returned
         elif self.error is not None:
             text = f"ERROR: {self.error.message}"
         else:
@@ -269,7 +270,9 @@ class TaskRecord:
             end=self.end,
             plan_round=self.plan_round,
             attempts=self.attempts,
-            result=jsonable(self.result) if self.status is TaskStatus.DONE else _NO_RESULT,
+            result=redact_value(jsonable(self.result))
+            if self.status is TaskStatus.DONE
+            else _NO_RESULT,
             error=None if self.error is None else self.error.to_dict(),
             thought=task.thought,
             recovery=self.recovery,
@@ -286,7 +289,7 @@ class TaskRecord:
             start=self.start,
             end=self.end,
             attempts=self.attempts,
-            result=jsonable(self.result),
+            result=redact_value(jsonable(self.result)),
             error=None if self.error is None else self.error.to_dict(),
             recovery=self.recovery,
         )

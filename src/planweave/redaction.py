@@ -7,6 +7,9 @@ the keys backends are configured with (`add_secret`) and the values of environme
 whose names contain API_KEY, TOKEN, SECRET or PASSWORD.  An endpoint's URL may hold a
 credential of its own (`http://user:pass@host/v1?api-key=...`): `redact_url` masks it wherever a
 URL is stored or shown, and `redact_endpoints` does so for the URLs of a run's settings.
+A tool may also return a secret: `redact_value` masks the strings of a result where it is
+stored (the journal) or shown (`--json`, the terminal, what the joiner reads), while the
+run's tasks still get the value itself.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["MASK", "add_secret", "encodable", "redact", "redact_endpoints", "redact_url"]
+__all__ = [
+    "MASK",
+    "add_secret",
+    "encodable",
+    "redact",
+    "redact_endpoints",
+    "redact_url",
+    "redact_value",
+]
 
 MASK = "[redacted]"
 
@@ -59,6 +70,31 @@ def redact(text: str) -> str:
     for secret in _known():
         text = _spellings(secret).sub(MASK, text)
     return encodable(text)
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of `value` (a result in its JSON form: the journal's, `--json`'s) with every
+    known secret masked in its strings, dict keys included, inside lists and dicts; other
+    values as they are.  `value` itself when no secret is known."""
+    patterns = [_spellings(secret) for secret in _known()]
+    if not patterns:
+        return value
+    try:
+        return _masked(value, patterns)
+    except RecursionError:  # a list nested thousands deep: shown as nothing of it
+        return MASK
+
+
+def _masked(value: Any, patterns: list[re.Pattern[str]]) -> Any:
+    if isinstance(value, str):
+        for pattern in patterns:
+            value = pattern.sub(MASK, value)
+        return value
+    if isinstance(value, dict):
+        return {_masked(k, patterns): _masked(v, patterns) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, patterns) for v in value]
+    return value
 
 
 _patterns: dict[str, re.Pattern[str]] = {}

@@ -55,7 +55,7 @@ from .react import ReAct
 from .records import LLMUsage, Recorded, RecordedItem, TaskRecord, partial_text, run_dict
 from .recoverer import TaskRecoverer
 from .recovery import Budget, EscalationHandler, Recovery, SubplanAnswer
-from .redaction import encodable
+from .redaction import encodable, redact
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings, load_tool_sets, make_llm, recovery_policy
 from .store import Decisions, Journal, ResumeState, RunRecorder, encode, prepare
@@ -125,14 +125,16 @@ class RunResult:
 
 def _run_error(exc: RunError | BaseExceptionGroup[BaseException]) -> RunError:
     """The run error that ended a run; task groups wrap what their bodies raise, and a run
-    error stays a run error.  Anything else (a bug) propagates, unwrapped when it is alone."""
+    error stays a run error.  Anything else (a bug) propagates, unwrapped when it is alone (or
+    the same error each time: every element of a fan-out whose tool's package is missing)."""
     if isinstance(exc, RunError):
         return exc
     errors, rest = exc.split(RunError)
     if rest is not None:
         leaves = _leaves(rest)
-        if len(leaves) == 1:
-            raise leaves[0] from exc
+        first = leaves[0]
+        if all(type(leaf) is type(first) and str(leaf) == str(first) for leaf in leaves):
+            raise first from exc
         raise exc
     assert errors is not None
     return _leaves(errors)[0]  # type: ignore[return-value]
@@ -652,8 +654,11 @@ class Runtime:
             # llm.serving(): the `llm` tool's calls go through the run's meter.
             async with _cancellable(recorder) as cancelled, self._mcp_sessions():
                 with llm.serving():
-                    result.answer = await self._within_budget(
-                        self._answer(mode, question, llm, scheduler, bus, resume)
+                    # Known secrets masked: a plan's answer fills in results as they are.
+                    result.answer = redact(
+                        await self._within_budget(
+                            self._answer(mode, question, llm, scheduler, bus, resume)
+                        )
                     )
                 result.status = "finished"
             if cancelled():

@@ -33,6 +33,7 @@ from .executor import Executor
 from .fanout import FanOut
 from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Task, format_args
 from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
+from .redaction import redact_value
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
@@ -305,7 +306,9 @@ class Scheduler:
         if self.store is None:
             return None
         try:
-            return self.store(result)
+            # Journaled with known secrets masked (a tool may return a token): a resumed run
+            # reads the masked text where this one had the value.
+            return redact_value(self.store(result))
         except TypeError as exc:
             raise ResultNotStorable(
                 f"the tool returned {exc}, which the journal cannot store; return plain data "

@@ -3,7 +3,9 @@
 Each call runs in a worker that runs nothing else meanwhile; a worker that crashes, exits or is
 killed fails only the call it was running (`WorkerLost`) and is not reused: a new worker takes
 its place at the next call.  A call that is cancelled (its timeout, the run's cancellation) has
-its worker killed, so a tool that never returns, or never releases the GIL, is stopped.
+its worker killed, so a tool that never returns, or never releases the GIL, is stopped.  Each
+worker leads a process group of its own, and the whole group is killed: the processes a tool
+started (a subprocess it waits on) end with it, unless one made a session of its own.
 Workers start from a fork server that has planweave loaded, so a new one starts in milliseconds.
 """
 
@@ -202,6 +204,7 @@ class _Worker:
         return f"the worker process exited with status {code}"
 
     def kill(self) -> None:
+        _kill_group(self.process)
         self.process.kill()
         self.process.join(5)
         self.conn.close()
@@ -212,13 +215,30 @@ class _Worker:
         self.conn.close()
         self.process.join(2)
         if self.process.exitcode is None:
+            _kill_group(self.process)
             self.process.kill()
             self.process.join(2)
         self.process.close()
 
 
+def _kill_group(process: BaseProcess) -> None:
+    """SIGKILL the process group `process` leads, with whatever its tool started in it.  Only
+    a group it leads: before the worker has made its own (it does so first thing), it shares
+    its parent's, and nothing of a tool runs yet.  Only while it lives: a dead worker's id may
+    name another process by now."""
+    pid = process.pid
+    if pid is None or not hasattr(os, "killpg") or process.exitcode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+
+
 def _serve(conn: Connection) -> None:
     """A worker's life: run calls one at a time until the runtime closes the pipe."""
+    if hasattr(os, "setpgid"):
+        # A group of its own, which the processes its tools start join: killed together.
+        os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runtime's to handle
     while True:
         try:
