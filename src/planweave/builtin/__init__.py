@@ -9,7 +9,8 @@ items into parallel calls of the run's own LLM.
 Their data is imported only when a tool is first called.  Countries, arithmetic, ranking, units
 and the clock need small packages of the base install; `city_info` (a 180 MB city table) and
 `search_files` (BM25 over numpy) come with `pip install 'planweave[tools]'`: without it the
-default set leaves `city_info` out (`left_out()` names it) and `search_files` raises UserError.
+default set leaves `city_info` out (`left_out()` names it) and `search_files` raises UserError;
+`city_info` named on its own raises that UserError when called, which fails the run.
 """
 
 from __future__ import annotations
