@@ -7,6 +7,7 @@
     │       ├── DecisionNeeded ... a side-effecting task was in flight: re-run it or mark it failed
     │       └── JournalUnverified  recorded steps whose seal does not check (edited, or unsigned)
     │   └── InvalidApproval ...... an approval whose edits do not make a valid plan
+    ├── Overloaded ............... as many runs as may be held are running or queued (retry_after)
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
     │   └── ToolFailed ........... "I failed for good" (permanent)
@@ -106,6 +107,16 @@ def _scrubbed(value: Any) -> Any:
 
 class UserError(PlanweaveError):
     """The developer using planweave made a mistake: a tool that cannot be described, bad config."""
+
+
+class Overloaded(PlanweaveError):
+    """No room for another run: `Admission` holds as many as it may, running or queued.  Not a
+    mistake and not a failure of a run (none was started); `retry_after` is about when, in
+    seconds, a place should be free (a server answers 503 with `Retry-After`)."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ToolSignal(PlanweaveError):

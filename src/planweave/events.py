@@ -36,7 +36,9 @@ __all__ = [
     "PlanInvalid",
     "PlanRejectedEvent",
     "ReplanEvent",
+    "RunAdmitted",
     "RunFinished",
+    "RunQueued",
     "RunResumed",
     "RunStarted",
     "TaskCancelled",
@@ -79,6 +81,24 @@ class RunResumed(Event):
     session: int
     reused: list[int]
     rerun: list[int]
+
+
+@dataclass(slots=True, kw_only=True)
+class RunQueued(Event):
+    """The run waits for its turn (`Admission`: as many runs as may answer at once are
+    answering); `ahead` is its place in line, 1 when it is next.  `RunAdmitted` once it has it
+    (a run cancelled while it waits ends with its `run_finished`)."""
+
+    kind: ClassVar[str] = "run_queued"
+    ahead: int
+
+
+@dataclass(slots=True, kw_only=True)
+class RunAdmitted(Event):
+    """The run, which waited (`RunQueued`), has its turn after `waited` seconds."""
+
+    kind: ClassVar[str] = "run_admitted"
+    waited: float
 
 
 @dataclass(slots=True, kw_only=True)

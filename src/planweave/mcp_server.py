@@ -2,7 +2,12 @@
 with a compiled plan over the runtime's tools, and the journal's runs as resources.  Built on
 the official SDK's `MCPServer`; over stdio, or streamable HTTP behind the HTTP server's guard
 (token, loopback only without one, no cross-origin, bounded bodies).  Needs the `mcp` extra
-(and `server` for HTTP)."""
+(and `server` for HTTP).
+
+Whoever may call `ask` is trusted to ask questions, not to act: unless the operator opts in
+(`allow_side_effects`, `--allow-side-effects`), a run that would call a tool with side effects
+pauses before those calls for the operator's approval (`planweave runs approve ID`), and `ask`
+says so instead of answering."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError("`planweave mcp` needs its extra: pip install 'planweave[mcp]'") from exc
 from pydantic import BaseModel
 
+from .approval import ApproveMode
 from .errors import PlanweaveError, UserError
 from .redaction import redact
 from .runtime import Runtime
@@ -39,11 +45,26 @@ class Answer(BaseModel):
     wall_s: float
 
 
-def create_server(runtime: Runtime, *, max_question_chars: int = 20_000) -> MCPServer:
-    """The MCP server for `runtime`, which must have a journal (the resources read it)."""
+def create_server(
+    runtime: Runtime, *, max_question_chars: int = 20_000, allow_side_effects: bool = False
+) -> MCPServer:
+    """The MCP server for `runtime`, which must have a journal (the resources read it).
+    Without `allow_side_effects`, `ask`'s runs pause before any call of a tool with side
+    effects (the runtime's own approval mode, if it has one, still holds); UserError when the
+    runtime's mode (ReAct) cannot pause and it has such tools."""
     if runtime.journal is None:
         raise UserError("the MCP server records every run: give the runtime a journal")
     journal = runtime.journal
+    acting = sorted(name for name, spec in runtime.tools.items() if spec.side_effects)
+    approve: ApproveMode | None = runtime.approve_mode
+    if acting and not allow_side_effects:
+        if runtime.mode != "compiled":
+            raise UserError(
+                f"tools with side effects ({', '.join(acting)}) cannot wait for approval in "
+                "ReAct mode: serve them in compiled mode, leave them out, or allow their calls "
+                "without approval (--allow-side-effects)"
+            )
+        approve = approve or "side_effects"
     from . import __version__
 
     tools = ", ".join(sorted(runtime.tools))
@@ -63,7 +84,16 @@ def create_server(runtime: Runtime, *, max_question_chars: int = 20_000) -> MCPS
         every call, its timing and result)."""
         if len(question) > max_question_chars:
             raise ToolError(f"the question is longer than {max_question_chars} characters")
-        result = await runtime.arun(question, check=False)
+        result = await runtime.arun(question, check=False, approve=approve)
+        if result.status == "awaiting_approval":
+            calls = ", ".join(str(task.get("call") or task.get("tool")) for task in result.waiting)
+            raise ToolError(
+                redact(
+                    f"run {result.run_id} waits for the operator's approval before it calls "
+                    f"{calls}: `planweave runs approve {result.run_id}` runs them (or `planweave "
+                    f"runs reject {result.run_id}`); the run's resource has its answer after"
+                )
+            )
         if result.answer is None:
             found = f" Found before it stopped: {result.partial}" if result.partial else ""
             raise ToolError(
@@ -103,11 +133,15 @@ def create_server(runtime: Runtime, *, max_question_chars: int = 20_000) -> MCPS
     return server
 
 
-def serve_stdio(runtime: Runtime, *, max_question_chars: int = 20_000) -> None:
-    """Serve over stdin/stdout until the client closes them."""
+def serve_stdio(
+    runtime: Runtime, *, max_question_chars: int = 20_000, allow_side_effects: bool = False
+) -> None:
+    """Serve over stdin/stdout until the client closes them (see `create_server`)."""
     import anyio
 
-    server = create_server(runtime, max_question_chars=max_question_chars)
+    server = create_server(
+        runtime, max_question_chars=max_question_chars, allow_side_effects=allow_side_effects
+    )
 
     async def main() -> None:
         try:
@@ -127,22 +161,28 @@ def serve_http(
     max_body_bytes: int = 1_000_000,
     max_question_chars: int = 20_000,
     log_level: str = "info",
+    allow_side_effects: bool = False,
+    request_timeout_s: float = 30.0,
 ) -> None:
     """Serve streamable HTTP at /mcp until interrupted, behind the HTTP server's guard: a
-    non-loopback `host` is refused without a `token`, which every request must then carry."""
+    non-loopback `host` is refused without a `token`, which every request must then carry; a
+    request must arrive whole within `request_timeout_s`; the access log masks the token."""
     try:
         import anyio
         import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
         from .server.security import ASGIApp, Guard, check_bind
+        from .server.transport import masked_access_log, uvicorn_config
     except ImportError as exc:
         raise UserError(
             f"`planweave mcp --transport http` needs the server extra: pip install "
             f"'planweave[mcp,server]' ({exc})"
         ) from exc
     check_bind(host, token)
-    server = create_server(runtime, max_question_chars=max_question_chars)
+    server = create_server(
+        runtime, max_question_chars=max_question_chars, allow_side_effects=allow_side_effects
+    )
     # The guard checks Host and Origin itself, with or without a token; the SDK's own check
     # would refuse the names a token lets in.
     app = server.streamable_http_app(
@@ -150,18 +190,14 @@ def serve_http(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     guarded = Guard(cast(ASGIApp, app), token=token, max_body_bytes=max_body_bytes)
-    config = uvicorn.Config(
-        guarded,
-        host=host,
-        port=port,
-        log_level=log_level,
-        server_header=False,
-        timeout_graceful_shutdown=5,
+    config = uvicorn_config(
+        guarded, host=host, port=port, log_level=log_level, request_timeout_s=request_timeout_s
     )
 
     async def main() -> None:
         try:
-            await uvicorn.Server(config).serve()
+            with masked_access_log():
+                await uvicorn.Server(config).serve()
         finally:
             await runtime.llm.aclose()
 

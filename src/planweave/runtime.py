@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from .admission import Admission
 from .approval import APPROVE_MODES, ApproveMode, Gate, review
 from .cache import PlanCache, resumed_start
 from .compiled import Compiled
@@ -37,7 +38,9 @@ from .events import (
     LLMCallFinished,
     PlanAwaitingApproval,
     ReplanEvent,
+    RunAdmitted,
     RunFinished,
+    RunQueued,
     RunResumed,
     RunStarted,
     timings,
@@ -439,16 +442,22 @@ class Runtime:
         subscribers: list[Callable[[Event], None]] | None = None,
         check: bool = True,
         approve: ApproveMode | None = None,
+        admission: Admission | None = None,
     ) -> RunResult:
         """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
         with `check=False` returns the result with `status="failed"` and `error` set.
         `approve` (default: the runtime's) pauses the run for a person's yes: the result then
-        has `status="awaiting_approval"` and the `waiting` tasks (see `approve`)."""
+        has `status="awaiting_approval"` and the `waiting` tasks (see `approve`).
+        `admission`: once recorded, the run waits for its turn there (`RunQueued`)."""
         mode = mode or self.mode
         approve = approve or self.approve_mode
         _check_approve(approve, mode, self.journal)
         result = await self._run(
-            question, mode, [*self.subscribers, *(subscribers or ())], approve=approve
+            question,
+            mode,
+            [*self.subscribers, *(subscribers or ())],
+            approve=approve,
+            admission=admission,
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
@@ -473,6 +482,7 @@ class Runtime:
         decisions: Decisions | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         check: bool = True,
+        admission: Admission | None = None,
     ) -> RunResult:
         """Continue the journaled run `run_id` (a unique prefix will do) where it stopped.
 
@@ -480,12 +490,16 @@ class Runtime:
         in flight run again if their tool is free of side effects.  For a side-effecting task
         that was in flight, `decisions` says "rerun" or "fail" (a mapping by task id, or a
         function asked per task); without one the run is left paused and DecisionNeeded says
-        which tasks need a decision.
+        which tasks need a decision.  `admission`: as for `arun`.
         """
         state = prepare(self._journal("resuming"), run_id, self.tools, decisions)
         mode: Mode = "react" if state.mode == "react" else "compiled"
         result = await self._run(
-            state.question, mode, [*self.subscribers, *(subscribers or ())], resume=state
+            state.question,
+            mode,
+            [*self.subscribers, *(subscribers or ())],
+            resume=state,
+            admission=admission,
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
@@ -517,6 +531,7 @@ class Runtime:
         drop: Iterable[int] = (),
         subscribers: list[Callable[[Event], None]] | None = None,
         check: bool = True,
+        admission: Admission | None = None,
     ) -> RunResult:
         """Approve the tasks the journaled run `run_id` waits for, and run it on (a resumed
         session: it reads the same plan again, with the approval applied).
@@ -525,6 +540,7 @@ class Runtime:
         result) for some waiting tasks, by task id; `drop` leaves waiting tasks out (a task
         that uses a dropped one's result must be dropped too).  Raises InvalidApproval when
         the edits do not make a valid plan, ResumeError when the run does not await approval.
+        `admission`: as for `arun`.
         """
         journal = self._journal("approving")
         waiting = journal.awaiting(run_id)
@@ -538,7 +554,11 @@ class Runtime:
         )
         state.approved_now = approval
         result = await self._run(
-            state.question, "compiled", [*self.subscribers, *(subscribers or ())], resume=state
+            state.question,
+            "compiled",
+            [*self.subscribers, *(subscribers or ())],
+            resume=state,
+            admission=admission,
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
@@ -607,9 +627,10 @@ class Runtime:
         subscribers: list[Callable[[Event], None]],
         resume: ResumeState | None = None,
         approve: ApproveMode | None = None,
+        admission: Admission | None = None,
     ) -> RunResult:
-        """One session of a run: open its record, answer within the budget, close the record
-        (or leave it paused for approval)."""
+        """One session of a run: open its record, wait for its turn (`admission`), answer
+        within the budget, close the record (or leave it paused for approval)."""
         question = encodable(question)  # argv may hold undecodable bytes as surrogates
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
         recorder = self._recorder(run_id, question, mode, resume, approve)
@@ -652,7 +673,11 @@ class Runtime:
             bus.emit(event)
         try:
             # llm.serving(): the `llm` tool's calls go through the run's meter.
-            async with _cancellable(recorder) as cancelled, self._mcp_sessions():
+            async with (
+                _cancellable(recorder) as cancelled,
+                _turn(admission, run_id, bus),
+                self._mcp_sessions(),
+            ):
                 with llm.serving():
                     # Known secrets masked: a plan's answer fills in results as they are.
                     result.answer = redact(
@@ -947,6 +972,26 @@ async def _cancellable(recorder: RunRecorder | None) -> AsyncIterator[Callable[[
         tg.start_soon(recorder.watch_cancel, tg.cancel_scope.cancel)
         yield lambda: recorder.cancel_asked
         tg.cancel_scope.cancel()
+
+
+def _turn(
+    admission: Admission | None, run_id: str, bus: EventBus
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """Run `run_id`'s turn in `admission` (none to wait for without one); a wait is heard as
+    `RunQueued` (where it began: the live place is `Admission.ahead`), then `RunAdmitted`."""
+    if admission is None:
+        return contextlib.nullcontext()
+    queued = False
+
+    def heard(ahead: int, waited: float) -> None:
+        nonlocal queued
+        if ahead and not queued:
+            queued = True
+            bus.emit(RunQueued(ahead=ahead))
+        elif not ahead:
+            bus.emit(RunAdmitted(waited=round(waited, 3)))
+
+    return admission.turn(run_id, heard)
 
 
 def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:

@@ -43,6 +43,14 @@ def mcp(
         int, typer.Option(help="The longest question `ask` takes, characters.")
     ] = 20_000,
     log_level: Annotated[str, typer.Option(help="HTTP: uvicorn's log level.")] = "info",
+    allow_side_effects: Annotated[
+        bool,
+        typer.Option(
+            "--allow-side-effects",
+            help="Let `ask` call tools with side effects without approval (by default a run "
+            "pauses before them for `planweave runs approve`).",
+        ),
+    ] = False,
     *,
     settings: RunSettings,
 ) -> None:
@@ -67,9 +75,17 @@ def mcp(
     except (ImportError, PlanweaveError) as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
-    if transport == "stdio":
-        serve_stdio(runtime, max_question_chars=max_question_chars)
-        return
+    try:
+        if transport == "stdio":
+            serve_stdio(
+                runtime,
+                max_question_chars=max_question_chars,
+                allow_side_effects=allow_side_effects,
+            )
+            return
+    except PlanweaveError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
     auth = "a token required" if token else "no token: loopback only"
     err.print(
         f"planweave mcp: http://{host}:{port}/mcp; journal {journal.path}; {auth}", style="dim"
@@ -83,6 +99,7 @@ def mcp(
             max_body_bytes=max_body_bytes,
             max_question_chars=max_question_chars,
             log_level=log_level,
+            allow_side_effects=allow_side_effects,
         )
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))

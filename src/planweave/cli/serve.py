@@ -38,6 +38,22 @@ def serve(
     max_question_chars: Annotated[
         int, typer.Option(help="The longest question, characters (422 past it).")
     ] = 20_000,
+    max_running: Annotated[
+        int, typer.Option(help="Runs answering at once; the next ones wait their turn.")
+    ] = 8,
+    max_queued: Annotated[
+        int,
+        typer.Option(
+            help="Runs that may wait for their turn besides; past them 503 with Retry-After."
+        ),
+    ] = 64,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds a connection has to send a whole request (head and body) before it "
+            "is closed."
+        ),
+    ] = 30.0,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
     *,
     settings: RunSettings,
@@ -56,6 +72,9 @@ def serve(
             token=token or None,
             max_body_bytes=max_body_bytes,
             max_question_chars=max_question_chars,
+            max_running=max_running,
+            max_queued=max_queued,
+            request_timeout_s=request_timeout,
         )
         check_bind(host, config.token)
         journal = open_journal(db, err)
@@ -64,5 +83,9 @@ def serve(
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
     auth = "a token required" if config.token else "no token: loopback only"
-    err.print(f"planweave: journal {journal.path}; model {runtime.llm.model}; {auth}", style="dim")
+    load = f"{max_running} runs at once, {max_queued} queued"
+    err.print(
+        f"planweave: journal {journal.path}; model {runtime.llm.model}; {auth}; {load}",
+        style="dim",
+    )
     run_server(runtime, host=host, port=port, config=config, log_level=log_level)

@@ -8,6 +8,9 @@ time that number changes, then how long it waited once it has the model.  The me
 each call of a run and puts what it hears on the run's event stream, so the backend knows
 nothing of runs or events.
 
+The same queue, with room for more than one at a time (`capacity`), holds the runs a server
+admits (`planweave.admission`): a run that has to wait hears its place in line the same way.
+
 The queue works across threads and event loops (runs of `Runtime.run` in two threads share one
 model): its state is guarded by a thread lock, and a waiter is woken in its own event loop.
 """
@@ -72,11 +75,17 @@ class _Ticket:
 class ModelQueue:
     """Turns at one model, first come first served.  `await acquire()`, then `release()` once
     done (or `async with turn()`).  A waiter that is cancelled leaves the queue; one cancelled
-    just as its turn came passes the turn on, so the model is never left held."""
+    just as its turn came passes the turn on, so the model is never left held.
 
-    def __init__(self) -> None:
+    `capacity` turns may be held at once (1: one model, one call); a waiter's `ahead` is its
+    place in line, so with one turn it counts the call the model is answering too."""
+
+    def __init__(self, capacity: int = 1) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"a queue's capacity must be an integer >= 1, not {capacity!r}")
+        self.capacity = capacity
         self._mutex = threading.Lock()
-        self._busy = False
+        self._holding = 0
         self._waiting: deque[_Ticket] = deque()
 
     @property
@@ -89,14 +98,20 @@ class ModelQueue:
     def busy(self) -> bool:
         """Whether a call has the model now."""
         with self._mutex:
-            return self._busy
+            return self._holding > 0
+
+    @property
+    def holding(self) -> int:
+        """How many turns are held now."""
+        with self._mutex:
+            return self._holding
 
     async def acquire(self) -> None:
         """Wait for the model's turn, behind every call that asked before."""
         listener = _LISTENER.get()
         with self._mutex:
-            if not self._busy and not self._waiting:
-                self._busy = True
+            if self._holding < self.capacity and not self._waiting:
+                self._holding += 1
                 return
             ticket = _Ticket()
             self._waiting.append(ticket)
@@ -127,7 +142,7 @@ class ModelQueue:
     def release(self) -> None:
         """End the current turn: the longest waiting call gets the model."""
         with self._mutex:
-            if not self._busy:
+            if not self._holding:
                 raise RuntimeError("release() of a model queue nobody holds")
             self._pass_on()
 
@@ -145,7 +160,7 @@ class ModelQueue:
             granted.granted = True
             granted.wake()
         else:
-            self._busy = False
+            self._holding -= 1
         self._wake_all()
 
     def _wake_all(self) -> None:

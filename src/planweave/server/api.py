@@ -76,9 +76,13 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     KnownRun = Annotated[str, Depends(known_run)]
 
     def with_wait(run: dict[str, Any]) -> dict[str, Any]:
-        """The run, with `model_wait` (`{"ahead": N}`) while it waits for the model."""
-        wait = service.live.model_wait(run["id"])
-        return run if wait is None else {**run, "model_wait": wait}
+        """The run, with `queued` (`{"ahead": N}`) while it waits for its turn to answer, and
+        `model_wait` (the same) while it waits for the model."""
+        waits = {
+            "queued": service.queued(run["id"]),
+            "model_wait": service.live.model_wait(run["id"]),
+        }
+        return run | {k: v for k, v in waits.items() if v is not None}
 
     def resume_point(
         run_id: KnownRun,
@@ -104,14 +108,19 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
 
     @router.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "model": service.runtime.llm.model}
+        """Whether the server answers, and (`runs`) how many runs answer and wait now."""
+        load = service.load()
+        found = {"status": "ok", "model": service.runtime.llm.model}
+        return found if load is None else found | {"runs": load}
 
     @router.post("/runs", status_code=202)
-    async def start_run(request: RunRequest) -> dict[str, str]:
-        """Start a run in the background; its id comes back once the journal has it."""
+    async def start_run(request: RunRequest) -> dict[str, Any]:
+        """Start a run in the background; its id comes back once the journal has it, with
+        `queued` (`{"ahead": N}`) when it waits for its turn.  503 (`Retry-After`) when the
+        server holds as many runs as it may."""
         question = check_question(request.question, max_question_chars)
         run_id = await service.start(question, request.mode, approve=request.approve)
-        return {"id": run_id, "status": "running"}
+        return with_wait({"id": run_id, "status": "running"})
 
     @router.get("/runs")
     async def list_runs(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,15 +15,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from ..admission import Admission
 from ..errors import (
     DecisionNeeded,
     InvalidApproval,
+    Overloaded,
     PlanweaveError,
     ResumeError,
     RunNotFound,
     UserError,
 )
-from ..redaction import redact
+from ..redaction import add_secret, redact
 from ..runtime import Runtime
 from .api import InvalidEventId, QuestionTooLong, runs_router
 from .chat import UnknownModel, openai_router
@@ -39,6 +42,7 @@ from .security import (
     send_error,
 )
 from .service import RunService
+from .transport import masked_access_log, uvicorn_config
 
 __all__ = ["ServerConfig", "create_app", "serve"]
 
@@ -49,30 +53,47 @@ log = logging.getLogger("planweave.server")
 class ServerConfig:
     """`token`: what every request must carry (`Authorization: Bearer`), None for none (then
     only loopback); `max_body_bytes`: the largest request body; `max_question_chars`: the
-    longest question (`POST /runs`, the last user message of a chat completion)."""
+    longest question (`POST /runs`, the last user message of a chat completion);
+    `max_running`: runs that answer at once, `max_queued`: runs that may wait for their turn
+    besides (past both, 503 with `Retry-After`); `request_timeout_s`: how long a connection
+    has to send a whole request (head and body) before it is closed (`serve` only: it is
+    uvicorn's protocol)."""
 
     token: str | None = None
     max_body_bytes: int = 1_000_000
     max_question_chars: int = 20_000
+    max_running: int = 8
+    max_queued: int = 64
+    request_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_question_chars"):
+        for name, least in (
+            ("max_body_bytes", 1),
+            ("max_question_chars", 1),
+            ("max_running", 1),
+            ("max_queued", 0),
+        ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"ServerConfig.{name} must be an integer >= 1, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise UserError(f"ServerConfig.{name} must be an integer >= {least}, not {value!r}")
+        timeout = self.request_timeout_s
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise UserError(f"ServerConfig.request_timeout_s must be > 0, not {timeout!r}")
 
 
 def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     """The server for `runtime` (which must have a journal).  Its runs live while the app
     does (its lifespan); the runtime's LLM is closed with it."""
     config = config or ServerConfig()
-    service = RunService(runtime)
+    add_secret(config.token)
+    service = RunService(runtime, Admission(config.max_running, config.max_queued))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
-            async with service.running():
-                yield
+            with masked_access_log():
+                async with service.running():
+                    yield
         finally:
             await runtime.llm.aclose()
 
@@ -108,10 +129,16 @@ def _errors(app: FastAPI) -> None:
     and no stack trace in it: a failure of the server itself is logged, and answered with a
     500 that says only that."""
 
-    def answer(status: int, message: str, kind: str, **extra: object) -> JSONResponse:
+    def answer(
+        status: int,
+        message: str,
+        kind: str,
+        headers: dict[str, str] | None = None,
+        **extra: object,
+    ) -> JSONResponse:
         if len(message) > MAX_MESSAGE_CHARS:
             message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-        return JSONResponse(error_body(status, redact(message), kind, **extra), status)
+        return JSONResponse(error_body(status, redact(message), kind, **extra), status, headers)
 
     def failed(request: Request, exc: BaseException) -> JSONResponse:
         _log_failure(request.method, request.url.path, exc)
@@ -127,6 +154,9 @@ def _errors(app: FastAPI) -> None:
                 return answer(404, f"no run {shown}", "not_found")
             case UnknownModel():
                 return answer(404, str(exc), "model_not_found")
+            case Overloaded():
+                after = str(math.ceil(exc.retry_after))
+                return answer(503, str(exc), "overloaded", {"retry-after": after})
             case DecisionNeeded():
                 return answer(409, str(exc), "decision_needed", tasks=exc.tasks)
             case ResumeError():
@@ -196,12 +226,8 @@ def serve(
     """Serve `runtime` until interrupted.  Refuses a non-loopback `host` without a token."""
     config = config or ServerConfig()
     check_bind(host, config.token)
-    uvicorn.run(
-        create_app(runtime, config),
-        host=host,
-        port=port,
-        log_level=log_level,
-        server_header=False,
-        # Open event streams end when the server does; give them a moment, not forever.
-        timeout_graceful_shutdown=5,
+    app = create_app(runtime, config)
+    settings = uvicorn_config(
+        app, host=host, port=port, log_level=log_level, request_timeout_s=config.request_timeout_s
     )
+    uvicorn.Server(settings).run()

@@ -5,6 +5,8 @@ Standard clients (the `openai` SDKs, curl) work unchanged; planweave's own detai
 id, its tasks) rides in a `planweave` field they ignore.  A run that ends without an answer is
 an error (422 `run_failed`; in a stream, an `error` event), never an empty answer.  A client
 that hangs up before its answer cancels the run (which keeps what it found, for a resume).
+Its runs are admitted like the API's (503 with `Retry-After` when the server holds all it
+may); an empty question, or `n` other than 1, is refused (400) before any run starts.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class ChatRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
+    # Choices to make: one run gives one answer, so only 1.
+    n: int | None = None
 
 
 class UnknownModel(UserError):
@@ -54,15 +58,20 @@ class UnknownModel(UserError):
 
 
 def _question(messages: list[ChatMessage]) -> str:
+    """The last user message's text; UserError (400) when there is none, or nothing in it."""
     for message in reversed(messages):
         if message.role != "user":
             continue
         if isinstance(message.content, str):
-            return message.content
-        parts = message.content or []
-        if any(part.get("type") != "text" for part in parts):
-            raise UserError("only text parts can be answered")
-        return "".join(str(part.get("text", "")) for part in parts)
+            question = message.content
+        else:
+            parts = message.content or []
+            if any(part.get("type") != "text" for part in parts):
+                raise UserError("only text parts can be answered")
+            question = "".join(str(part.get("text", "")) for part in parts)
+        if not question.strip():
+            raise UserError("the last user message is empty: there is no question to answer")
+        return question
     raise UserError("there is no user message to answer")
 
 
@@ -85,6 +94,8 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     async def chat(body: ChatRequest, request: Request) -> JSONResponse | StreamingResponse:
         if body.model not in MODELS:
             raise UnknownModel(f"no model {body.model!r}; this server has {', '.join(MODELS)}")
+        if body.n is not None and body.n != 1:
+            raise UserError(f"n={body.n}: this endpoint makes one choice per request (n=1)")
         question = check_question(_question(body.messages), max_question_chars)
         run_id = await service.start(question, MODELS[body.model])
         shape = _Shape(run_id, body.model)

@@ -117,6 +117,8 @@ class Guard:
             await self.app(scope, receive, send)
             return
         body = await self._body(headers, receive)
+        if body is _GONE:  # the client left (or was dropped) before its body had come whole
+            return
         if body is None:
             await send_error(
                 send,
@@ -154,7 +156,8 @@ class Guard:
         return None
 
     async def _body(self, headers: dict[str, bytes], receive: Receive) -> bytes | None:
-        """The whole body, or None once it is larger than the bound."""
+        """The whole body, None once it is larger than the bound, or _GONE when the
+        connection ends before it is whole (never a part of it taken for the whole)."""
         try:
             declared = int(headers.get("content-length", b"0"))
         except ValueError:
@@ -166,7 +169,7 @@ class Guard:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                return b"".join(chunks)
+                return _GONE
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
@@ -174,6 +177,10 @@ class Guard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+# What `Guard._body` gives for a body whose client went away before it was whole.
+_GONE = b"\0gone"
 
 
 def _body_problem(headers: dict[str, bytes], body: bytes) -> tuple[int, str, str] | None:

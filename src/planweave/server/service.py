@@ -1,16 +1,18 @@
-"""The server's runs: each one a task in the server's task group, recorded in the journal."""
+"""The server's runs: each one a task in the server's task group, recorded in the journal, and
+admitted (`Admission`): a few answer at once, some more wait their turn, the rest are refused."""
 
 from __future__ import annotations
 
 import logging
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from ..admission import Admission
 from ..approval import ApproveMode
 from ..errors import UserError
 from ..events import Event, RunResumed, RunStarted
@@ -29,12 +31,15 @@ Begin = Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]]
 
 class RunService:
     """Starts and resumes runs of one runtime in the background and cancels them; `live`
-    follows them.  The runtime must have a journal: it is the one record the server reads."""
+    follows them.  The runtime must have a journal: it is the one record the server reads.
+    With an `admission`, every session of a run (started, resumed, approved) takes a place in
+    it first (Overloaded when none is left) and waits there for its turn."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, admission: Admission | None = None) -> None:
         if runtime.journal is None:
             raise UserError("the server records every run: give the runtime a journal")
         self.runtime = runtime
+        self.admission = admission
         self.journal: Journal = runtime.journal
         self.live = Live(self.journal)
         self._group: TaskGroup | None = None
@@ -57,7 +62,12 @@ class RunService:
         """Start answering `question`; returns the run's id once it is in the journal."""
         return await self._start(
             lambda subs: self.runtime.arun(
-                question, mode=mode, subscribers=subs, check=False, approve=approve
+                question,
+                mode=mode,
+                subscribers=subs,
+                check=False,
+                approve=approve,
+                admission=self.admission,
             )
         )
 
@@ -68,7 +78,12 @@ class RunService:
         returns once it goes on.  Raises InvalidApproval, ResumeError."""
         return await self._start(
             lambda subs: self.runtime.aapprove(
-                run_id, edits=edits, drop=drop, subscribers=subs, check=False
+                run_id,
+                edits=edits,
+                drop=drop,
+                subscribers=subs,
+                check=False,
+                admission=self.admission,
             )
         )
 
@@ -77,9 +92,27 @@ class RunService:
         Raises what keeps it from going on (ResumeError, DecisionNeeded)."""
         return await self._start(
             lambda subs: self.runtime.aresume(
-                run_id, decisions=decisions, subscribers=subs, check=False
+                run_id, decisions=decisions, subscribers=subs, check=False, admission=self.admission
             )
         )
+
+    def queued(self, run_id: str) -> dict[str, int] | None:
+        """`{"ahead": N}` while run `run_id` waits for its turn (N: its place in line), else
+        None."""
+        ahead = None if self.admission is None else self.admission.ahead(run_id)
+        return None if ahead is None else {"ahead": ahead}
+
+    def load(self) -> dict[str, int] | None:
+        """Runs answering and waiting now, and how many of each may (None: no admission)."""
+        admission = self.admission
+        if admission is None:
+            return None
+        return {
+            "running": admission.running,
+            "queued": admission.queued,
+            "max_running": admission.max_running,
+            "max_queued": admission.max_queued,
+        }
 
     def cancel(self, run_id: str) -> str:
         """Ask run `run_id` to stop (the journal's cancel flag: a live run stops within a
@@ -94,8 +127,13 @@ class RunService:
 
     async def _drive(self, begin: Begin, *, task_status: TaskStatus[str]) -> None:
         """One session of a run.  What goes wrong before it opens is raised to the one who
-        started it; a crash after that (a bug in a tool or in planweave: the run's record is
-        closed by then) is logged, and the server goes on."""
+        started it (Overloaded first of all: then nothing is recorded); a crash after that (a
+        bug in a tool or in planweave: the run's record is closed by then) is logged, and the
+        server goes on."""
+        with self.admission.place() if self.admission is not None else nullcontext():
+            await self._session(begin, task_status)
+
+    async def _session(self, begin: Begin, task_status: TaskStatus[str]) -> None:
         session = self.live.session()
         opened = False
 
