@@ -60,6 +60,20 @@ class Admission:
         """Run `run_id`'s place in line while it waits for its turn (1: next), else None."""
         return self._ahead.get(run_id)
 
+    @property
+    def full(self) -> bool:
+        """Whether every place is taken (the next `place()` raises Overloaded)."""
+        return self._held >= self.max_running + self.max_queued
+
+    def overloaded(self) -> Overloaded:
+        """The refusal `place()` raises when every place is taken."""
+        return Overloaded(
+            f"this server is answering {self.running} runs and has {self.queued} waiting, as "
+            f"many as it holds ({self.max_running} at once, {self.max_queued} queued); try "
+            "again later",
+            retry_after=self.retry_after(),
+        )
+
     def retry_after(self) -> int:
         """About how many seconds until a place is free: the mean time a run has held its
         turn lately, shared by the `max_running` turns; at least 1."""
@@ -70,16 +84,11 @@ class Admission:
     def place(self) -> Iterator[None]:
         """A place for one run, held for the block; Overloaded when every place is taken."""
         with self._mutex:
-            full = self._held >= self.max_running + self.max_queued
+            full = self.full
             if not full:
                 self._held += 1
         if full:
-            raise Overloaded(
-                f"this server is answering {self.running} runs and has {self.queued} waiting, "
-                f"as many as it holds ({self.max_running} at once, {self.max_queued} queued); "
-                "try again later",
-                retry_after=self.retry_after(),
-            )
+            raise self.overloaded()
         try:
             yield
         finally:

@@ -106,6 +106,7 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
     app.include_router(page_router())
+    app.add_middleware(_Door, admission=service.admission)
     app.add_middleware(_Failures)
     app.add_middleware(
         Guard,
@@ -181,6 +182,33 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         return answer(exc.status_code, str(exc.detail), "http_error")
+
+
+class _Door:
+    """ASGI middleware: a request that would start a run while the admission has no place left
+    is refused here (503, Retry-After), before routing and validation, so that a flood of them
+    costs little and the server keeps answering.  (The service's `place()` is the check that
+    counts; this one only answers sooner.)"""
+
+    STARTS = frozenset({("POST", "/runs"), ("POST", "/v1/chat/completions")})
+
+    def __init__(self, app: ASGIApp, *, admission: Admission | None) -> None:
+        self.app = app
+        self.admission = admission
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        admission = self.admission
+        if (
+            admission is not None
+            and scope["type"] == "http"
+            and (scope["method"], scope["path"]) in self.STARTS
+            and admission.full
+        ):
+            refusal = admission.overloaded()
+            after = {"retry-after": str(math.ceil(refusal.retry_after))}
+            await send_error(send, 503, str(refusal), "overloaded", after)
+            return
+        await self.app(scope, receive, send)
 
 
 class _Failures:
