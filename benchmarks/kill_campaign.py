@@ -113,6 +113,8 @@ class Trial:
     problems: list[str] = field(default_factory=list)
     sends: int = 0
     status: str = ""
+    phases: Counter[str] = field(default_factory=Counter)  # where each kill landed
+    cache_hit: bool = False
 
 
 def _ledger(path: Path) -> Counter[str]:
@@ -135,6 +137,18 @@ def _done(show: dict[str, Any]) -> dict[tuple[int, int | None], tuple[str, Any]]
         elif task["status"] == "done":
             done[(task["id"], None)] = (_key(task["tool"], task["args"]), task["result"])
     return done
+
+
+def _phase(show: dict[str, Any]) -> str:
+    """Where a run was when it was killed, from what the journal holds."""
+    tasks = show["tasks"]
+    if show["status"] in ("finished", "failed"):
+        return "after the end"
+    if not tasks:
+        return "planning"
+    if all(t["status"] == "done" for t in tasks):
+        return "joining"
+    return "executing"
 
 
 def _stuck(show: dict[str, Any]) -> list[str]:
@@ -225,7 +239,10 @@ class Campaign:
                 return trial
             run_id = new[0]
             trial.kills += 1
-            snapshots = [(_done(journal.show(run_id)), _ledger(ledger))]
+            shown = journal.show(run_id)
+            trial.phases[_phase(shown)] += 1
+            trial.cache_hit = bool((shown.get("cache") or {}).get("hit"))
+            snapshots = [(_done(shown), _ledger(ledger))]
             fail: list[str] = []
             for _ in range(20):
                 if journal.show(run_id)["status"] in ("finished", "failed"):
@@ -236,7 +253,9 @@ class Campaign:
                 if killed:
                     trial.kills += 1
                     trial.resume_kills += 1
-                    snapshots.append((_done(journal.show(run_id)), _ledger(ledger)))
+                    shown = journal.show(run_id)
+                    trial.phases["resuming, " + _phase(shown)] += 1
+                    snapshots.append((_done(shown), _ledger(ledger)))
                     continue
                 if code == 3:  # paused: a side effect was in flight
                     paused = json.loads(out)["error"]["tasks"]
@@ -291,8 +310,10 @@ def main() -> None:
     by_workload: dict[str, dict[str, int]] = {}
     for trial in trials:
         row = by_workload.setdefault(
-            trial.workload, {"trials": 0, "kills": 0, "resume_kills": 0, "problems": 0}
+            trial.workload,
+            {"trials": 0, "kills": 0, "resume_kills": 0, "cache_hits": 0, "problems": 0},
         )
+        row["cache_hits"] += trial.cache_hit
         row["trials"] += 1
         row["kills"] += trial.kills
         row["resume_kills"] += trial.resume_kills
@@ -301,6 +322,7 @@ def main() -> None:
         "kills": sum(t.kills for t in trials),
         "early_kills": sum(t.early_kills for t in trials),
         "problems": [f"{t.workload}: {p}" for t in trials for p in t.problems],
+        "phases": dict(sum((t.phases for t in trials), Counter())),
         "max_sends": max((t.sends for t in trials if t.workload == "side_effect"), default=0),
         "by_workload": by_workload,
         "unkilled_s": spans,
@@ -316,14 +338,20 @@ def main() -> None:
         f"was in the journal); problems: {len(summary['problems'])}; `send` ran at most "
         f"{summary['max_sends']} time(s) per run.",
         "",
-        "| workload | trials | kills | of them while resuming | problems |",
-        "|---|---|---|---|---|",
+        "| workload | trials | kills | of them while resuming | killed runs planned from the cache "
+        "| problems |",
+        "|---|---|---|---|---|---|",
     ]
     for name, row in by_workload.items():
         lines.append(
             f"| {name} | {row['trials']} | {row['kills']} | {row['resume_kills']} | "
-            f"{row['problems']} |"
+            f"{row['cache_hits']} | {row['problems']} |"
         )
+    lines += [
+        "",
+        "Where the kills landed: "
+        + ", ".join(f"{phase} {n}" for phase, n in sorted(summary["phases"].items())),
+    ]
     lines += ["", *(f"- {p}" for p in summary["problems"])]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
