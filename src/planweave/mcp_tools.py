@@ -28,9 +28,14 @@ The `mcp` SDK is imported only when a server is reached, so planweave imports wi
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import math
 import os
 import re
 import shlex
+import signal
+import sys
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
@@ -53,6 +58,10 @@ if TYPE_CHECKING:
     from mcp.types import Tool as MCPTool
 
 __all__ = [
+    "CLOSE_TIMEOUT",
+    "MAX_TOOLS",
+    "MAX_TOOL_CHARS",
+    "OPEN_TIMEOUT",
     "MCPServerGone",
     "MCPServerSpec",
     "MCPTools",
@@ -60,8 +69,21 @@ __all__ = [
     "mcp_sessions",
 ]
 
-OPEN_TIMEOUT = 60.0
+# Seconds an MCP server has for each step of being reached: its handshake (initialize), the
+# listing of its tools, and, at a run's first call of one of its tools, the run's own handshake.
+OPEN_TIMEOUT = 30.0
+# Seconds a session has to close (the stdio transport's own shutdown, bounded by the SDK, comes
+# on top: stdin closed, 2 s to exit, then the process group ended).
+CLOSE_TIMEOUT = 5.0
+# Seconds the rest of a stdio server's process group has between SIGTERM and SIGKILL.
+_GROUP_GRACE = 1.0
+# A run's MCP tools, and how long one tool's entry in the planner's prompt may be (its
+# signature, description and parameters' descriptions): a server lists what it likes.
+MAX_TOOLS = 100
+MAX_TOOL_CHARS = 3_000
 _STDERR_TAIL = 2_000
+
+log = logging.getLogger("planweave.mcp")
 
 
 class MCPServerGone(Exception):
@@ -112,14 +134,19 @@ class MCPServerSpec:
 
 class _Server:
     """One server's session, held open by its own task (so that the transport's task groups
-    and cancel scopes nest there, whichever task calls a tool)."""
+    and cancel scopes nest there, whichever task calls a tool).  Its handshake has a deadline
+    (`open_timeout`); closing it ends a handshake still under way, and a stdio server's
+    process group goes with it."""
 
-    def __init__(self, spec: MCPServerSpec) -> None:
+    def __init__(self, spec: MCPServerSpec, open_timeout: float = OPEN_TIMEOUT) -> None:
         self.spec = spec
+        self.open_timeout = open_timeout
         self.client: Client | None = None
         self.error: BaseException | None = None
+        self.failure = "is closed"
         self.opened = anyio.Event()
         self.closing = anyio.Event()
+        self.scope = anyio.CancelScope()
         self.stderr: IO[str] | None = None
         self.last_words = ""
 
@@ -127,28 +154,55 @@ class _Server:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        _watch_spawns()
+        spawned: list[int] = []
+        token = _SPAWNED.set(spawned)
         # A stdio server's log goes to a file, not over the live view; its end says why a
         # server failed.
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                if self.spec.url is not None:
-                    client = Client(self.spec.url)
-                else:
-                    self.stderr = errlog
-                    program, *args = self.spec.command
-                    params = StdioServerParameters(command=program, args=args)
-                    client = Client(stdio_client(params, errlog=errlog))
-                async with client:
-                    self.client = client
-                    self.opened.set()
-                    await self.closing.wait()
-            except Exception as exc:  # whatever the transport raises, the server is gone
-                self.error = exc
+                with self.scope:
+                    self.scope.deadline = anyio.current_time() + self.open_timeout
+                    try:
+                        if self.spec.url is not None:
+                            client = Client(self.spec.url)
+                        else:
+                            self.stderr = errlog
+                            program, *args = self.spec.command
+                            params = StdioServerParameters(command=program, args=args)
+                            client = Client(stdio_client(params, errlog=errlog))
+                        async with client:
+                            self.scope.deadline = math.inf
+                            self.client = client
+                            self.opened.set()
+                            await self.closing.wait()
+                            self.scope.deadline = anyio.current_time() + CLOSE_TIMEOUT
+                    except Exception as exc:  # whatever the transport raises, the server is gone
+                        self.error = exc
+                        self.failure = "could not be reached"
+                if self.scope.cancel_called and not self.opened.is_set():
+                    self.error = None
+                    self.failure = (
+                        "was closed before its handshake (initialize) ended"
+                        if self.closing.is_set()
+                        else "did not answer its handshake (initialize) within "
+                        f"{self.open_timeout:g} s"
+                    )
             finally:
+                _SPAWNED.reset(token)
                 self.client = None
                 self.last_words = self.stderr_tail()
                 self.stderr = None
                 self.opened.set()
+                for pid in spawned:
+                    await _end_group(pid)
+
+    def close(self) -> None:
+        """End the session: its handshake if it is still under way, else the session (its
+        transport's own shutdown, within `CLOSE_TIMEOUT`)."""
+        self.closing.set()
+        if not self.opened.is_set():
+            self.scope.cancel()
 
     def gone(self, what: str, cause: BaseException | None = None) -> MCPServerGone:
         text = f"MCP server {self.spec} {what}"
@@ -173,6 +227,55 @@ class _Server:
             return ""
 
 
+# The stdio servers the SDK starts in this context (their pids, each its own process group's
+# id: the SDK starts every server in a session of its own).
+_SPAWNED: ContextVar[list[int] | None] = ContextVar("planweave_mcp_spawned", default=None)
+
+
+def _watch_spawns() -> None:
+    """Have the SDK's stdio transport tell `_SPAWNED` which process it started.  It kills a
+    server's process group only when the server outlives its closed stdin; a server that
+    exits at once would leave its children running, so planweave ends the group itself, and
+    it needs the id.  The SDK names no public hook: its spawning function is wrapped (where
+    it is missing, servers still run, without the group's end)."""
+    import mcp.client.stdio as stdio
+
+    spawn = getattr(stdio, "_create_platform_compatible_process", None)
+    if spawn is None or getattr(spawn, "planweave_watch", False):
+        return
+
+    async def spawning(*args: Any, **kwargs: Any) -> Any:
+        process = await spawn(*args, **kwargs)
+        found = _SPAWNED.get()
+        if found is not None:
+            found.append(process.pid)
+        return process
+
+    spawning.planweave_watch = True  # type: ignore[attr-defined]
+    stdio._create_platform_compatible_process = spawning
+
+
+async def _end_group(pgid: int) -> None:
+    """End what is left of a stdio server's process group: SIGTERM, then SIGKILL to those
+    still there after `_GROUP_GRACE` seconds."""
+    if sys.platform == "win32":  # the SDK's job object already ended the tree
+        return
+    with anyio.CancelScope(shield=True):
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return  # nothing left of it
+        deadline = anyio.current_time() + _GROUP_GRACE
+        while anyio.current_time() < deadline:
+            await anyio.sleep(0.02)  # a process's end sends no event to wait for
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
 class MCPSessions:
     """The open sessions of one scope (`mcp_sessions()`): at most one per server, opened at
     its first use, all closed when the scope ends."""
@@ -181,19 +284,23 @@ class MCPSessions:
         self._group = group
         self._servers: dict[MCPServerSpec, _Server] = {}
 
-    async def client(self, spec: MCPServerSpec) -> tuple[Client, _Server]:
+    async def client(
+        self, spec: MCPServerSpec, open_timeout: float = OPEN_TIMEOUT
+    ) -> tuple[Client, _Server]:
+        """The server's session, opened at the first ask (its handshake within
+        `open_timeout` seconds); MCPServerGone if it cannot be had."""
         server = self._servers.get(spec)
         if server is None:
-            server = self._servers[spec] = _Server(spec)
+            server = self._servers[spec] = _Server(spec, open_timeout)
             self._group.start_soon(server.hold, name=f"mcp session {spec}")
         await server.opened.wait()
         if server.client is None:
-            raise server.gone("could not be reached" if server.error else "is closed")
+            raise server.gone(server.failure)
         return server.client, server
 
     def close(self) -> None:
         for server in self._servers.values():
-            server.closing.set()
+            server.close()
 
 
 _SESSIONS: ContextVar[MCPSessions | None] = ContextVar("planweave_mcp_sessions", default=None)
@@ -238,8 +345,10 @@ class MCPCall:
     tool: str
     names: Mapping[str, str] = field(default_factory=dict)  # our parameter name -> the server's
     unwrap: bool = False
+    open_timeout: float = OPEN_TIMEOUT  # for the session's handshake, when this call opens it
 
-    async def __call__(self, **arguments: Any) -> Any:
+    # `self` positional-only: a tool's schema may name an argument `self`.
+    async def __call__(self, /, **arguments: Any) -> Any:
         sessions = _SESSIONS.get()
         if sessions is None:
             async with mcp_sessions() as sessions:
@@ -250,7 +359,7 @@ class MCPCall:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-        client, server = await sessions.client(self.server)
+        client, server = await sessions.client(self.server, self.open_timeout)
         sent = {self.names.get(k, k): v for k, v in arguments.items()}
         try:
             result = await client.call_tool(self.tool, sent)
@@ -303,7 +412,7 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _tool(spec: MCPServerSpec, name: str, described: MCPTool) -> Tool:
+def _tool(spec: MCPServerSpec, name: str, described: MCPTool, open_timeout: float) -> Tool:
     params, names = schema_params(described.input_schema)
     returns, unwrap, fields = schema_returns(described.output_schema)
     hints = described.annotations
@@ -311,7 +420,7 @@ def _tool(spec: MCPServerSpec, name: str, described: MCPTool) -> Tool:
     # called again (retried, re-run on resume); any other may change the world.
     harmless = hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
     return Tool(
-        fn=MCPCall(spec, described.name, names, unwrap),
+        fn=MCPCall(spec, described.name, names, unwrap, open_timeout),
         name=name,
         description=one_line(sentence(described.description) + " " + fields),
         params=params,
@@ -321,15 +430,34 @@ def _tool(spec: MCPServerSpec, name: str, described: MCPTool) -> Tool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    open_timeout: float
+    max_tools: int
+    max_tool_chars: int
+
+
 class MCPTools(ToolRegistry):
     """A registry of the tools of MCP servers (`servers`).  Build one with `load` (blocking)
     or `await aload(...)`; a tool whose name another server's tool or a `reserved` name has
     too is named `<server>_<tool>`, the server's own name (from its `serverInfo`) made an
-    identifier."""
+    identifier.
 
-    def __init__(self, tools: Iterable[Tool] = (), servers: Iterable[MCPServerSpec] = ()):
+    A server is not trusted to keep the planner's prompt small or its schemas legible: a tool
+    that cannot be planned (a schema too costly to read, an entry in the prompt longer than
+    `max_tool_chars`, a name that collides) is left out, and so is every tool past the first
+    `max_tools`; each is said in `skipped` and logged as a warning (logger `planweave.mcp`),
+    and the others load."""
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        servers: Iterable[MCPServerSpec] = (),
+        skipped: Iterable[str] = (),
+    ):
         super().__init__(list(tools))
         self.servers = tuple(servers)
+        self.skipped = tuple(skipped)
 
     @classmethod
     def load(
@@ -337,12 +465,20 @@ class MCPTools(ToolRegistry):
         *servers: str | MCPServerSpec,
         reserved: Collection[str] = (),
         open_timeout: float = OPEN_TIMEOUT,
+        max_tools: int = MAX_TOOLS,
+        max_tool_chars: int = MAX_TOOL_CHARS,
     ) -> MCPTools:
         """Connect to each server, list its tools, disconnect.  Blocks; from async code, use
         `aload` (which can keep the sessions open for the runs that follow)."""
 
         async def listing() -> MCPTools:
-            return await cls.aload(*servers, reserved=reserved, open_timeout=open_timeout)
+            return await cls.aload(
+                *servers,
+                reserved=reserved,
+                open_timeout=open_timeout,
+                max_tools=max_tools,
+                max_tool_chars=max_tool_chars,
+            )
 
         try:
             anyio.get_current_task()
@@ -371,35 +507,42 @@ class MCPTools(ToolRegistry):
         *servers: str | MCPServerSpec,
         reserved: Collection[str] = (),
         open_timeout: float = OPEN_TIMEOUT,
+        max_tools: int = MAX_TOOLS,
+        max_tool_chars: int = MAX_TOOL_CHARS,
     ) -> MCPTools:
         """`load` in async code: inside `mcp_sessions()`, the sessions it opens stay open
-        for the runs in that scope."""
+        for the runs in that scope.  Each server's handshake, and then its listing, must end
+        within `open_timeout` seconds (UserError naming the server and the step otherwise);
+        the tools' own sessions in runs get the same for their handshake.  At most
+        `max_tools` tools load, each shown to the planner in at most `max_tool_chars`
+        characters."""
         try:
             from mcp import MCPError
         except ImportError:
             raise UserError("MCP tools need the mcp extra: pip install 'planweave[mcp]'") from None
+        if not (isinstance(open_timeout, int | float) and open_timeout > 0):
+            raise UserError(f"the MCP open timeout must be seconds > 0, not {open_timeout!r}")
+        for what, value in (("max_tools", max_tools), ("max_tool_chars", max_tool_chars)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"MCP {what} must be an integer >= 1, not {value!r}")
+        limits = _Limits(float(open_timeout), max_tools, max_tool_chars)
         specs = list(dict.fromkeys(MCPServerSpec.parse(s) for s in servers))
         found: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
         failed: dict[MCPServerSpec, str] = {}
 
         async def list_one(sessions: MCPSessions, spec: MCPServerSpec) -> None:
             try:
-                found[spec] = await _list_tools(sessions, spec)
+                found[spec] = await _list_tools(sessions, spec, limits)
             except MCPServerGone as exc:
                 failed[spec] = str(exc)
             except MCPError as exc:
                 failed[spec] = f"MCP server {spec}: {_error_text(exc)}"
 
-        async with mcp_sessions() as sessions:
-            with anyio.move_on_after(open_timeout):
-                async with anyio.create_task_group() as group:
-                    for spec in specs:
-                        group.start_soon(list_one, sessions, spec)
+        async with mcp_sessions() as sessions, anyio.create_task_group() as group:
+            for spec in specs:
+                group.start_soon(list_one, sessions, spec)
         if failed:
-            raise UserError("; ".join(failed.values()))
-        if len(found) < len(specs):
-            late = ", ".join(str(s) for s in specs if s not in found)
-            raise UserError(f"MCP server {late} did not list its tools within {open_timeout:g} s")
+            raise UserError("; ".join(failed[s] for s in specs if s in failed))
         named: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
         used: set[str] = set()
         for spec in specs:  # two servers that call themselves the same get _2, _3, ...
@@ -410,20 +553,34 @@ class MCPTools(ToolRegistry):
                 unique = f"{name}_{n}"
             used.add(unique)
             named[spec] = (unique, described)
-        return cls(_named(specs, named, reserved), specs)
+        skipped: list[str] = []
+        cut = {spec for spec, (_, described) in found.items() if len(described) > max_tools}
+        tools = _named(specs, named, reserved, limits, cut, skipped)
+        for line in skipped:
+            log.warning("%s", line)
+        return cls(tools, specs, skipped)
 
 
-async def _list_tools(sessions: MCPSessions, spec: MCPServerSpec) -> tuple[str, list[MCPTool]]:
-    """The server's name and every tool it lists (all pages)."""
-    client, _ = await sessions.client(spec)
+async def _list_tools(
+    sessions: MCPSessions, spec: MCPServerSpec, limits: _Limits
+) -> tuple[str, list[MCPTool]]:
+    """The server's name and the tools it lists (all pages, or the first `max_tools` and one
+    more, which says there are more)."""
+    client, _ = await sessions.client(spec, limits.open_timeout)
     described: list[MCPTool] = []
     cursor: str | None = None
-    for _ in range(1_000):
-        page = await client.list_tools(cursor=cursor)
-        described.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            break
+    with anyio.move_on_after(limits.open_timeout) as listing:
+        for _ in range(1_000):
+            page = await client.list_tools(cursor=cursor)
+            described.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None or len(described) > limits.max_tools:
+                break
+    if listing.cancelled_caught:
+        raise MCPServerGone(
+            f"MCP server {spec} did not list its tools (tools/list) within "
+            f"{limits.open_timeout:g} s"
+        )
     info = client.server_info
     name = info.name if info is not None and info.name else spec.fallback_name()
     return identifier(name), described
@@ -433,9 +590,14 @@ def _named(
     specs: list[MCPServerSpec],
     found: Mapping[MCPServerSpec, tuple[str, list[MCPTool]]],
     reserved: Collection[str],
+    limits: _Limits,
+    cut: Collection[MCPServerSpec],
+    skipped: list[str],
 ) -> list[Tool]:
     """Each server's tools, named; a name two servers (or a reserved name) share is prefixed
-    with the server's name."""
+    with the server's name.  A tool that cannot be planned is left out with a line in
+    `skipped`, and so is every tool past `limits.max_tools` (`cut`: the servers whose listing
+    was stopped there)."""
     counts: dict[str, int] = {}
     for spec in specs:
         for described in found[spec][1]:
@@ -445,15 +607,36 @@ def _named(
     taken = set(reserved)
     for spec in specs:
         server_name, described_tools = found[spec]
-        for described in described_tools:
+        for i, described in enumerate(described_tools):
+            if len(tools) == limits.max_tools:
+                rest = len(described_tools) - i
+                more = f"{rest:,} or more" if spec in cut else f"{rest:,}"
+                skipped.append(
+                    f"MCP server {spec}: {more} of its tools left out: a run takes at most "
+                    f"{limits.max_tools} MCP tools (--mcp-max-tools)"
+                )
+                break
+            why = ""
             name = identifier(described.name)
             if counts[name] > 1 or name in reserved or name == "join":
                 name = f"{server_name}_{name}"
             if name in taken:
-                raise UserError(
-                    f"MCP server {spec}: two tools would be named {name!r}; give the servers "
-                    "different names"
-                )
+                why = f"another tool is named {name!r} already"
+            else:
+                try:
+                    tool = _tool(spec, name, described, limits.open_timeout)
+                except (UserError, ValueError, TypeError, RecursionError) as exc:
+                    why = str(exc) or type(exc).__name__
+                else:
+                    shown = len(tool.render())
+                    if shown > limits.max_tool_chars:
+                        why = (
+                            f"its entry in the planner's prompt would take {shown:,} "
+                            f"characters, more than {limits.max_tool_chars:,}"
+                        )
+            if why:
+                skipped.append(f"MCP server {spec}: tool {described.name[:100]!r} left out: {why}")
+                continue
             taken.add(name)
-            tools.append(_tool(spec, name, described))
+            tools.append(tool)
     return tools

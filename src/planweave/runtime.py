@@ -373,7 +373,13 @@ class Runtime:
         is given; `make_llm` builds the embedded model unloaded), its recovery policy and
         budget.  `escalate` is how a person is asked when `settings.ask` is set; without it
         nobody is asked.  Its runs record `settings` (with the model's name filled in)."""
-        tools = load_tool_sets(settings.tools, settings.files, mcp=settings.mcp)
+        tools = load_tool_sets(
+            settings.tools,
+            settings.files,
+            mcp=settings.mcp,
+            mcp_timeout=settings.mcp_open_timeout(),
+            mcp_max_tools=settings.mcp_max_tools,
+        )
         llm = llm if llm is not None else make_llm(settings)
         if isinstance(journal, str | Path):
             journal = Journal(journal)

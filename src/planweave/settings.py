@@ -24,6 +24,7 @@ from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
 from .executor import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
+from .mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .redaction import redact_endpoints, redact_url
@@ -90,6 +91,9 @@ class RunSettings:
     arguments and answers with pickles, so a resumed run joins the cluster its process names.
     `max_fanout` bounds the elements of one fan-out (`$N[*]`), `max_fanout_total` those of
     every fan-out of a run together.
+    `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
+    handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
+    `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
     Invalid values raise UserError naming the field.
     """
 
@@ -101,6 +105,8 @@ class RunSettings:
     prompt_style: PromptStyle | None = None
     tools: tuple[str, ...] = ("builtin",)
     mcp: tuple[str, ...] = ()
+    mcp_timeout: float = OPEN_TIMEOUT
+    mcp_max_tools: int = MAX_TOOLS
     files: str | None = None
     max_replans: int = 2
     max_repairs: int = 2
@@ -152,6 +158,9 @@ class RunSettings:
         _count("max_argument_chars", self.max_argument_chars, at_least=1)
         _count("max_fanout", self.max_fanout, at_least=0)
         _count("max_fanout_total", self.max_fanout_total, at_least=0)
+        if not _is_number(self.mcp_timeout) or not self.mcp_timeout > 0:
+            raise _invalid("mcp_timeout", "a number of seconds > 0", self.mcp_timeout)
+        _count("mcp_max_tools", self.mcp_max_tools, at_least=1)
         if not _is_number(self.tool_timeout) or not self.tool_timeout > 0:
             raise _invalid("tool_timeout", "a number of seconds > 0", self.tool_timeout)
         for name in ("llm_first_token_timeout", "llm_chunk_timeout", "llm_call_timeout"):
@@ -175,6 +184,12 @@ class RunSettings:
             between_chunks=self.llm_chunk_timeout,
             call=self.llm_call_timeout,
         )
+
+    def mcp_open_timeout(self) -> float:
+        """The deadline of each step of reaching an MCP server: `mcp_timeout`, or the run's
+        wall budget when that is shorter (the budget bounds the whole run)."""
+        wall = self.budget.wall_s
+        return self.mcp_timeout if not wall else min(self.mcp_timeout, wall)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the journal stores with the run (a credential in a URL masked)."""
@@ -280,11 +295,14 @@ def load_tool_sets(
     files: str | Path | None,
     *,
     mcp: tuple[str, ...] | list[str] = (),
+    mcp_timeout: float = OPEN_TIMEOUT,
+    mcp_max_tools: int = MAX_TOOLS,
 ) -> ToolRegistry:
     """One registry of the named tool sets: `builtin` is planweave's own tools (`search_files`
     reads `files`), anything else is MODULE:ATTR naming a tool, a list or a registry; then the
     tools of the `mcp` servers (connected to list them; a name the others have already is
-    prefixed with the server's name)."""
+    prefixed with the server's name; each step of reaching one within `mcp_timeout` seconds,
+    at most `mcp_max_tools` of their tools)."""
     if not specs and not mcp:
         raise UserError(
             "the run's tools were given in Python, so its settings cannot name them: "
@@ -301,7 +319,14 @@ def load_tool_sets(
     if mcp:
         from .mcp_tools import MCPTools
 
-        registry.add(MCPTools.load(*mcp, reserved=registry.keys()))
+        registry.add(
+            MCPTools.load(
+                *mcp,
+                reserved=registry.keys(),
+                open_timeout=mcp_timeout,
+                max_tools=mcp_max_tools,
+            )
+        )
     return registry
 
 

@@ -24,6 +24,7 @@ import inspect
 import keyword
 import operator
 import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
@@ -36,6 +37,9 @@ from .errors import UserError
 from .tools import Param, Tool
 
 __all__ = [
+    "MAX_ENUM",
+    "MAX_SCHEMA_NODES",
+    "SchemaTooLarge",
     "identifier",
     "one_line",
     "schema_annotation",
@@ -46,8 +50,13 @@ __all__ = [
 ]
 
 MAX_DESCRIPTION = 1_000
+# Reading one tool's schemas visits at most this many nodes: a legible tool needs a few dozen,
+# and a schema made to explode (an `anyOf` of references to itself) is refused quickly.
+MAX_SCHEMA_NODES = 2_000
+# An enum longer than this is shown to the planner as its values' type, not listed.
+MAX_ENUM = 64
 _MAX_DEPTH = 16
-_NOT_IDENTIFIER = re.compile(r"\W+")
+_NOT_IDENTIFIER = re.compile(r"[^A-Za-z0-9_]+")
 # JSON Schema's type names, and the loose ones function documents write for them.
 _SIMPLE: dict[str, Any] = {
     "string": str,
@@ -64,59 +73,100 @@ _OBJECT = frozenset({"object", "dict"})
 _ARRAY = frozenset({"array", "list", "tuple"})
 
 
+class SchemaTooLarge(UserError):
+    """A JSON Schema takes more than `MAX_SCHEMA_NODES` steps to read (a schema built to make
+    reading it explode: wide `anyOf`s of references to themselves)."""
+
+
+class _Reader:
+    """Reads one tool's schemas: at most `budget` nodes visited in all, each `$ref` read once
+    (a reference met again inside itself reads as Any, so recursion costs nothing)."""
+
+    def __init__(self, defs: Any, budget: int) -> None:
+        self.defs: Mapping[str, Any] = defs if isinstance(defs, Mapping) else {}
+        self.left = budget
+        self.budget = budget
+        self.refs: dict[str, Any] = {}
+
+    def annotation(self, schema: Any, depth: int = 0, name: str = "Object") -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise SchemaTooLarge(f"its JSON Schema takes more than {self.budget:,} steps to read")
+        if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+            return Any
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            if ref not in self.refs:
+                self.refs[ref] = Any  # while it is being read: a reference to itself is Any
+                name = ref.rpartition("/")[2]
+                local = ref.startswith(("#/$defs/", "#/definitions/"))
+                self.refs[ref] = self.annotation(self.defs.get(name) if local else None, depth + 1)
+            return self.refs[ref]
+        for key in ("enum", "const"):
+            if key in schema:
+                return _literal(schema[key] if key == "enum" else [schema[key]])
+        for key in ("anyOf", "oneOf"):
+            if isinstance(schema.get(key), list):
+                return _union([self.annotation(s, depth + 1) for s in schema[key]])
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return _union([self.annotation({**schema, "type": k}, depth + 1) for k in kind])
+        if kind in _ARRAY:
+            item = self.annotation(schema.get("items"), depth + 1)
+            return list if item is Any else list[item]  # type: ignore[valid-type]
+        if kind in _OBJECT:
+            return self.object(schema, depth, name)
+        return _SIMPLE.get(kind, Any) if isinstance(kind, str) else Any
+
+    def object(self, schema: Mapping[str, Any], depth: int, name: str) -> Any:
+        """An object with named properties as a typed dict (its fields validated, unknown keys
+        refused); any other object as a dict."""
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping) or not properties:
+            return dict[str, Any]
+        required = _names(schema.get("required"))
+        fields: dict[str, Any] = {}
+        for key, prop in properties.items():
+            annotation = self.annotation(prop, depth + 1, f"{name}_{identifier(str(key))}")
+            fields[str(key)] = Required[annotation] if key in required else NotRequired[annotation]
+        title = schema.get("title")
+        make: Any = TypedDict  # built at run time from the schema, which mypy cannot follow
+        typed: Any = make(identifier(title) if isinstance(title, str) and title else name, fields)
+        typed.__pydantic_config__ = ConfigDict(extra="forbid")
+        return typed
+
+
 def schema_annotation(
-    schema: Any, defs: Mapping[str, Any] | None = None, depth: int = 0, name: str = "Object"
+    schema: Any,
+    defs: Mapping[str, Any] | None = None,
+    depth: int = 0,
+    name: str = "Object",
+    *,
+    max_nodes: int = MAX_SCHEMA_NODES,
 ) -> Any:
     """The Python type a JSON Schema describes, as far as planning needs it (the tool
-    validates the rest); Any where it cannot say.  `name` names a nested object's type."""
-    defs = defs or {}
-    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+    validates the rest); Any where it cannot say.  `name` names a nested object's type.  An
+    `enum` of more than `MAX_ENUM` values reads as its values' type (the tool still checks
+    them); a schema that takes more than `max_nodes` steps to read raises SchemaTooLarge."""
+    return _Reader(defs, max_nodes).annotation(schema, depth, name)
+
+
+def _literal(values: Any) -> Any:
+    """An enum as a Literal; past `MAX_ENUM` values, or of values a Literal cannot hold, the
+    one type they all have (Any if none)."""
+    if not isinstance(values, list) or not values:
         return Any
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        name = ref.rpartition("/")[2]
-        target = defs.get(name) if ref.startswith(("#/$defs/", "#/definitions/")) else None
-        return schema_annotation(target, defs, depth + 1)
-    for key in ("enum", "const"):
-        if key in schema:
-            values = schema[key] if key == "enum" else [schema[key]]
-            if (
-                isinstance(values, list)
-                and values
-                and all(isinstance(v, str | int | bool) or v is None for v in values)
-            ):
-                return Literal[tuple(values)]
-            return Any
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return _union([schema_annotation(s, defs, depth + 1) for s in schema[key]])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return _union([schema_annotation({**schema, "type": k}, defs, depth + 1) for k in kind])
-    if kind in _ARRAY:
-        item = schema_annotation(schema.get("items"), defs, depth + 1)
-        return list if item is Any else list[item]  # type: ignore[valid-type]
-    if kind in _OBJECT:
-        return _object(schema, defs, depth, name)
-    return _SIMPLE.get(kind, Any) if isinstance(kind, str) else Any
+    if len(values) <= MAX_ENUM and all(
+        isinstance(v, str | int | bool) or v is None for v in values
+    ):
+        return Literal[tuple(values)]
+    kinds = {type(v) for v in values}
+    only = kinds.pop() if len(kinds) == 1 else None
+    return only if only in (str, int, float, bool) else Any
 
 
-def _object(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int, name: str) -> Any:
-    """An object with named properties as a typed dict (its fields validated, unknown keys
-    refused); any other object as a dict."""
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or not properties:
-        return dict[str, Any]
-    required = set(schema.get("required") or ())
-    fields: dict[str, Any] = {}
-    for key, prop in properties.items():
-        annotation = schema_annotation(prop, defs, depth + 1, f"{name}_{identifier(str(key))}")
-        fields[str(key)] = Required[annotation] if key in required else NotRequired[annotation]
-    title = schema.get("title")
-    make: Any = TypedDict  # built at run time from the schema, which mypy cannot follow
-    typed: Any = make(identifier(title) if isinstance(title, str) and title else name, fields)
-    typed.__pydantic_config__ = ConfigDict(extra="forbid")
-    return typed
+def _names(value: Any) -> set[str]:
+    return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
 
 
 def _union(options: list[Any]) -> Any:
@@ -126,9 +176,14 @@ def _union(options: list[Any]) -> Any:
 
 
 def identifier(name: str) -> str:
-    """`name` made a Python identifier (a plan calls tools and names arguments by them)."""
-    text = _NOT_IDENTIFIER.sub("_", name).strip("_") or "_"
-    if text[0].isdigit() or keyword.iskeyword(text):
+    """`name` made an ASCII Python identifier (a plan calls tools and names arguments by them):
+    accents dropped (`évaluer` → `evaluer`), other characters `_`, a leading digit given a
+    `_` before it, a keyword one after it."""
+    ascii_text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    text = _NOT_IDENTIFIER.sub("_", ascii_text).strip("_") or "_"
+    if text[0].isdigit():
+        text = "_" + text
+    if keyword.iskeyword(text):
         text += "_"
     return text
 
@@ -143,12 +198,17 @@ def sentence(text: str | None) -> str:
     return text + "." if text and text[-1].isalnum() else text
 
 
-def schema_params(schema: Mapping[str, Any]) -> tuple[tuple[Param, ...], dict[str, str]]:
+def schema_params(
+    schema: Mapping[str, Any], *, max_nodes: int = MAX_SCHEMA_NODES
+) -> tuple[tuple[Param, ...], dict[str, str]]:
     """The parameters of an arguments schema, required first; and our names for the
-    schema's (where a name had to be made an identifier)."""
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    properties = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
+    schema's (where a name had to be made an identifier).  Reading all of it may take
+    `max_nodes` steps; past them, SchemaTooLarge."""
+    reader = _Reader(schema.get("$defs") or schema.get("definitions"), max_nodes)
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        properties = {}
+    required = _names(schema.get("required"))
     params: list[Param] = []
     names: dict[str, str] = {}
     for original, prop in properties.items():
@@ -157,7 +217,7 @@ def schema_params(schema: Mapping[str, Any]) -> tuple[tuple[Param, ...], dict[st
             name += "_"
         names[name] = str(original)
         prop = prop if isinstance(prop, Mapping) else {}
-        annotation = schema_annotation(prop, defs, name=name)
+        annotation = reader.annotation(prop, name=name)
         if original in required:
             default: Any = inspect.Parameter.empty
         elif "default" in prop:
@@ -166,12 +226,13 @@ def schema_params(schema: Mapping[str, Any]) -> tuple[tuple[Param, ...], dict[st
             default = None
             if annotation is not Any:
                 annotation = annotation | None
+        description = prop.get("description")
         params.append(
             Param(
                 name=name,
                 annotation=annotation,
                 default=default,
-                description=one_line(prop.get("description"), 300),
+                description=one_line(description if isinstance(description, str) else "", 300),
                 positional_only=False,
             )
         )
@@ -179,7 +240,9 @@ def schema_params(schema: Mapping[str, Any]) -> tuple[tuple[Param, ...], dict[st
     return tuple(params), {k: v for k, v in names.items() if k != v}
 
 
-def schema_returns(schema: Mapping[str, Any] | None) -> tuple[Any, bool, str]:
+def schema_returns(
+    schema: Mapping[str, Any] | None, *, max_nodes: int = MAX_SCHEMA_NODES
+) -> tuple[Any, bool, str]:
     """The declared return type, whether results are `{"result": x}` to unwrap, and a line
     for the description naming the fields (so the planner can write `$1.field`)."""
     if not isinstance(schema, Mapping):
@@ -189,7 +252,8 @@ def schema_returns(schema: Mapping[str, Any] | None) -> tuple[Any, bool, str]:
         return inspect.Parameter.empty, False, ""
     if set(properties) == {"result"}:
         # The MCP SDK's server wraps a plain return value so: the planner sees the value.
-        inner = schema_annotation(properties["result"], schema.get("$defs") or {})
+        reader = _Reader(schema.get("$defs") or schema.get("definitions"), max_nodes)
+        inner = reader.annotation(properties["result"])
         return (inspect.Parameter.empty if inner is Any else inner), True, ""
     return dict[str, Any], False, f"Returns {{{', '.join(map(str, properties))}}}."
 
@@ -202,7 +266,8 @@ class SchemaCall:
     fn: Callable[..., Any]
     names: Mapping[str, str] = field(default_factory=dict)
 
-    def __call__(self, **arguments: Any) -> Any | Awaitable[Any]:
+    # `self` positional-only: a schema may name an argument `self`.
+    def __call__(self, /, **arguments: Any) -> Any | Awaitable[Any]:
         return self.fn(**{self.names.get(k, k): v for k, v in arguments.items()})
 
 
@@ -229,8 +294,11 @@ def tool_from_schema(
         raise UserError(f"tool {name!r}: parameters must be an object schema, not {kind!r}")
     if not callable(fn):
         raise UserError(f"tool {name!r}: fn must be callable")
-    params, names = schema_params(parameters)
-    result, _, fields = schema_returns(returns)
+    try:
+        params, names = schema_params(parameters)
+        result, _, fields = schema_returns(returns)
+    except SchemaTooLarge as exc:
+        raise SchemaTooLarge(f"tool {name!r}: {exc}") from None
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - a callable object's own __call__
     )

@@ -20,6 +20,7 @@ import typer
 
 from ..errors import PlanweaveError
 from ..llm.base import Deadlines, PromptStyle
+from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import RunSettings
@@ -49,6 +50,20 @@ def _settings(
             '"mcp-server-time") or an http(s) URL (streamable HTTP); repeatable.',
         ),
     ] = None,
+    mcp_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds an MCP server has for each step of being reached: its handshake, "
+            "its tool listing, and a run's own handshake (--max-wall when shorter).",
+        ),
+    ] = OPEN_TIMEOUT,
+    mcp_max_tools: Annotated[
+        int,
+        typer.Option(
+            help="At most this many MCP tools join a run (shown to the planner); the rest "
+            "are left out with a warning.",
+        ),
+    ] = MAX_TOOLS,
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -209,6 +224,8 @@ def _settings(
         prompt_style=style,
         tools=tuple(tools or ["builtin"]),
         mcp=tuple(mcp or ()),
+        mcp_timeout=mcp_timeout,
+        mcp_max_tools=mcp_max_tools,
         files=None if files is None else str(files.resolve()),
         max_replans=max_replans,
         tool_timeout=timeout,
