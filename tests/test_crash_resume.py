@@ -167,6 +167,8 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "prompt_style": "compact",  # an endpoint's default, recorded for the resume
         "tools": ["ledger_tools:TOOLS"],
         "mcp": [],
+        "mcp_timeout": 30.0,
+        "mcp_max_tools": 100,
         "files": None,
         "max_replans": 1,
         "max_repairs": 2,

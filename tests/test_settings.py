@@ -102,6 +102,8 @@ def test_an_older_journals_settings_are_read() -> None:
         "cache",
         "cache_adapt",
         "mcp",
+        "mcp_timeout",
+        "mcp_max_tools",
         "approve",
         "executor",
     }

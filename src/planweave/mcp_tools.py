@@ -529,10 +529,11 @@ class MCPTools(ToolRegistry):
         specs = list(dict.fromkeys(MCPServerSpec.parse(s) for s in servers))
         found: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
         failed: dict[MCPServerSpec, str] = {}
+        cut: set[MCPServerSpec] = set()
 
         async def list_one(sessions: MCPSessions, spec: MCPServerSpec) -> None:
             try:
-                found[spec] = await _list_tools(sessions, spec, limits)
+                found[spec] = await _list_tools(sessions, spec, limits, cut)
             except MCPServerGone as exc:
                 failed[spec] = str(exc)
             except MCPError as exc:
@@ -554,7 +555,6 @@ class MCPTools(ToolRegistry):
             used.add(unique)
             named[spec] = (unique, described)
         skipped: list[str] = []
-        cut = {spec for spec, (_, described) in found.items() if len(described) > max_tools}
         tools = _named(specs, named, reserved, limits, cut, skipped)
         for line in skipped:
             log.warning("%s", line)
@@ -562,10 +562,10 @@ class MCPTools(ToolRegistry):
 
 
 async def _list_tools(
-    sessions: MCPSessions, spec: MCPServerSpec, limits: _Limits
+    sessions: MCPSessions, spec: MCPServerSpec, limits: _Limits, cut: set[MCPServerSpec]
 ) -> tuple[str, list[MCPTool]]:
-    """The server's name and the tools it lists (all pages, or the first `max_tools` and one
-    more, which says there are more)."""
+    """The server's name and the tools it lists: all pages, or those up to the page that
+    passes `max_tools` (the server then joins `cut`)."""
     client, _ = await sessions.client(spec, limits.open_timeout)
     described: list[MCPTool] = []
     cursor: str | None = None
@@ -574,7 +574,10 @@ async def _list_tools(
             page = await client.list_tools(cursor=cursor)
             described.extend(page.tools)
             cursor = page.next_cursor
-            if cursor is None or len(described) > limits.max_tools:
+            if cursor is None:
+                break
+            if len(described) > limits.max_tools:
+                cut.add(spec)
                 break
     if listing.cancelled_caught:
         raise MCPServerGone(
@@ -595,14 +598,14 @@ def _named(
     skipped: list[str],
 ) -> list[Tool]:
     """Each server's tools, named; a name two servers (or a reserved name) share is prefixed
-    with the server's name.  A tool that cannot be planned is left out with a line in
+    with the server's name (two tools of one server that read as one name: the second is
+    left out).  A tool that cannot be planned is left out with a line in
     `skipped`, and so is every tool past `limits.max_tools` (`cut`: the servers whose listing
     was stopped there)."""
-    counts: dict[str, int] = {}
+    servers: dict[str, set[MCPServerSpec]] = {}
     for spec in specs:
         for described in found[spec][1]:
-            key = identifier(described.name)
-            counts[key] = counts.get(key, 0) + 1
+            servers.setdefault(identifier(described.name), set()).add(spec)
     tools: list[Tool] = []
     taken = set(reserved)
     for spec in specs:
@@ -618,7 +621,7 @@ def _named(
                 break
             why = ""
             name = identifier(described.name)
-            if counts[name] > 1 or name in reserved or name == "join":
+            if len(servers[name]) > 1 or name in reserved or name == "join":
                 name = f"{server_name}_{name}"
             if name in taken:
                 why = f"another tool is named {name!r} already"

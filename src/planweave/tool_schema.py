@@ -16,6 +16,12 @@ them.
 A nested object with properties becomes a typed dict: its fields are validated and shown to
 the planner (`where: {lat: float}`).  The loose type names some function documents use
 (`dict`, `float`, `tuple`, `any`) read as their JSON Schema kin.
+
+Schemas may come from servers nobody vetted, so reading one is bounded: each `$ref` is read
+once (a reference met inside itself reads as Any), one tool's schemas take at most
+`MAX_SCHEMA_NODES` steps (SchemaTooLarge past them), and an enum of more than `MAX_ENUM`
+values is shown as its values' type.  Names become ASCII identifiers (`identifier`); the
+function is called with the schema's own.
 """
 
 from __future__ import annotations
