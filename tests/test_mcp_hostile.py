@@ -5,12 +5,15 @@ and schemas sized to blow up the planner's prompt.  Each server is a real stdio 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import shlex
+import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -90,6 +93,31 @@ def test_a_server_stalled_in_initialize_is_refused_at_the_deadline(tmp_path: Pat
         f"MCP server {stalled} did not answer its handshake (initialize) within 1 s"
     )
     assert gone_soon(int((tmp_path / "child").read_text()))
+
+
+def test_an_http_server_that_accepts_and_never_answers_is_refused_at_the_deadline() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(listener.accept()[0])  # read nothing, answer nothing
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    started = time.monotonic()
+    try:
+        with pytest.raises(UserError) as caught:
+            MCPTools.load(url, open_timeout=1)
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - started < 8
+    assert str(caught.value) == (
+        f"MCP server {url} did not answer its handshake (initialize) within 1 s"
+    )
 
 
 def test_the_cli_gives_up_on_a_stalled_server_at_mcp_timeout(tmp_path: Path) -> None:
