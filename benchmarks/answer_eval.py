@@ -21,8 +21,9 @@ question gives (of a fallback answer, only the withdrawn answer's kept words are
 categories, split *by template* into a tune half and a held-out half (`--part`), with scorers
 for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
 `--suite shapes --part fresh` runs its third part, templates written after the prompts were
-frozen (benchmarks/shapes/fresh.py), and `--part fresh2` a second such batch by another hand
-(benchmarks/shapes/fresh2.py); `--part all` is still the two halves without either.
+frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by another hand
+(benchmarks/shapes/fresh2.py) and `--part fresh3` a third (benchmarks/shapes/fresh3.py);
+`--part all` is still the two halves without any of them.
 """
 
 from __future__ import annotations
@@ -362,7 +363,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "fresh", "fresh2", "all"):
+        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "all"):
             s = summary(r, part)
             if s is None:
                 continue
@@ -440,10 +441,10 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument(
         "--part",
-        choices=["tune", "heldout", "fresh", "fresh2", "all"],
+        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "all"],
         default="tune",
-        help="all: tune and heldout; fresh, fresh2 (shapes suite only): the batches written "
-        "after the prompts were frozen",
+        help="all: tune and heldout; fresh, fresh2, fresh3 (shapes suite only): the batches "
+        "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
     parser.add_argument("--seed", type=int, default=12)
@@ -466,7 +467,7 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    if args.part in ("fresh", "fresh2") and args.suite != "shapes" and not args.rescore:
+    if args.part in ("fresh", "fresh2", "fresh3") and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:
         rescore(args.rescore, args.out)

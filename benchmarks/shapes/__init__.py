@@ -13,10 +13,13 @@ independent measure of generalisation.  `all` still means the two halves, tune a
 that runs of `all` stay comparable with those made before the fresh batch.  A fourth,
 `fresh2.py` (`--part fresh2`), is a second such batch, written the same day by another hand that
 had read neither the prompts nor the worked examples, on shapes none of the other parts has.
+A fifth, `fresh3.py` (`--part fresh3`), is a third such batch (2026-12-03), again by a hand that
+had read neither, on shapes none of the four others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh2 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh3 --per-template 2
 """
 
 from __future__ import annotations
@@ -25,18 +28,29 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, heldout, tune
+from . import fresh, fresh2, fresh3, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
-__all__ = ["CATEGORIES", "FRESH", "FRESH2", "PARTS", "ShapeQuestion", "questions", "templates"]
+__all__ = [
+    "CATEGORIES",
+    "FRESH",
+    "FRESH2",
+    "FRESH3",
+    "PARTS",
+    "ShapeQuestion",
+    "questions",
+    "templates",
+]
 
-Part = Literal["tune", "heldout", "fresh", "fresh2", "all"]
+Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "all"]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
-# The batches written after the prompts were frozen: only `fresh` and `fresh2` draw them.
+# The batches written after the prompts were frozen: only `fresh`, `fresh2` and `fresh3` draw
+# them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
+FRESH3: list[Template] = fresh3.TEMPLATES
 
 
 @dataclass
@@ -46,7 +60,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", "fresh" or "fresh2"
+    part: str = ""  # "tune", "heldout", "fresh", "fresh2" or "fresh3"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -58,6 +72,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh", FRESH)]
     if part == "fresh2":
         return [("fresh2", FRESH2)]
+    if part == "fresh3":
+        return [("fresh3", FRESH3)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
