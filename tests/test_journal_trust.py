@@ -5,6 +5,7 @@ stored or shown.  Real subprocesses, a real SQLite journal, scripted endpoints o
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import stat
@@ -12,6 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 import ledger_tools
@@ -233,6 +235,62 @@ def test_a_forged_record_is_never_replayed(tmp_path: Path, sql: str, record: str
     assert ledger_tools.ledger() == ran  # nothing ran: no FORGED send, nothing again
     assert llm.script.purposes == []  # nor was the LLM asked
     assert journal.show(run_id)["status"] == "paused"
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "DELETE FROM tasks WHERE run_id = :run AND id = 4",  # the send "never ran"
+        "DELETE FROM events WHERE run_id = :run AND seq = (SELECT max(seq) FROM events)",
+        "older copy",  # task 4's row as it was before it started, its old seal and all
+    ],
+)
+def test_a_removed_or_rolled_back_record_is_never_replayed(tmp_path: Path, attack: str) -> None:
+    """Each row left still verifies; the run's tally (the fold of all its seals) does not, so
+    a deleted `send` is not sent again (the hostile review's repeat of a side effect)."""
+    journal = Journal(tmp_path / "runs.db")
+    if attack == "older copy":
+        llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[Reply(status=503)]))
+        runtime = Runtime(TOOLS, llm, journal=journal)
+        older: dict[str, object] = {}
+
+        def keep(event: object) -> None:  # task 4's row while it was only planned
+            with sqlite3.connect(tmp_path / "runs.db") as conn:
+                conn.row_factory = sqlite3.Row
+                row = conn.execute("SELECT * FROM tasks WHERE id = 4").fetchone()
+            if row is not None and row["status"] == "pending":
+                older.update(dict(row))
+
+        result = anyio.run(
+            functools.partial(runtime.arun, QUESTION, subscribers=[keep], check=False)
+        )
+        assert result.status == "failed"
+        run_id = result.run_id
+        assert older
+        assert older["status"] == "pending"
+        with sqlite3.connect(tmp_path / "runs.db") as conn:
+            names = ", ".join(f"{k} = :{k}" for k in older)
+            conn.execute(f"UPDATE tasks SET {names} WHERE run_id = :run_id AND id = 4", older)
+    else:
+        run_id = failed_at_joiner(journal)
+        with sqlite3.connect(tmp_path / "runs.db") as conn:
+            assert conn.execute(attack, {"run": run_id}).rowcount == 1
+    assert ledger_tools.ledger().count("send total 5") == 1
+    with pytest.raises(JournalUnverified) as refused:
+        Runtime(TOOLS, ScriptedLLM(Script.by_purpose(joiner=[FINISH])), journal=journal).resume(
+            run_id
+        )
+    assert "the run's set of records" in refused.value.message
+    assert ledger_tools.ledger().count("send total 5") == 1
+
+
+def test_a_sealed_run_with_its_seals_dropped_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "runs.db")
+    run_id = failed_at_joiner(journal)
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("ALTER TABLE tasks DROP COLUMN mac")
+    with pytest.raises(JournalUnverified):
+        Journal(tmp_path / "runs.db").verify(run_id)
 
 
 def test_a_forged_planner_reply_ran_before_seals(tmp_path: Path) -> None:

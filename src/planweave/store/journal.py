@@ -65,7 +65,7 @@ from ..records import (
 from ..redaction import redact_endpoints
 from .codec import Unstorable, decode, encode
 from .schema import connect
-from .seal import KEY_ENV, SEALED, Sealer
+from .seal import KEY_ENV, SEALED, Sealer, fold
 
 __all__ = ["Journal", "default_path"]
 
@@ -199,16 +199,49 @@ class Journal:
     def _seal(
         self, conn: sqlite3.Connection, table: str, where: str, params: tuple[Any, ...]
     ) -> None:
-        """Seal the rows of `table` that `where` selects, as they now are."""
+        """Seal the rows of `table` that `where` selects, as they now are, and keep their runs'
+        tallies (`seal.fold`) in step: each old seal out, each new one in."""
         sealer = self._sealing()
         cursor = conn.execute(f"SELECT rowid AS rowid_, * FROM {table} WHERE {where}", params)
         names = [d[0] for d in cursor.description]
+        changed: dict[str, int] = {}
         for values in cursor.fetchall():
             row = dict(zip(names, values, strict=True))
             rowid = row.pop("rowid_")
-            conn.execute(
-                f"UPDATE {table} SET mac = ? WHERE rowid = ?", (sealer.seal(table, row), rowid)
-            )
+            mac = sealer.seal(table, row)
+            conn.execute(f"UPDATE {table} SET mac = ? WHERE rowid = ?", (mac, rowid))
+            run_id = row["id"] if table == "runs" else row["run_id"]
+            changed[run_id] = changed.get(run_id, 0) ^ fold([row.get("mac"), mac])
+        for run_id, delta in changed.items():
+            self._retally(conn, run_id, delta, new_run=table == "runs")
+
+    def _unseal(
+        self, conn: sqlite3.Connection, table: str, where: str, params: tuple[Any, ...]
+    ) -> None:
+        """Take the seals of the rows `where` selects out of their runs' tallies: call it just
+        before those rows are deleted or replaced."""
+        changed: dict[str, int] = {}
+        for run_id, mac in conn.execute(f"SELECT run_id, mac FROM {table} WHERE {where}", params):
+            changed[run_id] = changed.get(run_id, 0) ^ fold([mac])
+        for run_id, delta in changed.items():
+            self._retally(conn, run_id, delta, new_run=False)
+
+    def _retally(self, conn: sqlite3.Connection, run_id: str, delta: int, *, new_run: bool) -> None:
+        """Apply `delta` to the run's tally.  A tally that is missing (a run from before seals;
+        only a new run or `seal` starts one) or not this key's is left as it is, so `verify`
+        still refuses the run: a write never launders an edited tally."""
+        sealer = self._sealing()
+        found = conn.execute("SELECT tally FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if found is None:
+            return
+        folded = sealer.read_tally(run_id, found[0])
+        if folded is None:
+            if found[0] is not None or not new_run:
+                return
+            folded = 0
+        conn.execute(
+            "UPDATE runs SET tally = ? WHERE id = ?", (sealer.tally(run_id, folded ^ delta), run_id)
+        )
 
     def seal(self, run_id: str) -> None:
         """Seal every record of run `run_id` as it is now, with this user's key: a person
@@ -218,6 +251,21 @@ class Journal:
             self._seal(conn, "runs", "id = ?", (run_id,))
             for table in ("tasks", "task_items", "llm_calls", "events"):
                 self._seal(conn, table, "run_id = ?", (run_id,))
+            conn.execute(
+                "UPDATE runs SET tally = ? WHERE id = ?",
+                (self._sealing().tally(run_id, self._fold(conn, run_id)), run_id),
+            )
+
+    @staticmethod
+    def _fold(conn: sqlite3.Connection, run_id: str) -> int:
+        """The fold of the seals of every row of the run as the file holds them now."""
+        macs: list[object] = []
+        for table in SEALED:
+            column = "id" if table == "runs" else "run_id"
+            macs += [
+                r[0] for r in conn.execute(f"SELECT mac FROM {table} WHERE {column} = ?", (run_id,))
+            ]
+        return fold(macs)
 
     def verify(self, run_id: str) -> None:
         """Check the seal of every record of run `run_id` (`seal`): JournalUnverified names
@@ -226,12 +274,19 @@ class Journal:
         run_id = self.find(run_id)
         sealer = self._sealing()
         bad: list[str] = []
+        macs: list[object] = []
+        tally: object = None
         for table in SEALED:
             column = "id" if table == "runs" else "run_id"
             for row in self._read(f"SELECT * FROM {table} WHERE {column} = ?", (run_id,)):
                 found = dict(row)
+                macs.append(found.get("mac"))
+                if table == "runs":
+                    tally = found.get("tally")
                 if not sealer.verify(table, found):
                     bad.append(_record_name(table, found))
+        if not bad and sealer.read_tally(run_id, tally) != fold(macs):
+            bad.append("the run's set of records (some were removed, or put back as older copies)")
         if not bad:
             return
         shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
@@ -434,6 +489,8 @@ class Journal:
     ) -> None:
         match event:
             case LLMCallStarted(replayed=False):
+                where = "run_id = ? AND session = ? AND call = ?"
+                self._unseal(conn, "llm_calls", where, (run_id, session, event.call))
                 conn.execute(
                     "INSERT OR REPLACE INTO llm_calls (run_id, session, call, purpose, model, "
                     "request_hash, status, started) VALUES (?, ?, ?, ?, ?, ?, 'streaming', ?)",
@@ -480,10 +537,10 @@ class Journal:
             )
             return
         # A dropped task is no longer part of the plan (its event says it was there).
-        conn.executemany(
-            "DELETE FROM tasks WHERE run_id = ? AND id = ? AND started IS NULL",
-            [(run_id, task_id) for task_id in event.dropped],
-        )
+        for task_id in event.dropped:
+            where = "run_id = ? AND id = ? AND started IS NULL"
+            self._unseal(conn, "tasks", where, (run_id, task_id))
+            conn.execute(f"DELETE FROM tasks WHERE {where}", (run_id, task_id))
 
     def _apply_run(
         self,

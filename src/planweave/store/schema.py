@@ -139,6 +139,9 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE task_items ADD COLUMN mac TEXT",
         "ALTER TABLE llm_calls ADD COLUMN mac TEXT",
         "ALTER TABLE events ADD COLUMN mac TEXT",
+        # The fold of all the run's seals, sealed itself: a row deleted or put back as an
+        # older copy changes it (`seal.fold`).
+        "ALTER TABLE runs ADD COLUMN tally TEXT",
     ],
 ]
 

@@ -19,13 +19,13 @@ import hmac
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError
 
-__all__ = ["KEY_ENV", "SEALED", "Sealer", "key_path"]
+__all__ = ["KEY_ENV", "SEALED", "Sealer", "fold", "key_path"]
 
 KEY_ENV = "PLANWEAVE_JOURNAL_KEY_FILE"
 
@@ -83,8 +83,37 @@ class Sealer:
         return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
 
     def verify(self, table: str, row: Mapping[str, Any]) -> bool:
-        mac = row["mac"]
+        mac = row.get("mac")
         return isinstance(mac, str) and hmac.compare_digest(mac, self.seal(table, row))
+
+    def tally(self, run_id: str, folded: int) -> str:
+        """The run's tally as stored: the fold of all its rows' seals, and a seal of that."""
+        text = f"{folded:064x}"
+        mac = hmac.new(self._key, f"tally\0{run_id}\0{text}".encode(), hashlib.sha256)
+        return f"{text}:{mac.hexdigest()}"
+
+    def read_tally(self, run_id: str, stored: object) -> int | None:
+        """The fold a stored tally holds, or None when it is missing or not sealed by this key."""
+        if not isinstance(stored, str) or ":" not in stored:
+            return None
+        text = stored.partition(":")[0]
+        try:
+            folded = int(text, 16)
+        except ValueError:
+            return None
+        return folded if hmac.compare_digest(self.tally(run_id, folded), stored) else None
+
+
+def fold(macs: Iterable[object]) -> int:
+    """The XOR of seals (hex): the same whatever the order, changed by any seal added, removed
+    or replaced.  A run's tally keeps it, so deleting a sealed row, or putting back an older
+    sealed copy of one, is seen although each row left still verifies."""
+    folded = 0
+    for mac in macs:
+        if isinstance(mac, str):
+            with contextlib.suppress(ValueError):
+                folded ^= int(mac, 16)
+    return folded
 
 
 def _read_key(path: Path) -> bytes:
