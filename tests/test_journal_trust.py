@@ -20,6 +20,7 @@ import ledger_tools
 from cli_process import run_cli
 from ledger_tools import FINISH, PLAN, TOOLS
 from planweave import (
+    JournalError,
     JournalUnverified,
     Reply,
     RunFailed,
@@ -340,6 +341,27 @@ def test_the_key_is_made_once_for_its_owner_only(tmp_path: Path) -> None:
     Journal(tmp_path / "runs.db").verify(run_id)  # another handle, the same key
     assert key.read_bytes() == made
     assert [p.name for p in key.parent.iterdir()] == ["journal.key"]  # no temporary left
+
+
+@pytest.mark.parametrize("how", ["readable by others", "a link to a public file", "the journal"])
+def test_a_key_others_can_read_is_refused(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path / "runs.db")
+    run_id = failed_at_joiner(journal)
+    key = tmp_path / "keys" / "journal.key"
+    if how == "readable by others":
+        key.chmod(0o644)
+    elif how == "a link to a public file":
+        public = tmp_path / "public.txt"
+        public.write_text("x" * 64)
+        public.chmod(0o600)  # even a private target: a link may be swapped under the reader
+        monkeypatch.setenv("PLANWEAVE_JOURNAL_KEY_FILE", str(tmp_path / "link.key"))
+        (tmp_path / "link.key").symlink_to(public)
+    else:
+        monkeypatch.setenv("PLANWEAVE_JOURNAL_KEY_FILE", str(tmp_path / "runs.db"))
+    with pytest.raises(JournalError, match="cannot read or make the journal key"):
+        Journal(tmp_path / "runs.db").verify(run_id)
 
 
 # ---------------------------------------------------------------------- credentials in a URL

@@ -19,6 +19,7 @@ import hmac
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,16 @@ def fold(macs: Iterable[object]) -> int:
 
 
 def _read_key(path: Path) -> bytes:
+    """The key in `path`, which must be a plain file of this user's that nobody else may read
+    or write (a key others can read forges seals; a link may point at anything, the journal
+    itself included)."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise OSError(0, "it is not a plain file (a link, or something else)")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise OSError(0, "it belongs to another user")
+    if info.st_mode & 0o077:
+        raise OSError(0, f"others may read or write it (mode {info.st_mode & 0o777:o}; chmod 600)")
     key = path.read_bytes().strip()
     if len(key) < 32:
         raise OSError(f"it holds {len(key)} bytes, fewer than a key's 32")
