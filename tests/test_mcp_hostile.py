@@ -417,3 +417,22 @@ def test_the_mcp_limits_are_settings_checked_and_bounded_by_the_wall_budget() ->
         RunSettings(mcp_max_tools=0)
     with pytest.raises(UserError, match="max_tools must be an integer >= 1"):
         MCPTools.load("unused", max_tools=0)
+
+
+def test_only_a_read_only_mcp_tool_is_free_of_side_effects(tmp_path: Path) -> None:
+    """Idempotent is not harmless (deleting twice is idempotent): such a tool waits for
+    approval and is never called again unasked (hostile review)."""
+    hinted = [
+        {**tool("lookup"), "annotations": {"readOnlyHint": True}},
+        {
+            **tool("delete_account"),
+            "annotations": {"idempotentHint": True, "destructiveHint": True},
+        },
+        {**tool("set_flag"), "annotations": {"idempotentHint": True, "destructiveHint": False}},
+        tool("plain"),
+    ]
+    tools = MCPTools.load(server(tmp_path, tools=hinted))
+    assert not tools["lookup"].side_effects
+    assert tools["delete_account"].side_effects
+    assert tools["set_flag"].side_effects
+    assert tools["plain"].side_effects

@@ -416,9 +416,10 @@ def _tool(spec: MCPServerSpec, name: str, described: MCPTool, open_timeout: floa
     params, names = schema_params(described.input_schema)
     returns, unwrap, fields = schema_returns(described.output_schema)
     hints = described.annotations
-    # Annotations are hints from the server: a tool it calls read-only or idempotent may be
-    # called again (retried, re-run on resume); any other may change the world.
-    harmless = hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
+    # Annotations are hints from the server: only a tool it calls read-only is free of side
+    # effects.  An idempotent one still changes the world (deleting twice is idempotent), so it
+    # waits for approval like any other that may, and is never called again unasked.
+    harmless = hints is not None and bool(hints.read_only_hint)
     return Tool(
         fn=MCPCall(spec, described.name, names, unwrap, open_timeout),
         name=name,
