@@ -5,6 +5,7 @@ access log never shows the token; `planweave mcp`'s `ask` does not act without a
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -298,6 +299,30 @@ def test_slow_clients_are_dropped_and_a_prompt_one_is_answered(tmp_path: Path) -
             run_id = http.post("/runs", json={"question": "gate follow"}).json()["id"]
             threading.Timer(1.5, HOLD.set).start()
             assert events(http, run_id)[-1]["data"]["status"] == "finished"
+
+
+def test_a_client_that_never_reads_its_answers_is_dropped(tmp_path: Path) -> None:
+    """200 pipelined requests for the page's script (24 KB each, served without the token),
+    never read: the answers fill the connection's buffers, and the server drops it once they
+    have waited past the deadline, instead of holding megabytes for as long as the client
+    likes (hostile review)."""
+    request = b"GET /page.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with _uvicorn(tmp_path / "runs.db", request_timeout_s=0.5) as base:
+        size = len(httpx.get(f"{base}/page.js").content)
+        host, port = base.removeprefix("http://").split(":")
+        conn = socket.socket()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        conn.connect((host, int(port)))
+        with conn:
+            conn.sendall(request * 200)
+            time.sleep(4)  # reads nothing: far past the deadline
+            conn.settimeout(5)
+            received = 0
+            with contextlib.suppress(ConnectionResetError, TimeoutError):
+                while chunk := conn.recv(1 << 20):
+                    received += len(chunk)
+        assert received < 200 * size  # not all were sent: the connection was dropped
+        assert httpx.get(f"{base}/healthz", headers=AUTH).status_code == 200
 
 
 @pytest.mark.parametrize("content", ["", "   ", None, [], [{"type": "text", "text": ""}]], ids=repr)

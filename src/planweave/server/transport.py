@@ -6,7 +6,11 @@ that connects and sends nothing, trickles a request's head a byte at a time, or 
 body, holds the connection (a file descriptor, a buffer) for as long as it likes.  Here a
 connection waiting for a request gets `request_timeout_s` for all of it, head and body, from the
 moment it could send it (the connection opened, or the previous answer ended); past that the
-connection is closed.  An answer being sent (an event stream) is not bounded by it.
+connection is closed.  An answer being sent (an event stream) is not bounded by it, but a client
+that stops reading is: once the answers waiting for it fill the connection's buffer, it has the
+same `request_timeout_s` to take some before the connection is dropped (otherwise a client that
+pipelines requests and never reads pins the buffer, megabytes a connection, for ever).  At most
+`MAX_CONNECTIONS` connections are served at once; uvicorn answers 503 past that.
 """
 
 from __future__ import annotations
@@ -23,9 +27,18 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..redaction import redact, redact_url
 
-__all__ = ["ACCESS_LOG", "RequestDeadline", "masked_access_log", "masked_target", "uvicorn_config"]
+__all__ = [
+    "ACCESS_LOG",
+    "MAX_CONNECTIONS",
+    "RequestDeadline",
+    "masked_access_log",
+    "masked_target",
+    "uvicorn_config",
+]
 
 ACCESS_LOG = "uvicorn.access"
+# Connections (and their requests in progress) a server holds at once.
+MAX_CONNECTIONS = 1000
 # The states in which the client has sent all of its request (or can send nothing more).
 _SENT = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR)
 
@@ -37,6 +50,7 @@ class RequestDeadline(H11Protocol):
 
     request_timeout_s: float = 30.0
     _deadline: asyncio.TimerHandle | None = None
+    _stalled: asyncio.TimerHandle | None = None
 
     @classmethod
     def with_deadline(cls, seconds: float) -> type[RequestDeadline]:
@@ -48,7 +62,31 @@ class RequestDeadline(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._reading_again()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stalled is None:
+            self._stalled = self.loop.call_later(self.request_timeout_s, self._not_reading)
+
+    def resume_writing(self) -> None:
+        self._reading_again()
+        super().resume_writing()
+
+    def _reading_again(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+
+    def _not_reading(self) -> None:
+        self._stalled = None
+        if not self.transport.is_closing():
+            self.logger.info(
+                "dropping a connection that read nothing of its answers for %gs",
+                self.request_timeout_s,
+            )
+            self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -121,4 +159,5 @@ def uvicorn_config(
         http=RequestDeadline.with_deadline(request_timeout_s),
         ws="none",
         timeout_graceful_shutdown=5,
+        limit_concurrency=MAX_CONNECTIONS,
     )
