@@ -228,7 +228,7 @@ def test_an_adapted_example_carries_no_text_of_another_users_question(tmp_path: 
     assert result.cache["adapted"] is True
     (adapted,) = [e for e in result.events if isinstance(e, CacheAdapted)]
     # The template is the example: slots as placeholders, the earlier values nowhere.
-    assert adapted.question == "my pin is … and my iban is …: which has more people, <A> or <B>"
+    assert adapted.question == "… is … and … is …: which has more people, <A> or <B>"
     assert adapted.plan == '1. people("<A>")\n2. people("<B>")\n3. join()\n<END_OF_PLAN>'
     prompt = " ".join(m.content for m in script.requests[2])
     journaled = json.dumps(cache.journal.events(result.run_id, after=0, limit=1000))
@@ -253,10 +253,30 @@ def test_a_template_whose_plan_writes_the_earlier_questions_words_is_not_shown()
     # The note's text is no slot: its words stay in the plan, licensed by that question alone.
     assert "merger report, confidential" in made.plan
     assert made.shown_example("Send the weekly sales report to accounting", tools) is None
-    # Asked in the same words, nothing would be shown that the asker did not write.
-    shown = made.shown_example("Send the confidential merger report to legal", tools)
+    # Asked in the same words too: showing it would confirm the asker's guesses.
+    assert made.shown_example("Send the confidential merger report to legal", tools) is None
+
+
+def test_an_adapted_example_confirms_none_of_the_askers_guesses() -> None:
+    """A later asker who writes every digit word and a guessed address learns nothing of the
+    earlier question from the example (the hostile review read the PIN back in order)."""
+    tools = ToolRegistry([people, land])
+    earlier = (
+        "my pin is four eight two one and my mail is alice.smith@example.org: which has more "
+        "people, France or Belgium?"
+    )
+    made = extract(
+        earlier, parse_plan('1. people("France")\n2. people("Belgium")\n3. join()', tools), tools
+    )
+    guess = (
+        "zero one two three four five six seven eight nine alice smith example org mail pin: "
+        "which has more people, Spain or Peru?"
+    )
+    shown = made.shown_example(guess, tools)
     assert shown is not None
-    assert shown[0] == "send the confidential merger report to <A>"
+    for word in ("four", "eight", "two", "one", "alice", "smith", "example", "mail", "pin"):
+        assert word not in shown[0].split(), shown[0]
+    assert shown[1].startswith('1. people("<A>")\n2. people("<B>")\n3. join()')
 
 
 # ------------------------------------------------------------------ 19: approval edits

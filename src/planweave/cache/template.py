@@ -157,25 +157,27 @@ class PlanTemplate:
 
     def shown_example(self, question: str, tools: ToolRegistry) -> tuple[str, str] | None:
         """The template as a worked example for planning `question` (`--cache-adapt`), with
-        nothing of the question it was made from that `question` does not say itself.
+        nothing of the question it was made from but its shape.
 
         Its slots are placeholders (`<A>`, `<B>`...) in the question and the plan alike; a word
-        of its question that neither `question`, the tools' descriptions nor a function word
-        has, and any token with a digit, is shown as `…`.  None when its plan writes such a
-        word outside the slots (it would carry the earlier question's text), or is not valid."""
+        of its question that is neither a function word nor a word of the tools' descriptions,
+        any number word and any token with a digit, is shown as `…`.  Words are not shown for
+        being in `question` too: that would tell its asker which of their words the earlier
+        question held, and in what order (a PIN spelt out, guessed with all ten digit words).
+        None when its plan writes a word outside the slots that is not the tools' own (it
+        would carry the earlier question's text), or is not valid."""
         try:
             self.example_plan(tools)
         except PlanError:
             return None
-        public = _public_words(question, tools)
+        public = _public_words(tools)
         texts, slots = _segments(self.key)
         shown = [_masked(texts[0], public)]
         for slot, text in zip(slots, texts[1:], strict=True):
             shown += [_placeholder(slot), _masked(text, public)]
         plan = _MARK.sub(lambda m: _placeholder(int(m.group(1))), self.plan)
-        # What licensed the plan's words when the template was made, but from `question`: its
-        # words (and their abbreviations), the tools' own lower-case words.
-        licence = _Licence({w.lower() for w in _WORD.findall(question)}, public)
+        # Only the tools' own lower-case words (and function words) license a word of the plan.
+        licence = _Licence(set(), public)
         plan_words = _WORD.findall(_MARK.sub(" ", self.plan).replace(END_OF_PLAN, " "))
         if not all(licence.allows(w) or w.lower() in _PLAN_WORDS for w in plan_words):
             return None
@@ -279,13 +281,122 @@ def _placeholder(slot: int) -> str:
     return f"<{chr(ord('A') + slot)}>" if slot < 26 else f"<S{slot + 1}>"
 
 
-def _public_words(question: str, tools: ToolRegistry) -> set[str]:
-    """Words an example may show: the new question's own, function words, and the words of
-    the tools' descriptions (which the planner's prompt shows anyway), all in lower case."""
-    words = {w.lower() for w in _WORD.findall(question)} | _FUNCTION_WORDS
+def _public_words(tools: ToolRegistry) -> set[str]:
+    """Words an example may show: function words and the words of the tools' descriptions
+    (which the planner's prompt shows anyway), in lower case, but no number word."""
+    words = set(_FUNCTION_WORDS | _SHAPE_WORDS)
     for tool in tools.values():
         words.update(w.lower() for w in _WORD.findall(tool.render()))
-    return words
+    return words - _NUMBER_WORDS
+
+
+# Words that say a question's shape and nothing private, which an example may show.
+_SHAPE_WORDS = frozenset(
+    [
+        "what",
+        "how",
+        "many",
+        "much",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "more",
+        "less",
+        "fewer",
+        "most",
+        "least",
+        "larger",
+        "smaller",
+        "bigger",
+        "biggest",
+        "largest",
+        "smallest",
+        "greater",
+        "higher",
+        "lower",
+        "highest",
+        "lowest",
+        "further",
+        "farther",
+        "closer",
+        "nearer",
+        "longer",
+        "shorter",
+        "older",
+        "same",
+        "different",
+        "between",
+        "both",
+        "either",
+        "where",
+        "when",
+        "why",
+        "whether",
+        "if",
+        "together",
+        "combined",
+        "total",
+        "difference",
+        "times",
+        "as",
+        "there",
+    ]
+)
+_NUMBER_WORDS = frozenset(
+    [
+        "zero",
+        "oh",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+        "thirty",
+        "forty",
+        "fifty",
+        "sixty",
+        "seventy",
+        "eighty",
+        "ninety",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "first",
+        "second",
+        "third",
+        "fourth",
+        "fifth",
+        "sixth",
+        "seventh",
+        "eighth",
+        "ninth",
+        "tenth",
+    ]
+)
 
 
 def _masked(text: str, public: set[str]) -> str:
