@@ -403,6 +403,10 @@ def test_credentials_in_the_endpoint_url_are_never_stored_or_shown(tmp_path: Pat
         ("https://h/v1?access_token=t&X-Amz-Signature=s&q=1", None),
         ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
         ("sh -c 'id'", "sh -c 'id'"),
+        # Other separators and a fragment (hostile review: the access log printed these).
+        ("http://h/runs#x?token=OTHER1", "http://h/runs#x?token=[redacted]"),
+        ("http://h/runs?a=1;token=OTHER2", "http://h/runs?a=1;token=[redacted]"),
+        ("http://h/runs?bearer=OTHER3&limit=2", "http://h/runs?bearer=[redacted]&limit=2"),
     ],
 )
 def test_redact_url(url: str, shown: str | None) -> None:

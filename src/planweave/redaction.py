@@ -37,7 +37,11 @@ MASK = "[redacted]"
 _MIN_LENGTH = 8
 _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 # Query parameters whose value may be a credential (api-key, access_token, sig, X-Amz-Signature).
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential|session", re.IGNORECASE)
+_SECRET_PARAM = re.compile(
+    r"key|token|secret|passw|auth|sig|credential|session|bearer", re.IGNORECASE
+)
+# NAME=VALUE pairs in a query or a fragment, whichever of & ; # ? separates them.
+_PAIR = re.compile(r"(^|[?&;#])([^=&;#?]+)=([^&;#]*)")
 
 _configured: set[str] = set()
 _lock = threading.Lock()
@@ -136,11 +140,13 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
-    pairs = []
-    for pair in parts.query.split("&") if parts.query else ():
-        name, eq, _ = pair.partition("=")
-        pairs.append(f"{name}={MASK}" if eq and _SECRET_PARAM.search(unquote(name)) else pair)
-    return redact(urlunsplit((parts.scheme, netloc, parts.path, "&".join(pairs), parts.fragment)))
+
+    def mask(m: re.Match[str]) -> str:
+        lead, name, _ = m.groups()
+        return f"{lead}{name}={MASK}" if _SECRET_PARAM.search(unquote(name)) else m.group()
+
+    query, fragment = _PAIR.sub(mask, parts.query), _PAIR.sub(mask, parts.fragment)
+    return redact(urlunsplit((parts.scheme, netloc, parts.path, query, fragment)))
 
 
 def redact_endpoints(settings: Mapping[str, Any]) -> dict[str, Any]:
