@@ -21,6 +21,7 @@ import fanout_tools
 import round2_tools
 from cli_process import run_cli
 from planweave import (
+    Decompose,
     InvalidApproval,
     PlanCache,
     Recovery,
@@ -28,6 +29,7 @@ from planweave import (
     Script,
     ScriptedLLM,
     ScriptedServer,
+    ToolFailed,
     ToolRegistry,
     UserError,
     parse_plan,
@@ -168,6 +170,40 @@ def test_the_fan_outs_of_a_run_are_bounded_together() -> None:
     assert "(max_fanout_total)" in failed.error.message
     calls = [e for e in bus.events if isinstance(e, TaskStarted) and e.item is not None]
     assert len(calls) == 8
+
+
+def test_a_decomposed_sub_plan_counts_against_the_runs_fan_out_bound() -> None:
+    """A failing task decomposed (twice deep), each sub-plan fanning out again: the sub-plans
+    share the run's count, so max_fanout_total=4 means 4 element calls, not 12 (hostile
+    review)."""
+    calls: Counter[str] = Counter()
+
+    @tool
+    def items() -> list[str]:
+        """Four item names."""
+        return ["a", "b", "c", "d"]
+
+    @tool
+    def work(x: str) -> str:
+        """Work on one item."""
+        calls["work"] += 1
+        return x
+
+    @tool
+    def broken(n: int) -> int:
+        """Always down."""
+        raise ToolFailed("down")
+
+    plan = "1. items()\n2. work($1[*])\n3. broken(1)\n4. join()\n<END_OF_PLAN>"
+    llm = ScriptedLLM(Script.by_purpose(planner=[plan] * 3, joiner=["Action: Finish(x)"] * 3))
+    rt = Runtime(
+        ToolRegistry([items, work, broken]),
+        llm,
+        max_fanout_total=4,
+        recovery=Recovery().on("tool.permanent", Decompose()),
+    )
+    rt.run("q")
+    assert calls["work"] == 4
 
 
 def test_max_fanout_total_is_a_setting_and_an_option(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ has ended, the first failed one, if any, fails the task.  Starred references to 
 go through them pairwise; lists of different lengths fail the task.
 
 Two bounds hold: one task fans out over at most `max_items` elements (`max_fanout`), and one run
-over at most `max_total` in all (`max_fanout_total`, every fan-out task of every plan round
-counted): a fan-out that would pass it fails, as a list too long does, before any of its calls.
+over at most `tally.limit` in all (`max_fanout_total`, every fan-out task of every plan round
+and of every decomposition's sub-plan counted): a fan-out that would pass it fails, as a list
+too long does, before any of its calls.
 An element is recorded as running (`TaskStarted`) only once it holds its tool's concurrency
 slot, so that after a crash only the elements that were really running are in flight.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,7 +37,17 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .recoverer import TaskRecoverer
 
-__all__ = ["FanOut"]
+__all__ = ["FanOut", "FanOutTally"]
+
+
+@dataclass(slots=True)
+class FanOutTally:
+    """The fan-out elements a run has taken so far, of the `limit` it may take in all
+    (`max_fanout_total`): one per run, shared by its scheduler and its sub-plans' (a
+    decomposition cannot start a count of its own)."""
+
+    limit: int
+    used: int = 0
 
 
 class FanOut:
@@ -43,7 +55,7 @@ class FanOut:
     gives its tool's slot back, so that a task the scheduler parked on that limit can run;
     `store` turns a result into its journal form; `recorded` holds, by task id and item, the
     elements an earlier session of the run finished; `max_items` bounds one fan-out's
-    elements, `max_total` those of every fan-out of the run together."""
+    elements, `tally` counts those of every fan-out of the run together."""
 
     def __init__(
         self,
@@ -56,7 +68,7 @@ class FanOut:
         store: Callable[[TaskRecord, Mapping[str, Any], Any], Any],
         recorded: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         max_items: int = MAX_FANOUT,
-        max_total: int = MAX_FANOUT_TOTAL,
+        tally: FanOutTally | None = None,
     ) -> None:
         self.executor = executor
         self.bus = bus
@@ -66,8 +78,7 @@ class FanOut:
         self.store = store
         self.recorded = recorded or {}
         self.max_items = max_items
-        self.max_total = max_total
-        self.fanned = 0  # the elements this run's fan-outs have taken so far
+        self.tally = tally if tally is not None else FanOutTally(MAX_FANOUT_TOTAL)
 
     def elements(self, task: Task, results: Mapping[int, Any]) -> list[dict[Ref, Any]]:
         """Each call's elements, by the list they come from; a TaskError when a list is not
@@ -81,11 +92,11 @@ class FanOut:
                     cause="fan_out_lengths",
                 )
             size = len(next(iter(lists.values()), ()))
-            if self.fanned + size > self.max_total:
+            if self.tally.used + size > self.tally.limit:
                 raise ToolArgumentError(
                     f"{' and '.join(f'{ref}[*]' for ref in lists)} would make {size} calls, but "
-                    f"this run has made {self.fanned} of the {self.max_total} fan-out calls one "
-                    "run may make in all (max_fanout_total): fan out over fewer items, or "
+                    f"this run has made {self.tally.used} of the {self.tally.limit} fan-out calls "
+                    "one run may make in all (max_fanout_total): fan out over fewer items, or "
                     "raise the bound",
                     cause="fan_out_total",
                 )
@@ -117,7 +128,7 @@ class FanOut:
         failed element's error once every element has ended."""
         task = rec.task
         values = self.elements(task, results)
-        self.fanned += len(values)
+        self.tally.used += len(values)
         self.bus.emit(
             TaskStarted(
                 task_id=task.id,

@@ -47,6 +47,7 @@ from .events import (
 )
 from .executor import DEFAULT_TIMEOUT, Executor
 from .executors import Backends
+from .fanout import FanOutTally
 from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .joiner import Joiner
 from .llm.base import LLM, PromptStyle
@@ -850,16 +851,18 @@ class Runtime:
         recorded: Mapping[int, Recorded] | None = None,
         items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         gate: Gate | None = None,
+        tally: FanOutTally | None = None,
     ) -> Scheduler:
         """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
         run's top level also the journal's `store`, the `recorded` outcomes to reuse and the
-        `gate` of approval."""
+        `gate` of approval.  Its sub-plans share its `tally` of fan-out elements."""
+        tally = tally if tally is not None else FanOutTally(self.max_fanout_total)
 
         async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> SubplanAnswer:
             # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls
             # go through the run's meter, so they are counted, budgeted and journaled.
             sub_bus = EventBus(offset=bus.now())
-            sub = self._scheduler(llm, sub_bus, run_id, executor, depth=depth)
+            sub = self._scheduler(llm, sub_bus, run_id, executor, depth=depth, tally=tally)
             return await self.compiled.subgoal(_subgoal(self.tools, rec, error), llm, sub, sub_bus)
 
         recoverer = TaskRecoverer(
@@ -884,7 +887,7 @@ class Runtime:
             items=items,
             gate=gate,
             max_fanout=self.max_fanout,
-            max_fanout_total=self.max_fanout_total,
+            fanout_tally=tally,
         )
 
     def _finish(

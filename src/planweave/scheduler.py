@@ -30,7 +30,7 @@ from .events import (
     TaskStarted,
 )
 from .executor import Executor
-from .fanout import FanOut
+from .fanout import FanOut, FanOutTally
 from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Task, format_args
 from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
 from .redaction import redact_value
@@ -86,12 +86,14 @@ class Scheduler:
         items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         max_fanout: int = MAX_FANOUT,
         max_fanout_total: int = MAX_FANOUT_TOTAL,
+        fanout_tally: FanOutTally | None = None,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
         `recorded` holds outcomes to reuse from an earlier session of the run, `items` the
         fan-out elements it finished; `gate` says which tasks wait for a person's approval,
         and applies the approvals given; `max_fanout` bounds the elements of one fan-out,
-        `max_fanout_total` those of all the fan-outs the scheduler runs."""
+        `max_fanout_total` those of all the fan-outs the scheduler runs (or `fanout_tally`,
+        a count shared with other schedulers of the run, its sub-plans')."""
         self.tools = tools
         self.store = store
         self.recoverer = recoverer
@@ -118,7 +120,7 @@ class Scheduler:
             store=self._stored,
             recorded=items,
             max_items=max_fanout,
-            max_total=max_fanout_total,
+            tally=fanout_tally if fanout_tally is not None else FanOutTally(max_fanout_total),
         )
         self._tg: TaskGroup | None = None
         self._ready: deque[TaskRecord] = deque()
