@@ -71,9 +71,7 @@ def redact(text: str) -> str:
     takes: an endpoint's error body may hold one) by U+FFFD, so it can be stored and printed.
     A secret is found however an echo spells it: in any letter case, and with any of its
     characters URL-encoded (%2D), JSON-escaped (\u002d) or hex-escaped (\x2d)."""
-    for secret in _known():
-        text = _spellings(secret).sub(MASK, text)
-    return encodable(text)
+    return encodable(_masked(text, [_spellings(secret) for secret in _known()]))
 
 
 def redact_value(value: Any) -> Any:
@@ -90,6 +88,8 @@ def redact_value(value: Any) -> Any:
 
 
 def _masked(value: Any, patterns: list[re.Pattern[str]]) -> Any:
+    """`value` with the secrets `patterns` find masked in its strings (the one masking step
+    `redact` and `redact_value` share)."""
     if isinstance(value, str):
         for pattern in patterns:
             value = pattern.sub(MASK, value)
