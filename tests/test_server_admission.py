@@ -442,3 +442,31 @@ def test_the_admission_holds_on_an_endpoint_that_streams_slowly(tmp_path: Path) 
             assert http.post("/runs", json={"question": "q6"}).status_code in (202, 503)
             finals = [events(http, run_id)[-1]["data"] for run_id in ids]
     assert [f["answer"] for f in finals] == ["68 million"] * 6
+
+
+def test_the_server_sets_up_its_llm_client_before_it_answers(tmp_path: Path) -> None:
+    """The client's one-time set-up (the CA bundle, the lazily imported SDK modules: ~150 ms
+    that paused the event loop when the first runs of a flood paid it) is done at startup: the
+    first request finds the client built, and the runs use that one client."""
+    with ScriptedServer(
+        Script.routed(
+            lambda m, p: (
+                "Action: Finish(done)"
+                if p == "joiner"
+                else '1. population("France")\n2. join()\n<END_OF_PLAN>'
+            )
+        ),
+        guess=purpose_of,
+    ) as endpoint:
+        llm = OpenAICompatible(base_url=endpoint.base_url, model="scripted", max_retries=0)
+        runtime = Runtime(TOOLS, llm, journal=tmp_path / "runs.db")
+        assert llm._client is None  # nothing built before the server starts
+        with (
+            live_server.serving(runtime, ServerConfig(token=TOKEN)) as base,
+            httpx.Client(base_url=base, headers=AUTH, timeout=20) as http,
+        ):
+            built = llm._client
+            assert built is not None
+            run_id = http.post("/runs", json={"question": "q"}).json()["id"]
+            assert events(http, run_id)[-1]["data"]["answer"] == "done"
+            assert llm._client is built

@@ -67,11 +67,16 @@ class Admission:
 
     def overloaded(self) -> Overloaded:
         """The refusal `place()` raises when every place is taken."""
-        return Overloaded(
+        message, retry_after = self.refusal()
+        return Overloaded(message, retry_after=retry_after)
+
+    def refusal(self) -> tuple[str, int]:
+        """What a refusal says, and the seconds it asks the client to wait."""
+        return (
             f"this server is answering {self.running} runs and has {self.queued} waiting, as "
             f"many as it holds ({self.max_running} at once, {self.max_queued} queued); try "
             "again later",
-            retry_after=self.retry_after(),
+            self.retry_after(),
         )
 
     def retry_after(self) -> int:

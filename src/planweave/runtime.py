@@ -309,6 +309,13 @@ class Runtime:
             ray_address=ray_address,
         )
 
+    async def warm(self) -> None:
+        """Do now what the first run would otherwise do once (the LLM client's set-up, the
+        trace module's import): a server calls this before it answers, so that no request
+        waits behind it."""
+        await self.llm.warm()
+        self._trace()
+
     def close(self) -> None:
         """Stop the executor's worker processes (and a local Ray it started)."""
         self.backends.close()

@@ -105,6 +105,10 @@ class LLM(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections; the default has none."""
 
+    async def warm(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to do
+        """Do now the one-time work the first request would otherwise do (a server calls this
+        before it listens, so that no request waits behind it); the default has none."""
+
 
 def estimate_usage(messages: Sequence[Message], completion: str) -> Usage:
     """Rough usage of a call, for backends and fakes that report none."""

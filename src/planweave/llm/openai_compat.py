@@ -186,6 +186,20 @@ class OpenAICompatible(LLM):
         if client is not None:
             await client.close()
 
+    async def warm(self) -> None:
+        """Build the client now: the TLS context (the CA bundle, about 20 ms) and the HTTP
+        library's and the SDK's lazily imported modules (about 150 ms more)."""
+        _ = self._opened().chat.completions
+
+    def _opened(self) -> openai.AsyncOpenAI:
+        """The client, built on first use: one per event loop (each CLI run has its own, a server
+        one for all its runs), all sharing one TLS context."""
+        if self._client is None:
+            context = _tls_context()
+            http = None if context is None else openai.DefaultAsyncHttpxClient(verify=context)
+            self._client = openai.AsyncOpenAI(**self._settings, http_client=http)
+        return self._client
+
     def _arguments(self, request: LLMRequest) -> dict[str, Any]:
         """The SDK's `chat.completions.create` arguments for `request`, streaming."""
         body = dict(self.extra_body)
@@ -216,13 +230,8 @@ class OpenAICompatible(LLM):
         kwargs = self._arguments(request)
         received = False
         finished = False
-        if self._client is None:
-            # A client per event loop (each run has its own), all sharing one TLS context.
-            context = _tls_context()
-            http = None if context is None else openai.DefaultAsyncHttpxClient(verify=context)
-            self._client = openai.AsyncOpenAI(**self._settings, http_client=http)
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            response = await self._opened().chat.completions.create(**kwargs)
             async with response:
                 async for event in response:
                     chunk = _Chunk.model_validate(event)
