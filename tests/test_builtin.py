@@ -605,6 +605,11 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
         (36, "kmh", "m/s", 10),
         (1, "metric tons", "kg", 1000),
         (1, "nautical miles", "m", 1852),
+        # A difference of temperatures is not a temperature: a 19 °C swing is 34.2 °F.
+        (19, "delta_degC", "delta_degF", 34.2),
+        (19, "delta °C", "°F difference", 34.2),
+        (19, "Δ°C", "delta fahrenheit", 34.2),
+        (17, "delta_degF", "delta_degC", 17 / 1.8),
     ],
 )
 def test_convert_units_reads_what_people_write(
@@ -637,6 +642,8 @@ def test_convert_units_unknown_unit_names_the_accepted_forms() -> None:
         ("m", "m**", "cannot read the unit"),
         ("m**13", "m**13", "raises meter to the power 13; at most 12"),
         ("m**1e999", "m", "raises meter to the power inf"),
+        ("delta_degC", "degF", "a difference of temperatures .* converts only to another"),
+        ("celsius", "delta_degF", "a difference of temperatures .* converts only to another"),
     ],
 )
 def test_convert_units_refusals(source: str, target: str, message: str) -> None:

@@ -548,3 +548,73 @@ def test_an_answer_naming_what_no_result_gives_is_withdrawn_then_kept_without_it
     )
     assert "The answer without them: France has more people; both pay in [?]." in answer
     assert "Euro" not in answer
+
+
+_COMPARED = (
+    '1. country_info("Germany", field="population")\n'
+    '2. country_info("France", field="population")\n'
+    '3. country_info("Argentina", field="population")\n'
+    '4. calculator("${1} > ${2} + ${3}")\n5. join()\n<END_OF_PLAN>'
+)
+_COMBINED = "Is the population of Germany bigger than that of France and Argentina taken together?"
+
+
+def test_a_yes_that_the_comparison_s_result_contradicts_is_withdrawn() -> None:
+    # The 1.5B joiner said "Yes, ... bigger" over a calculator's False (fresh3, yes/no).
+    from planweave.builtin import BUILTIN
+
+    said_yes = finish("Yes, Germany has more people than France and Argentina together.")
+    said_no = finish("No, Germany has fewer people than France and Argentina together.")
+    script = Script.by_purpose(planner=[_COMPARED], joiner=[said_yes, said_no])
+    result = Runtime(BUILTIN, ScriptedLLM(script), grounding=True).run(_COMBINED)
+    assert result.answer == said_no.split("Finish(")[1][:-1]
+    (withdrawn,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert withdrawn.misnamed is not None
+    assert "gives False" in withdrawn.misnamed
+    assert "begin with No" in script.requests[-1][-1].content
+    # Said twice, the comparison's own result answers.
+    twice = Script.by_purpose(planner=[_COMPARED], joiner=[said_yes, said_yes])
+    answer = Runtime(BUILTIN, ScriptedLLM(twice), grounding=True).run(_COMBINED).answer or ""
+    assert answer.startswith("No: by task 4, calculator(")
+    assert "Yes, Germany" not in answer
+
+
+def test_a_yes_no_answer_is_not_held_to_a_result_where_nothing_tells() -> None:
+    from planweave.grounding import contradicted
+
+    compared = TaskRecord(
+        task=Task(id=4, tool="calculator", args={"expression": "1 > 2"}),
+        status=TaskStatus.DONE,
+        result=False,
+    )
+    assert contradicted("Yes, it is.", "Is Germany bigger than France?", [compared]) is not None
+    assert contradicted("No, it is not.", "Is Germany bigger than France?", [compared]) is None
+    # A question that negates, two decisions, a question that is not yes/no: nothing tells.
+    assert contradicted("Yes.", "Isn't Germany bigger than France?", [compared]) is None
+    assert contradicted("Yes.", "Is Germany not bigger than France?", [compared]) is None
+    other = TaskRecord(task=Task(id=5, tool="calculator"), status=TaskStatus.DONE, result=True)
+    assert contradicted("Yes.", "Is Germany bigger than France?", [compared, other]) is None
+    assert contradicted("Yes.", "Which is bigger, Germany or France?", [compared]) is None
+
+
+def test_the_joiner_is_told_which_of_the_question_s_names_a_list_result_holds() -> None:
+    # The 1.5B joiner counted "How many of Malta, Hungary, Ukraine and Bulgaria share a border
+    # with Romania?" as 1, then 4, over Romania's neighbours (fresh3, count).
+    from planweave.builtin import BUILTIN
+    from planweave.grounding import held_names
+
+    question = "How many of Malta, Hungary, Ukraine and Bulgaria share a border with Romania?"
+    plan = '1. country_info("Romania", field="neighbours")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=[finish("3 of them.")])
+    result = Runtime(BUILTIN, ScriptedLLM(script), grounding=True).run(question)
+    told = script.requests[-1][-1].content
+    assert (
+        "Note: task 1's result holds 3 of Malta, Hungary, Ukraine, Bulgaria: Hungary, Ukraine, "
+        "Bulgaria; not Malta." in told
+    )
+    assert result.answer == "3 of them."
+    # Nothing is said where the question lists no names the result holds.
+    languages = done(["English", "Swahili"], task_id=3)
+    listed = "Which of these have English as an official language: Denmark, India and Kenya?"
+    assert held_names(listed, [languages]) == []
+    assert held_names("Which countries border Romania?", [done(["Hungary"])]) == []

@@ -313,3 +313,26 @@ def test_fits_question(question: str, answer: str, fits: bool) -> None:
     from planweave.joiner import fits_question
 
     assert fits_question(question, answer) is fits
+
+
+def test_a_plan_answer_that_fills_in_one_result_twice_is_left_to_the_joiner() -> None:
+    # The 1.5B model answered "which two are the most populous?" with
+    # `join("${6.largest} and ${6.largest} ...")`: "Germany and Germany".
+    from planweave.builtin import BUILTIN
+
+    plan = (
+        '1. rank(["Iceland", "Germany", "Romania"], [328170, 80783000, 19942642])\n'
+        '2. join("${1.largest} and ${1.largest} are the most populous.")\n<END_OF_PLAN>'
+    )
+    joined = "Action: Finish(Germany and Romania are the most populous.)"
+    script = Script.by_purpose(planner=[plan], joiner=[joined])
+    question = "Of Iceland, Germany and Romania, which two are the most populous?"
+    answer = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer
+    assert answer == "Germany and Romania are the most populous."
+    assert script.purposes == ["planner", "joiner"]
+    # Two different fills stand without the joiner.
+    distinct = plan.replace("${1.largest} and ${1.largest}", "${1.order[0]} and ${1.order[1]}")
+    script = Script.by_purpose(planner=[distinct])
+    answer = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question).answer
+    assert answer == "Germany and Romania are the most populous."
+    assert script.purposes == ["planner"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .errors import BudgetExceeded, JoinerError, LLMError, PlanError
 from .events import AnswerDelta, EventBus, ReplanEvent
-from .grounding import check
+from .grounding import check, held_names
 from .joiner import Joiner, fits_question, is_yes_no, plan_answer, says_yes_or_no_itself
 from .llm.base import Message
 from .meter import MeteredLLM
@@ -223,6 +223,7 @@ class Compiled:
     ) -> JoinDecision:
         """The joiner's decision; with `bus` (the run's own question, not a sub-goal), the
         answer streams onto it as `AnswerDelta`s while it is decoded."""
+        notes = [*notes, *held_names(question, records)]
         messages = self.joiner.messages(question, records, last_round=last_round, notes=notes)
         return await self.joiner.decide(
             llm, messages, _deltas(bus), last_round=last_round, yes_no=is_yes_no(question)
@@ -244,6 +245,7 @@ class Compiled:
         the decision and, when the reply carried a plan (which has then run), the notes for
         the next joiner; None when the planner must still be asked."""
         next_id = parser.last_id + 1
+        notes = [*notes, *held_names(question, records)]
         messages = self.joiner.messages(
             question, records, last_round=False, notes=notes, next_id=next_id
         )

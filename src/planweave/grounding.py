@@ -10,6 +10,9 @@ grounded by 15.3 or by 0.153.  Where the sources are few, a number is also groun
 the sum, the difference or a ratio of two of them, if it is written precisely enough for a
 chance match to be unlikely (the fewer the sources, the rounder it may be): a small model's
 right arithmetic in prose stands, its wrong arithmetic does not.
+A yes/no answer is checked where a tool decided it: when exactly one finished result is True or
+False (a comparison the calculator made), an answer to a yes/no question that says the
+opposite is withdrawn (`contradicted()`), unless the question negates ("isn't", "not").
 Names are checked where a tool ranked them: when a result is a ranking (`rank`'s: the
 `largest` or `smallest` name and the `order`) and the question asks for one end of it ("which
 has more", "the fewest"), the answer must name that end first (`misnamed()`): "Norway has more
@@ -27,16 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import AnswerUngrounded
+from .joiner import is_yes_no
 from .plan import render_text
 from .records import TaskRecord, TaskStatus
 
 __all__ = [
+    "Contradicted",
     "Findings",
     "Misnamed",
     "Number",
     "check",
+    "contradicted",
     "fallback_answer",
     "grounding_note",
+    "held_names",
     "misnamed",
     "numbers",
     "ungrounded",
@@ -206,6 +213,10 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     if not stated:
         return []
     sources = _sources(question, records)
+    # The counts the joiner is told (`held_names`): how many of the question's names a list
+    # holds, and how many it does not.
+    for _, members, held in _held(question, records):
+        sources += [float(len(held)), float(len(members) - len(held))]
     derived: list[float] | None = None
     missing: list[str] = []
     for number in stated:
@@ -336,6 +347,53 @@ def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misna
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Contradicted:
+    """An answer to a yes/no question that says `said` ("Yes"/"No") where the one True/False
+    result among the tasks (task `task_id`, `call`) says the other."""
+
+    task_id: int
+    call: str
+    result: bool
+    said: str
+
+    @property
+    def expected(self) -> str:
+        return "Yes" if self.result else "No"
+
+    def text(self) -> str:
+        return (
+            f"it answers {self.said} where task {self.task_id} ({self.call[:200]}) gives "
+            f"{self.result}"
+        )
+
+
+_YES_NO_SAID = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+# A question that negates ("Isn't X larger?", "Is X not in Europe?"): True may mean "No".
+_NEGATED = re.compile(r"n't\b|\b(?:not|never|neither|nor|no longer)\b", re.IGNORECASE)
+
+
+def contradicted(answer: str, question: str, records: Iterable[TaskRecord]) -> Contradicted | None:
+    """Where `question` asks yes or no and exactly one finished task's result is True or
+    False, an answer that opens with the other word; None when it agrees, or nothing tells
+    (no such result, several, a question that negates, an answer with neither word first)."""
+    said = _YES_NO_SAID.match(answer)
+    if said is None or not is_yes_no(question) or _NEGATED.search(question):
+        return None
+    decided = [
+        r
+        for r in records
+        if r.status is TaskStatus.DONE and not r.task.is_join and isinstance(r.result, bool)
+    ]
+    if len(decided) != 1:
+        return None
+    rec = decided[0]
+    word = said.group(1).capitalize()
+    if (word == "Yes") == rec.result:
+        return None
+    return Contradicted(rec.task.id, rec.task.call_text(), bool(rec.result), word)
+
+
 def ranked(question: str, records: Iterable[TaskRecord]) -> tuple[int, str] | None:
     """The task id and the name of the last ranking that answers the question's end (a later
     round's, after a replan), if any."""
@@ -352,9 +410,19 @@ def grounding_note(
     react: bool = False,
     wrong: Misnamed | None = None,
     names: Sequence[str] = (),
+    opposite: Contradicted | None = None,
 ) -> str:
     """What the joiner (or a ReAct step) is told when its answer stated numbers or `names`
-    from nowhere, or (`wrong`) named another than a ranking's answer."""
+    from nowhere, (`wrong`) named another than a ranking's answer, or (`opposite`) said yes
+    where a comparison's result says no."""
+    if opposite is not None:
+        told = (
+            f"Your answer ({answer[:300]!r}) {opposite.text()}. Answer again: the comparison's "
+            f"result decides, so begin with {opposite.expected}"
+        )
+        if missing or names:
+            told += ", and state only numbers and names that the question or a result gives"
+        return told + "."
     if not missing and not names and wrong is not None:
         return (
             f"Your answer ({answer[:300]!r}) {wrong.text()}. Answer again, naming "
@@ -390,7 +458,8 @@ KEPT = "The answer without them: "
 _LEAD = "By the ranking of task "
 _UNSUPPORTED = "I could not give an answer supported by the results"
 _RANKED_INSTEAD = "The results rank "
-_FALLBACK_OPENINGS = (_LEAD, _UNSUPPORTED, _RANKED_INSTEAD)
+_DECIDED = "by task "
+_FALLBACK_OPENINGS = (_LEAD, _UNSUPPORTED, _RANKED_INSTEAD, "Yes: " + _DECIDED, "No: " + _DECIDED)
 
 
 # A placeholder left in an answer: `${<id>}`, `${17819054 / 2}` (never a filled-in result).
@@ -406,6 +475,7 @@ def fallback_answer(
     wrong: Misnamed | None = None,
     leader: tuple[int, str] | None = None,
     names: Sequence[str] = (),
+    opposite: Contradicted | None = None,
 ) -> str:
     """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
     those numbers taken out (its names and words may still answer the question), then what was
@@ -420,7 +490,14 @@ def fallback_answer(
         (found if rec.status is TaskStatus.DONE else failed).append(line)
     # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
     # answer states no number that no result gives, not even to disown it.
-    if wrong is not None and not missing and not names:
+    if opposite is not None:
+        # What the comparison decided is the answer; the joiner's words said the opposite.
+        parts = [
+            f"{opposite.expected}: {_DECIDED}{opposite.task_id}, {opposite.call} gives "
+            f"{opposite.result} (the answer given said {opposite.said}, so it was withdrawn)."
+        ]
+        answer = None
+    elif wrong is not None and not missing and not names:
         # The answer's words are the problem: only the results speak.
         parts = [
             f"{_RANKED_INSTEAD}{wrong.expected} where the question asks (task "
@@ -483,23 +560,35 @@ class Findings:
     wrong: Misnamed | None
     leader: tuple[int, str] | None = None  # a ranking's answer to the question, if any
     names: list[str] = field(default_factory=list)
+    opposite: Contradicted | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.numbers and not self.names and self.wrong is None
+        return not self.numbers and not self.names and self.wrong is None and self.opposite is None
 
     def withdrawn(self, *, retry: bool) -> AnswerUngrounded:
         return AnswerUngrounded(
             answer=self.answer,
             numbers=self.numbers,
             retry=retry,
-            misnamed=self.wrong.text() if self.wrong else None,
+            misnamed=(
+                self.opposite.text()
+                if self.opposite is not None
+                else self.wrong.text()
+                if self.wrong is not None
+                else None
+            ),
             names=self.names,
         )
 
     def note(self, *, react: bool = False) -> str:
         return grounding_note(
-            self.answer, self.numbers, react=react, wrong=self.wrong, names=self.names
+            self.answer,
+            self.numbers,
+            react=react,
+            wrong=self.wrong,
+            names=self.names,
+            opposite=self.opposite,
         )
 
     def fallback(self, records: Iterable[TaskRecord]) -> str:
@@ -510,12 +599,13 @@ class Findings:
             wrong=self.wrong,
             leader=self.leader,
             names=self.names,
+            opposite=self.opposite,
         )
 
 
 def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings:
-    """The checks of `answer`: numbers (`ungrounded`), names (`unnamed`) and a ranking's
-    name (`misnamed`)."""
+    """The checks of `answer`: numbers (`ungrounded`), names (`unnamed`), a ranking's name
+    (`misnamed`) and a yes/no a comparison decided (`contradicted`)."""
     records = list(records)
     missing = ungrounded(answer, question, records)
     names = unnamed(stated(answer), question, records)
@@ -524,7 +614,8 @@ def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings
     names += [p for p in dict.fromkeys(_PLACEHOLDER_RE.findall(answer)) if p not in names]
     wrong = misnamed(answer, question, records)
     leader = ranked(question, records) if missing or names or wrong else None
-    return Findings(answer, missing, wrong, leader, names)
+    opposite = contradicted(answer, question, records)
+    return Findings(answer, missing, wrong, leader, names, opposite)
 
 
 # Names: capitalized words (a run of them is one name: "New Delhi") and codes ("EUR").  Words
@@ -571,3 +662,59 @@ def unnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> list[s
         if _fold(name) not in text and not all(_fold(w) in text for w in words):
             found.append(name)
     return found
+
+
+# A list result read for the question's names: at most this many items (a neighbours list, a
+# country's languages; not a file listing).
+_HELD_MAX_ITEMS = 200
+# An enumeration in a question: two or more names joined by commas, "and" or "or" ("Malta,
+# Hungary, Ukraine and Bulgaria").
+_ENUM_NAME = r"[A-Z][\w'’.-]*(?: (?:(?:of|de|la|and the) )?[A-Z][\w'’.-]*)*"
+_ENUMERATION = re.compile(
+    rf"{_ENUM_NAME}(?:\s*,\s*{_ENUM_NAME})*(?:,?\s+(?:and|or)\s+{_ENUM_NAME})"
+    rf"|{_ENUM_NAME}(?:\s*,\s*{_ENUM_NAME})+"
+)
+_ENUM_SPLIT = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
+
+
+def held_names(question: str, records: Iterable[TaskRecord]) -> list[str]:
+    """Notes for the joiner: where the question lists names ("How many of Malta, Hungary,
+    Ukraine and Bulgaria border Romania?") and a finished result is a list that holds some of
+    them (Romania's neighbours), which ones it holds, counted, and which it does not.  A small
+    model matches and counts list items unreliably; this is the matching done once, from the
+    results, for the joiner to read (and its counts ground an answer's numbers)."""
+    notes = []
+    for task_id, members, held in _held(question, records):
+        note = f"task {task_id}'s result holds {len(held)} of {', '.join(members)}: " + ", ".join(
+            held
+        )
+        others = [m for m in members if m not in held]
+        notes.append(note + (f"; not {', '.join(others)}." if others else "."))
+    return notes
+
+
+def _held(
+    question: str, records: Iterable[TaskRecord]
+) -> Iterator[tuple[int, list[str], list[str]]]:
+    """Each list result and enumeration of the question it holds names of: the task's id, the
+    enumeration's names and those the list holds."""
+    enumerations = []
+    for match in _ENUMERATION.finditer(question):
+        members = [m for m in _ENUM_SPLIT.split(match.group(0)) if m]
+        if len(members) >= 2:
+            enumerations.append(members)
+    if not enumerations:
+        return
+    for rec in records:
+        items = rec.result
+        if rec.status is not TaskStatus.DONE or rec.task.is_join:
+            continue
+        if not isinstance(items, list) or not 0 < len(items) <= _HELD_MAX_ITEMS:
+            continue
+        if not all(isinstance(i, str) for i in items):
+            continue
+        folded = {_fold(i) for i in items}
+        for members in enumerations:
+            held = [m for m in members if _fold(m) in folded]
+            if held:
+                yield rec.task.id, members, held

@@ -39,6 +39,8 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     words = answer.parts if isinstance(answer, Template) else (answer,)
     if any(isinstance(w, str) and ("${" in w or "<the answer" in w) for w in words):
         return None  # the rule's placeholder copied (`join("${<id>}")`), not an answer
+    if isinstance(answer, Template) and _repeats_a_fill(answer):
+        return None
     if isinstance(answer, Template) and len(answer.parts) == 1:
         answer = answer.parts[0]  # `join("${3}")`: the result whole, as `join($3)`
     try:
@@ -56,6 +58,14 @@ def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> s
     except (ProjectionError, ToolArgumentError):
         return None
     return text if text.strip() else None
+
+
+def _repeats_a_fill(answer: Template) -> bool:
+    """Whether an answer fills in the same result twice (`"${6.largest} and ${6.largest}"`
+    for "which two are largest"): a sentence has no reason to, and the 1.5B model does it when
+    it means two different items, so the joiner answers from the results instead."""
+    refs = [p for p in answer.parts if isinstance(p, Ref)]
+    return len(refs) != len(set(refs))
 
 
 _YES_NO_START = re.compile(

@@ -59,8 +59,11 @@ _ALIASES = {
 ACCEPTED = (
     "symbols or names: km, mi, m, ft, km2 or km² or 'sq km', mi2 or 'square miles', ha, acre, "
     "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, degC or °C or celsius, degF or °F or "
-    "fahrenheit, K, s, min, h, day, year"
+    "fahrenheit, K, s, min, h, day, year; a difference of temperatures: delta_degC, "
+    "delta_degF"
 )
+# A difference of temperatures (a swing, a gap) as people write it: "delta °C", "°F difference".
+_DELTA_RE = re.compile(r"^(?:delta[ _]?|Δ\s*)(.+)$|^(.+?)\s+(?:difference|change|delta)$", re.I)
 
 
 def _spelled(unit: str, temperature: bool) -> str:
@@ -72,6 +75,11 @@ def _spelled(unit: str, temperature: bool) -> str:
     key = text.lower()
     if key in _ALIASES:
         return _ALIASES[key]
+    delta = _DELTA_RE.match(text)
+    if delta:
+        inner = (delta.group(1) or delta.group(2)).strip()
+        if _is_temperature(inner):
+            return "delta_" + _spelled(inner, True)
     match = _TEMPERATURE_RE.match(text)
     if match:
         word = match.group(1).lower()
@@ -82,6 +90,10 @@ def _spelled(unit: str, temperature: bool) -> str:
     text = _SQUARE_RE.sub("square ", text)
     text = _CUBIC_RE.sub("cubic ", text)
     return _DIGIT_POWER_RE.sub(r"\1**\2", text)
+
+
+def _is_delta(units: Any) -> bool:
+    return any(name.startswith("delta_") for name in units._units)
 
 
 def _is_temperature(unit: str) -> bool:
@@ -148,10 +160,13 @@ def _units(registry: Any, text: str, temperature: bool = False) -> Any:
 
 @tool(isolate=True, pure=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
-    """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit.
+    """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit;
+    a difference of temperatures (a swing, a gap) from delta_degC to delta_degF.
 
     Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
-    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...). The result is rounded
+    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A temperature is a
+    point on a scale (20 °C is 68 °F); a difference between two of them is not (a swing of
+    20 °C is 36 °F): convert it with delta_degC, delta_degF.  The result is rounded
     to 12 significant digits (temperatures also to 10 decimal places).
 
     Args:
@@ -173,6 +188,12 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
             getattr(q, "_is_multiplicative", True) for q in (quantity, registry.Quantity(1, target))
         )
     except pint.DimensionalityError as exc:
+        if _is_delta(source) != _is_delta(target):
+            raise ToolFailed(
+                f"cannot convert {from_unit.strip()} to {to_unit.strip()}: a difference of "
+                "temperatures (delta_degC, delta_degF) converts only to another difference, a "
+                "temperature (degC, degF) only to another temperature"
+            ) from None
         raise ToolFailed(
             f"cannot convert {from_unit.strip()} to {to_unit.strip()} "
             f"({_dimension(exc.dim1)} vs {_dimension(exc.dim2)})"
