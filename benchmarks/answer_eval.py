@@ -22,7 +22,8 @@ categories, split *by template* into a tune half and a held-out half (`--part`),
 for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
 `--suite shapes --part fresh` runs its third part, templates written after the prompts were
 frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by another hand
-(benchmarks/shapes/fresh2.py) and `--part fresh3` a third (benchmarks/shapes/fresh3.py);
+(benchmarks/shapes/fresh2.py), `--part fresh3` a third (benchmarks/shapes/fresh3.py) and
+`--part fresh4` a fourth (benchmarks/shapes/fresh4.py);
 `--part all` is still the two halves without any of them.
 """
 
@@ -363,7 +364,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "all"):
+        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "all"):
             s = summary(r, part)
             if s is None:
                 continue
@@ -441,9 +442,9 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument(
         "--part",
-        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "all"],
+        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "all"],
         default="tune",
-        help="all: tune and heldout; fresh, fresh2, fresh3 (shapes suite only): the batches "
+        help="all: tune and heldout; fresh to fresh4 (shapes suite only): the batches "
         "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
@@ -467,7 +468,8 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    if args.part in ("fresh", "fresh2", "fresh3") and args.suite != "shapes" and not args.rescore:
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4")
+    if args.part in fresh and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:
         rescore(args.rescore, args.out)
