@@ -20,22 +20,17 @@ slot, so that after a crash only the elements that were really running are in fl
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from .errors import ProjectionError, TaskError, ToolArgumentError
-from .events import EventBus, TaskCancelled, TaskFailed, TaskFinished, TaskStarted
-from .executor import Executor
 from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Ref, Task, fan_outs, format_args, project
-from .records import RecordedItem, TaskRecord, TaskStatus, item_call, plan_json
+from .records import RecordedItem, TaskRecord, item_call, plan_json
+from .step import Outcome, StepRunner
 from .tools import Tool
-
-if TYPE_CHECKING:
-    from .recoverer import TaskRecoverer
 
 __all__ = ["FanOut", "FanOutTally"]
 
@@ -51,31 +46,20 @@ class FanOutTally:
 
 
 class FanOut:
-    """Runs fan-out tasks for a scheduler.  `released(tool)` is called each time an element
-    gives its tool's slot back, so that a task the scheduler parked on that limit can run;
-    `store` turns a result into its journal form; `recorded` holds, by task id and item, the
-    elements an earlier session of the run finished; `max_items` bounds one fan-out's
-    elements, `tally` counts those of every fan-out of the run together."""
+    """Runs fan-out tasks for a scheduler, each element a step of `steps` (the scheduler's
+    step runner).  `recorded` holds, by task id and item, the elements an earlier session of
+    the run finished; `max_items` bounds one fan-out's elements, `tally` counts those of every
+    fan-out of the run together."""
 
     def __init__(
         self,
-        executor: Executor,
-        bus: EventBus,
+        steps: StepRunner,
         *,
-        recoverer: TaskRecoverer | None,
-        limiters: Mapping[str, anyio.CapacityLimiter],
-        released: Callable[[str], None],
-        store: Callable[[TaskRecord, Mapping[str, Any], Any], Any],
         recorded: Mapping[int, Mapping[int, RecordedItem]] | None = None,
         max_items: int = MAX_FANOUT,
         tally: FanOutTally | None = None,
     ) -> None:
-        self.executor = executor
-        self.bus = bus
-        self.recoverer = recoverer
-        self.limiters = limiters
-        self.released = released
-        self.store = store
+        self.steps = steps
         self.recorded = recorded or {}
         self.max_items = max_items
         self.tally = tally if tally is not None else FanOutTally(MAX_FANOUT_TOTAL)
@@ -129,16 +113,8 @@ class FanOut:
         task = rec.task
         values = self.elements(task, results)
         self.tally.used += len(values)
-        self.bus.emit(
-            TaskStarted(
-                task_id=task.id,
-                tool=task.tool,
-                arguments={name: plan_json(v) for name, v in task.bound.items()},
-                start=rec.start or 0.0,
-                attempt=rec.attempts,
-                items=len(values),
-            )
-        )
+        arguments = {name: plan_json(v) for name, v in task.bound.items()}
+        self.steps.started(rec, arguments, items=len(values))
         rec.items = [TaskRecord(task, rec.plan_round, item=k) for k in range(1, len(values) + 1)]
         out: list[Any] = [None] * len(values)
         async with anyio.create_task_group() as tg:
@@ -154,101 +130,29 @@ class FanOut:
     async def _element(
         self, sub: TaskRecord, tool: Tool, value: Any, results: Mapping[int, Any], out: list[Any]
     ) -> None:
-        task, item = sub.task, sub.item
+        task, item, steps = sub.task, sub.item, self.steps
         assert item is not None
         try:
-            arguments = self.executor.resolve_arguments(task, task.bound, results, item=value)
+            arguments = steps.executor.resolve_arguments(task, task.bound, results, item=value)
         except TaskError as err:
-            self._failed(sub, err)
+            steps.ended(sub, Outcome(error=err))
             return
         sub.call = item_call(task.tool, arguments)
         earlier = self.recorded.get(task.id, {}).get(item)
         if earlier is not None and earlier.call == sub.call:
-            self._reused(sub, earlier, out)
-            return
-        try:
-            async with self._slot(tool):
-                # Recorded as running only now that it holds its slot (write-ahead): a crash
-                # leaves in flight only the elements that were running, not those waiting.
-                sub.status, sub.start = TaskStatus.RUNNING, self.bus.now()
-                sub.attempts += 1
-                self.bus.emit(
-                    TaskStarted(
-                        task_id=task.id,
-                        tool=task.tool,
-                        arguments=arguments,
-                        start=sub.start,
-                        attempt=sub.attempts,
-                        item=item,
-                    )
-                )
-                result = await self._call(sub, tool, arguments)
-            stored = self.store(sub, arguments, result)
-        except TaskError as err:
-            sub.end = self.bus.now()
-            self._failed(sub, err)
-            return
-        except anyio.get_cancelled_exc_class():
-            sub.status = TaskStatus.CANCELLED
-            if sub.start is not None:
-                sub.end = self.bus.now()
-            self.bus.emit(TaskCancelled(**_ended(sub)))
-            raise
-        sub.end, sub.status, sub.result = self.bus.now(), TaskStatus.DONE, result
-        out[item - 1] = result
-        self.bus.emit(
-            TaskFinished(**_ended(sub), duration=sub.duration, result=result, stored=stored)
-        )
-
-    @asynccontextmanager
-    async def _slot(self, tool: Tool) -> AsyncIterator[None]:
-        """Hold one of the tool's own concurrency slots (when it has a limit), then hand it
-        on to a task the scheduler parked on it."""
-        limiter = self.limiters.get(tool.name)
-        if limiter is None:
-            yield
-            return
-        await limiter.acquire()
-        try:
-            yield
-        finally:
-            limiter.release()
-            self.released(tool.name)
-
-    async def _call(self, sub: TaskRecord, tool: Tool, arguments: Mapping[str, Any]) -> Any:
-        if self.recoverer is None:
-            return await self.executor.execute(sub.task, tool, arguments)
-        return await self.recoverer.call(sub, tool, arguments)
-
-    def _reused(self, sub: TaskRecord, earlier: RecordedItem, out: list[Any]) -> None:
-        assert sub.item is not None
-        sub.reused, sub.status, sub.result = True, TaskStatus.DONE, earlier.result
-        sub.start, sub.end, sub.attempts = earlier.start, earlier.end, earlier.attempts
-        out[sub.item - 1] = earlier.result
-        self.bus.emit(
-            TaskFinished(
-                **_ended(sub),
-                duration=sub.duration,
-                result=earlier.result,
-                stored=earlier.stored,
-                reused=True,
-            )
-        )
-
-    def _failed(self, sub: TaskRecord, err: TaskError) -> None:
-        sub.status, sub.error = TaskStatus.FAILED, err
-        self.bus.emit(TaskFailed(**_ended(sub), duration=sub.duration, error=err.to_dict()))
-
-
-def _ended(sub: TaskRecord) -> dict[str, Any]:
-    return {
-        "task_id": sub.task.id,
-        "tool": sub.task.tool,
-        "start": sub.start,
-        "end": sub.end,
-        "attempts": sub.attempts,
-        "item": sub.item,
-    }
+            outcome = steps.reuse(sub, earlier)
+        else:
+            try:
+                async with steps.slot(tool):
+                    # Recorded as running only now that it holds its slot (write-ahead): a crash
+                    # leaves in flight only the elements that were running, not those waiting.
+                    steps.begin(sub)
+                    outcome = await steps.run(sub, tool, arguments)
+            except anyio.get_cancelled_exc_class():
+                steps.cancelled(sub)
+                raise
+        out[item - 1] = outcome.result
+        steps.ended(sub, outcome)
 
 
 def _for_task(err: TaskError, item: int, items: int) -> TaskError:

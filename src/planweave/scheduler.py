@@ -19,38 +19,19 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .approval import Gate, waiting_task
-from .errors import AwaitingApproval, DependencyFailed, ResultNotStorable, TaskError
-from .events import (
-    EventBus,
-    TaskCancelled,
-    TaskFailed,
-    TaskFinished,
-    TaskPlanned,
-    TaskSkipped,
-    TaskStarted,
-)
+from .errors import AwaitingApproval, DependencyFailed, TaskError
+from .events import EventBus, TaskPlanned, TaskSkipped
 from .executor import Executor
 from .fanout import FanOut, FanOutTally
 from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Task, format_args
 from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
-from .redaction import redact_value
+from .step import Outcome, StepRunner
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:
     from .recoverer import TaskRecoverer
 
 __all__ = ["Scheduler"]
-
-
-def _ended(rec: TaskRecord) -> dict[str, Any]:
-    """The fields every task-ending event copies from the task's record."""
-    return {
-        "task_id": rec.task.id,
-        "tool": rec.task.tool,
-        "start": rec.start,
-        "end": rec.end,
-        "attempts": rec.attempts,
-    }
 
 
 def _locate(err: TaskError, rec: TaskRecord) -> None:
@@ -95,8 +76,6 @@ class Scheduler:
         `max_fanout_total` those of all the fan-outs the scheduler runs (or `fanout_tally`,
         a count shared with other schedulers of the run, its sub-plans')."""
         self.tools = tools
-        self.store = store
-        self.recoverer = recoverer
         self.gate = gate
         self.recorded = dict(recorded or {})
         self.executor = executor
@@ -106,18 +85,11 @@ class Scheduler:
         self.plan_round = 0
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._max_workers = max_concurrency
-        self._tool_limiters: Mapping[str, anyio.CapacityLimiter] = {
-            t.name: anyio.CapacityLimiter(t.max_concurrency)
-            for t in tools.values()
-            if t.max_concurrency is not None
-        }
+        self._steps = StepRunner(
+            tools, executor, bus, recoverer=recoverer, store=store, released=self._tool_released
+        )
         self._fan_out = FanOut(
-            executor,
-            bus,
-            recoverer=recoverer,
-            limiters=self._tool_limiters,
-            released=self._tool_released,
-            store=self._stored,
+            self._steps,
             recorded=items,
             max_items=max_fanout,
             tally=fanout_tally if fanout_tally is not None else FanOutTally(max_fanout_total),
@@ -151,7 +123,7 @@ class Scheduler:
             self._parked.clear()
             for rec in self.records.values():
                 if not rec.ended and not waiting:
-                    self._cancelled(rec)
+                    self._steps.cancelled(rec)
         if waiting:
             raise AwaitingApproval(
                 f"{len(waiting)} task(s) wait for approval",
@@ -186,7 +158,7 @@ class Scheduler:
         self.records[task.id] = rec
         earlier = self.recorded.pop(task.id, None)
         if earlier is not None and earlier.call == call:
-            self._reuse(rec, earlier)
+            self._ended(rec, self._steps.reuse(rec, earlier))
             return rec
         for dep_id in task.deps:
             dep = self.records[dep_id]
@@ -224,9 +196,9 @@ class Scheduler:
             while self._ready:
                 rec = self._ready.popleft()
                 tool = rec.task.tool
-                # A fan-out's elements take the tool's slots one by one (FanOut).
+                # A fan-out's elements take the tool's slots one by one (StepRunner.slot).
                 fan_out = rec.task.fan_out is not None
-                tool_limiter = None if fan_out else self._tool_limiters.get(tool)
+                tool_limiter = None if fan_out else self._steps.limiters.get(tool)
                 if tool_limiter is not None:
                     try:
                         tool_limiter.acquire_nowait()
@@ -260,102 +232,39 @@ class Scheduler:
         if parked:
             self._dispatch(parked.popleft())
 
-    def _reuse(self, rec: TaskRecord, earlier: Recorded) -> None:
-        rec.reused = True
-        rec.start, rec.end, rec.attempts = earlier.start, earlier.end, earlier.attempts
-        if earlier.outcome == "done":
-            self._done(rec, earlier.result, earlier.stored)
-        else:
-            assert earlier.error is not None
-            self._failed(rec, earlier.error)
-
     async def _call(self, rec: TaskRecord) -> Callable[[], None]:
         """Call the task's tool; return what announces the outcome (and starts dependents)."""
         task = rec.task
         tool = self.tools[task.tool]
-        rec.status = TaskStatus.RUNNING
-        rec.start = self.bus.now()
-        rec.attempts += 1
+        self._steps.begin(rec)
         try:
             if task.fan_out is not None:
-                arguments: dict[str, Any] = {}
                 result = await self._fan_out.run(rec, tool, self.results)
+                outcome = self._steps.success(rec, {}, result)
             else:
                 arguments = self.executor.resolve_arguments(task, task.bound, self.results)
-                # Recorded before the tool is called (write-ahead): a crash from here on leaves
-                # the task marked as in flight.
-                self.bus.emit(
-                    TaskStarted(
-                        task_id=task.id,
-                        tool=task.tool,
-                        arguments=arguments,
-                        start=rec.start,
-                        attempt=rec.attempts,
-                    )
-                )
-                if self.recoverer is None:
-                    result = await self.executor.execute(task, tool, arguments)
-                else:
-                    result = await self.recoverer.call(rec, tool, arguments)
-            stored = self._stored(rec, arguments, result)
+                outcome = await self._steps.run(rec, tool, arguments)
         except TaskError as err:
-            rec.end = self.bus.now()
-            return partial(self._failed, rec, err)
-        rec.end = self.bus.now()
-        return partial(self._done, rec, result, stored)
+            outcome = self._steps.failure(rec, err)
+        return partial(self._ended, rec, outcome)
 
-    def _stored(self, rec: TaskRecord, arguments: Mapping[str, Any], result: Any) -> Any:
-        if self.store is None:
-            return None
-        try:
-            # Journaled with known secrets masked (a tool may return a token): a resumed run
-            # reads the masked text where this one had the value.
-            return redact_value(self.store(result))
-        except TypeError as exc:
-            raise ResultNotStorable(
-                f"the tool returned {exc}, which the journal cannot store; return plain data "
-                "(JSON types, tuples, sets, dates), a pydantic model or a dataclass",
-                task_id=rec.task.id,
-                tool=rec.task.tool,
-                arguments=format_args((), dict(arguments)),
-                cause=type(exc).__name__,
-            ) from exc
-
-    def _done(self, rec: TaskRecord, result: Any, stored: Any = None) -> None:
-        rec.status = TaskStatus.DONE
-        rec.result = result
-        self.results[rec.task.id] = result
+    def _ended(self, rec: TaskRecord, outcome: Outcome) -> None:
+        """Announce how the task ended, then start or skip its dependents."""
+        if outcome.error is not None:
+            _locate(outcome.error, rec)
+        else:
+            self.results[rec.task.id] = outcome.result
         # Subscribers (a journal) see the result before any dependent starts.
-        self.bus.emit(
-            TaskFinished(
-                **_ended(rec),
-                duration=rec.duration,
-                result=result,
-                stored=stored,
-                reused=rec.reused,
-            )
-        )
+        self._steps.ended(rec, outcome)
         for dependent in rec.dependents:
-            if dependent.status is TaskStatus.PENDING:
+            if dependent.status is not TaskStatus.PENDING:
+                continue
+            if outcome.error is not None:
+                self._skip(dependent, rec)
+            else:
                 dependent.waiting -= 1
                 if dependent.waiting == 0:
                     self._dispatch(dependent)
-
-    def _failed(self, rec: TaskRecord, err: TaskError) -> None:
-        _locate(err, rec)
-        rec.status = TaskStatus.FAILED
-        rec.error = err
-        self.bus.emit(
-            TaskFailed(
-                **_ended(rec),
-                duration=rec.duration,
-                error=err.to_dict(),
-                reused=rec.reused,
-            )
-        )
-        for dependent in rec.dependents:
-            if dependent.status is TaskStatus.PENDING:
-                self._skip(dependent, rec)
 
     def _skip(self, rec: TaskRecord, upstream: TaskRecord) -> None:
         """Skip `rec` and, transitively, every pending task that depends on it (iteratively: a
@@ -390,9 +299,3 @@ class Scheduler:
                 for dependent in reversed(rec.dependents)
                 if dependent.status is TaskStatus.PENDING
             )
-
-    def _cancelled(self, rec: TaskRecord) -> None:
-        if rec.start is not None:
-            rec.end = self.bus.now()
-        rec.status = TaskStatus.CANCELLED
-        self.bus.emit(TaskCancelled(**_ended(rec)))
