@@ -20,6 +20,7 @@ from pydantic import BaseModel
 import ledger_tools
 from ledger_tools import FINISH, PLAN, TOOLS
 from planweave import Budget, Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
+from planweave.cli.view import DagView
 from planweave.errors import (
     BudgetExceeded,
     DecisionNeeded,
@@ -28,7 +29,7 @@ from planweave.errors import (
     ResultNotStorable,
     ResumeError,
 )
-from planweave.events import Event, TaskStarted
+from planweave.events import Event, LLMReplayDiverged, TaskStarted
 from planweave.store import Journal, Unstorable, decode, encode
 from planweave.store.schema import MIGRATIONS
 from planweave.tools import ToolRegistry
@@ -327,6 +328,48 @@ def test_a_recorded_response_whose_request_changed_is_asked_again(
     assert llm.script.purposes == ["planner", "joiner"]  # the planner's was not replayed
     assert result.status == "finished"
     assert ledger_tools.ledger() == ran  # the same plan: every finished task reused
+    assert [r.reused for r in result.tasks] == [True] * 4
+
+
+@tool
+def shout(text: str) -> str:
+    """The text in capitals."""
+    return text.upper()
+
+
+def test_a_recorded_planner_call_for_another_prompt_is_a_divergence_and_is_asked_again(
+    journal: Journal,
+) -> None:
+    run_id = failed_at_joiner(journal)
+    recorded_hash = journal.recorded_calls(run_id)[1].request_hash
+    ran = ledger_tools.ledger()
+    # One more tool: the planner's prompt lists it, so the recorded planner call answered
+    # another prompt than the one the resumed run sends.
+    more = ToolRegistry([*TOOLS.values(), shout])
+    llm = ScriptedLLM(script(planner=1, joiner=1))
+    result = Runtime(more, llm, journal=journal).resume(run_id)
+
+    diverged = [e for e in result.events if isinstance(e, LLMReplayDiverged)]
+    assert [(e.call, e.purpose, e.recorded_purpose) for e in diverged] == [
+        (1, "planner", "planner")
+    ]
+    assert diverged[0].recorded_hash == recorded_hash != diverged[0].request_hash
+    assert diverged[0].decision == "ask_again"
+    view = DagView()
+    for event in result.events:
+        view(event)
+    assert "planner call 1: its recorded response answered another request, asked again" in (
+        view.notes
+    )
+    stored = [e for e in journal.events(run_id) if e["kind"] == "llm_replay_diverged"]
+    assert [(e["call"], e["recorded_hash"], e["session"]) for e in stored] == [
+        (1, recorded_hash, 2)
+    ]
+    # Asked again (an LLM call has no side effects); the plan it gave is held to the steps
+    # that ran, and is the same, so every finished task is reused.
+    assert llm.script.purposes == ["planner", "joiner"]
+    assert result.status == "finished"
+    assert ledger_tools.ledger() == ran
     assert [r.reused for r in result.tasks] == [True] * 4
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "EventBus",
     "LLMCallFinished",
     "LLMCallStarted",
+    "LLMReplayDiverged",
     "LLMRetry",
     "ModelAcquired",
     "ModelWaiting",
@@ -124,6 +125,24 @@ class LLMCallFinished(Event):
     error: dict[str, Any] | None = None
     replayed: bool = False
     finish_reason: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class LLMReplayDiverged(Event):
+    """On resume, call `call` sends another request than the one its recorded response answered
+    (`recorded_purpose`, `recorded_hash`): the tools, the prompts or what came before changed.
+    The recorded response is not used; `decision` says what is done instead: "ask_again" (an
+    LLM call has no side effects, so it is asked again, as a resumed step without side effects
+    runs again).  What the new response plans is still held to the steps that ran
+    (`PlanDiverged`)."""
+
+    kind: ClassVar[str] = "llm_replay_diverged"
+    call: int
+    purpose: Purpose
+    request_hash: str
+    recorded_purpose: str
+    recorded_hash: str
+    decision: Literal["ask_again"] = "ask_again"
 
 
 @dataclass(slots=True, kw_only=True)

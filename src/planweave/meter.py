@@ -13,7 +13,15 @@ from typing import Any
 import anyio
 
 from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled, UserError
-from .events import EventBus, LLMCallFinished, LLMCallStarted, LLMRetry, ModelAcquired, ModelWaiting
+from .events import (
+    EventBus,
+    LLMCallFinished,
+    LLMCallStarted,
+    LLMReplayDiverged,
+    LLMRetry,
+    ModelAcquired,
+    ModelWaiting,
+)
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
 from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
@@ -106,11 +114,8 @@ class MeteredLLM:
         call = self.usage.calls
         model = self.llm.model
         fingerprint = request_hash(request)
-        recorded = self.replay.pop(call, None)
-        if recorded is not None and (recorded.purpose, recorded.request_hash) == (
-            purpose,
-            fingerprint,
-        ):
+        recorded = self._recorded(call, purpose, fingerprint)
+        if recorded is not None:
             self._replayed(call, purpose, recorded)
             yield recorded.text
             return
@@ -210,6 +215,24 @@ class MeteredLLM:
                 self.bus.emit(ModelAcquired(call=call, purpose=purpose, waited=round(waited, 3)))
 
         return heard
+
+    def _recorded(self, call: int, purpose: Purpose, fingerprint: str) -> Replay | None:
+        """The recorded response to replay for call `call`, if it answered this very request.
+        One recorded for another request is a divergence: reported, and the call is asked
+        again (see `LLMReplayDiverged`)."""
+        recorded = self.replay.pop(call, None)
+        if recorded is None or (recorded.purpose, recorded.request_hash) == (purpose, fingerprint):
+            return recorded
+        self.bus.emit(
+            LLMReplayDiverged(
+                call=call,
+                purpose=purpose,
+                request_hash=fingerprint,
+                recorded_purpose=recorded.purpose,
+                recorded_hash=recorded.request_hash,
+            )
+        )
+        return None
 
     def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
         model = self.llm.model

@@ -17,6 +17,7 @@ from ..events import (
     Event,
     LLMCallFinished,
     LLMCallStarted,
+    LLMReplayDiverged,
     LLMRetry,
     ModelAcquired,
     ModelWaiting,
@@ -172,6 +173,11 @@ class DagView:
             case TaskRecovery():
                 row = self._row(event)
                 row.note = f"{event.pattern} after {event.category}: {event.error}"
+            case LLMReplayDiverged():
+                self.notes.append(
+                    f"{event.purpose} call {event.call}: its recorded response answered another "
+                    "request, asked again"
+                )
             case LLMRetry():
                 self.notes.append(
                     f"{event.purpose} call {event.call}: {event.category}, retry in "

@@ -305,6 +305,7 @@ function apply(run, e) {
     // A call waiting for the model: how many calls are ahead of it (by call), until it has it.
     case "model_waiting": run.waits.set(e.call, e.ahead); break;
     case "model_acquired": run.waits.delete(e.call); break;
+    case "llm_replay_diverged": run.notes.push(`${e.purpose} call ${e.call}: its recorded response answered another request, asked again`); break;
     case "llm_retry": run.notes.push(`${e.purpose} call ${e.call}: ${e.category}, retry in ${e.delay.toFixed(1)} s`); break;
     case "plan_invalid": run.notes.push(`invalid plan: ${(e.error && e.error.text) || ""}`); break;
     case "replan": run.notes.push(`replan ${e.plan_round}: ${e.reason}`); break;
