@@ -20,6 +20,7 @@ from pydantic import BaseModel
 import ledger_tools
 from ledger_tools import FINISH, PLAN, TOOLS
 from planweave import Budget, Reply, RunFailed, Runtime, Script, ScriptedLLM, tool
+from planweave.builtin import ASK
 from planweave.cli.view import DagView
 from planweave.errors import (
     BudgetExceeded,
@@ -371,6 +372,30 @@ def test_a_recorded_planner_call_for_another_prompt_is_a_divergence_and_is_asked
     assert result.status == "finished"
     assert ledger_tools.ledger() == ran
     assert [r.reused for r in result.tasks] == [True] * 4
+
+
+def test_a_resume_that_reuses_a_task_which_called_the_llm_asks_the_joiner_again(
+    journal: Journal,
+) -> None:
+    # Calls are numbered as they are made: the task's own LLM call was call 2, and once the
+    # task is reused the joiner's is.  A divergence a resume cannot avoid, so it must not stop
+    # the run (nor every later resume of it).
+    plan = '1. llm("Say hello")\n2. join()\n<END_OF_PLAN>'
+    first = Script.by_purpose(planner=[plan], tool=["hello"], joiner=[Reply(status=503)])
+    with pytest.raises(RunFailed) as failed:
+        Runtime(ASK, ScriptedLLM(first), journal=journal).run("Say hello")
+    run_id = failed.value.result.run_id
+
+    llm = ScriptedLLM(Script.by_purpose(joiner=["Action: Finish(hello)"]))
+    result = Runtime(ASK, llm, journal=journal).resume(run_id)
+    assert result.status == "finished"
+    assert result.answer == "hello"
+    assert llm.script.purposes == ["joiner"]  # the planner's call replayed, the task reused
+    assert [
+        (e.call, e.purpose, e.recorded_purpose)
+        for e in result.events
+        if isinstance(e, LLMReplayDiverged)
+    ] == [(2, "joiner", "tool")]
 
 
 def test_a_cancelled_run_resumes_once_and_then_is_finished(journal: Journal) -> None:
