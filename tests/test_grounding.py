@@ -618,3 +618,25 @@ def test_the_joiner_is_told_which_of_the_question_s_names_a_list_result_holds() 
     listed = "Which of these have English as an official language: Denmark, India and Kenya?"
     assert held_names(listed, [languages]) == []
     assert held_names("Which countries border Romania?", [done(["Hungary"])]) == []
+
+
+def test_a_count_of_equal_results_or_of_the_question_s_names_is_grounded() -> None:
+    # "In how many of Porto, Toulouse, Sydney, Salzburg and Florence is the euro the currency?"
+    # over five lookups, four of which gave ["EUR"]: "4 out of 5" was withdrawn (fresh4).
+    question = (
+        "On a trip through Porto, Toulouse, Sydney, Salzburg and Florence, in how many of "
+        "those cities is the euro the official currency?"
+    )
+    found = [["EUR"], ["EUR"], ["AUD"], ["EUR"], ["EUR"]]
+    records = [
+        TaskRecord(task=Task(id=i, tool="country_info"), status=TaskStatus.DONE, result=r)
+        for i, r in enumerate(found, 1)
+    ]
+    assert ungrounded("In 4 of the 5 cities.", question, records) == []
+    assert ungrounded("In 3 of the 5 cities.", question, records) == ["3"]
+    # Equal results of different tools are not one tally.
+    mixed = [
+        records[0],
+        TaskRecord(task=Task(id=9, tool="t"), status=TaskStatus.DONE, result=["EUR"]),
+    ]
+    assert ungrounded("In 2 of them.", question, mixed) == ["2"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,6 +184,21 @@ def _counted(number: Number, sources: list[float]) -> bool:
     return False
 
 
+def _tallies(question: str, records: list[TaskRecord]) -> list[float]:
+    """Counts an answer to "how many" may state that no single result gives: how many names
+    each of the question's lists has ("in how many of Porto, Toulouse and Sydney ..."), and how
+    many finished tasks of one tool gave the same result (three lookups that each gave
+    ["EUR"])."""
+    found = [float(len(m)) for m in _enumerations(question)]
+    same: Counter[tuple[str, str]] = Counter(
+        (r.task.tool, render_text(r.result))
+        for r in records
+        if r.status is TaskStatus.DONE and not r.task.is_join
+    )
+    found += [float(n) for n in same.values() if n > 1]
+    return found
+
+
 def _derived(sources: list[float]) -> list[float]:
     """Sums, differences, ratios and relative differences of pairs of a few distinct sources."""
     distinct = sorted({abs(s) for s in sources if s})
@@ -217,6 +233,8 @@ def ungrounded(answer: str, question: str, records: Iterable[TaskRecord]) -> lis
     # holds, and how many it does not.
     for _, members, held in _held(question, records):
         sources += [float(len(held)), float(len(members) - len(held))]
+    if counting or _COUNT_RE.search(question):
+        sources += _tallies(question, records)
     derived: list[float] | None = None
     missing: list[str] = []
     for number in stated:
@@ -693,16 +711,22 @@ def held_names(question: str, records: Iterable[TaskRecord]) -> list[str]:
     return notes
 
 
+def _enumerations(question: str) -> list[list[str]]:
+    """The question's lists of names, each as its names."""
+    found = []
+    for match in _ENUMERATION.finditer(question):
+        members = [m for m in _ENUM_SPLIT.split(match.group(0)) if m]
+        if len(members) >= 2:
+            found.append(members)
+    return found
+
+
 def _held(
     question: str, records: Iterable[TaskRecord]
 ) -> Iterator[tuple[int, list[str], list[str]]]:
     """Each list result and enumeration of the question it holds names of: the task's id, the
     enumeration's names and those the list holds."""
-    enumerations = []
-    for match in _ENUMERATION.finditer(question):
-        members = [m for m in _ENUM_SPLIT.split(match.group(0)) if m]
-        if len(members) >= 2:
-            enumerations.append(members)
+    enumerations = _enumerations(question)
     if not enumerations:
         return
     for rec in records:
