@@ -26,6 +26,7 @@ from planweave.cache import PlanCache, registry_signature
 from planweave.cache.template import NotATemplate, extract
 from planweave.events import CacheAdapted, CacheHit, CacheMiss, LLMCallFinished
 from planweave.parser import parse_plan
+from planweave.store.seal import Sealer
 from planweave.tools import ToolRegistry
 
 POPULATION = {"France": 68_000_000, "Belgium": 11_800_000, "Spain": 48_000_000, "Peru": 34_000_000}
@@ -395,24 +396,35 @@ def test_a_run_served_from_the_cache_resumes_with_the_same_plan(tmp_path: Path) 
     assert shown["cache"] == resumed.cache
 
 
+def edit_sealed(tmp_path: Path, sql: str, *params: object) -> None:
+    """Edit the templates and seal them again with this user's key: a row only a holder of the
+    key (or a bug) could leave, for the checks behind the seal (`test_cache_seal`)."""
+    sealer = Sealer.load()
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute(sql, params)
+        conn.row_factory = sqlite3.Row
+        for row in conn.execute("SELECT rowid AS rowid_, * FROM plan_templates").fetchall():
+            found = dict(row)
+            rowid = found.pop("rowid_")
+            mac = sealer.seal("plan_templates", found)
+            conn.execute("UPDATE plan_templates SET mac = ? WHERE rowid = ?", (mac, rowid))
+
+
 def test_a_damaged_template_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     script = Script.by_purpose(planner=[COMPARE_PLAN] * 4, joiner=["Action: Finish(x)"] * 4)
     rt = runtime(tmp_path, script)
     rt.run(COMPARE)
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute("UPDATE plan_templates SET plan = 'x = __import__(\"os\")', slots = '{'")
+    edit_sealed(tmp_path, "UPDATE plan_templates SET plan = 'x = __import__(\"os\")', slots = '{'")
     result = rt.run("Which has more people, Spain or Peru?")
     assert result.answer == "x"
     assert result.cache is not None
     assert result.cache["hit"] is False
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute(
-            "UPDATE plan_templates SET slots = ?, plan = ?",
-            (
-                json.dumps([{"kind": "text", "example": "France"}] * 2),
-                '1. no_such_tool("⟦0⟧")\n2. join()',
-            ),
-        )
+    edit_sealed(
+        tmp_path,
+        "UPDATE plan_templates SET slots = ?, plan = ?",
+        json.dumps([{"kind": "text", "example": "France"}] * 2),
+        '1. no_such_tool("⟦0⟧")\n2. join()',
+    )
     again = rt.run("Which has more people, Spain or Peru?")
     assert again.cache is not None
     assert again.cache["hit"] is False
@@ -586,12 +598,11 @@ def test_a_question_holding_a_secret_makes_no_template(
     assert rt.cache.templates() == []  # type: ignore[union-attr]
 
 
-def test_a_forged_row_calling_a_tool_with_side_effects_is_refused(tmp_path: Path) -> None:
+def test_a_sealed_row_calling_a_tool_with_side_effects_is_still_refused(tmp_path: Path) -> None:
     script = Script.by_purpose(planner=[COMPARE_PLAN] * 2, joiner=["Action: Finish(x)"] * 2)
     rt = runtime(tmp_path, script)
     rt.run(COMPARE)
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute("UPDATE plan_templates SET plan = ?", ('1. send_note("⟦0⟧")\n2. join()',))
+    edit_sealed(tmp_path, "UPDATE plan_templates SET plan = ?", '1. send_note("⟦0⟧")\n2. join()')
     result = rt.run("Which has more people, Spain or Peru?")
     assert result.cache is not None
     assert result.cache["reason"] == "the cached plan calls a tool with side effects"

@@ -45,6 +45,12 @@ __all__ = ["PlanCache", "PlanTemplate", "registry_signature", "resumed_start"]
 
 log = logging.getLogger("planweave.cache")
 
+UNVERIFIED = (
+    "the template this question reads as failed verification and was not used: it is not "
+    "sealed by this user's journal key (the journal's file was edited, or it was stored "
+    "before templates were sealed, or by another user)"
+)
+
 MAX_QUESTION_CHARS = 2_000  # longer questions are not looked up (nor made into templates)
 ADAPT_SIMILARITY = 0.5  # the least share of words a question must have with a template to adapt it
 
@@ -75,6 +81,7 @@ class PlanCache:
         self.evict_after = evict_after
         self.side_effects = side_effects
         self.adapt = adapt
+        self._reported: set[str] = set()  # unverified templates already logged
 
     # ------------------------------------------------------------------ before planning
 
@@ -94,9 +101,9 @@ class PlanCache:
             stored = self.table.candidates(signature)
         except JournalError as exc:
             return CacheMiss(reason=f"the cache could not be read: {exc.message}")
-        found = self._hit(question, tools, signature, stored)
+        found: CacheHit | CacheAdapted | CacheMiss = self._hit(question, tools, signature, stored)
         if isinstance(found, CacheMiss) and self.adapt:
-            return _adaptation(question, tools, stored) or found
+            return self._adaptation(question, tools, stored) or found
         return found
 
     def _hit(
@@ -104,6 +111,12 @@ class PlanCache:
     ) -> CacheHit | CacheMiss:
         refused: CacheMiss | None = None
         for row, fill in _fills(stored, question):
+            # A template is a plan run without the planner: nothing of one whose seal does not
+            # check is used, not even its counters.  Checked only here, for the rows this
+            # question reads as (a seal costs tens of µs; the table may hold a thousand).
+            if not self._verified(row):
+                refused = refused or CacheMiss(reason=UNVERIFIED, template_id=row.id)
+                continue
             if fill.refused is not None:
                 refused = refused or CacheMiss(reason=fill.refused, template_id=row.id)
                 continue
@@ -132,6 +145,37 @@ class PlanCache:
                 log.warning("the plan cache could not count a hit: %s", exc.message)
             return CacheHit(template_id=row.id, plan=plan, tokens_saved=row.tokens)
         return refused or CacheMiss(reason="no template of this question's shape")
+
+    def _verified(self, row: StoredTemplate) -> bool:
+        if self.table.verified(row):
+            return True
+        if row.id not in self._reported:  # once per template: the id only (the row is untrusted)
+            self._reported.add(row.id)
+            log.warning("the plan cache does not use template %r: %s", row.id[:12], UNVERIFIED)
+        return False
+
+    def _adaptation(
+        self, question: str, tools: ToolRegistry, stored: list[StoredTemplate]
+    ) -> CacheAdapted | None:
+        """The verified template in good standing worded most like `question`, if it shares
+        at least `ADAPT_SIMILARITY` of its words, as the planner's one example
+        (`shown_example`: no text of the earlier question that `question` does not say)."""
+        scored = []
+        for row in stored:
+            template = _template(row)
+            if template is not None and row.bad == 0:
+                scored.append((template.similarity(question), row.used, row, template))
+        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        for score, _, row, template in scored:
+            if score < ADAPT_SIMILARITY:
+                break
+            if not self._verified(row):
+                continue
+            shown = template.shown_example(question, tools)
+            if shown is None:
+                continue
+            return CacheAdapted(template_id=row.id, question=shown[0], plan=shown[1])
+        return None
 
     def _judge_quietly(self, signature: str, template_id: str) -> None:
         try:
@@ -186,10 +230,14 @@ class PlanCache:
     # ------------------------------------------------------------------ for `planweave cache`
 
     def templates(self, limit: int | None = None) -> list[dict[str, Any]]:
-        return [t.to_dict() for t in self.table.all(limit)]
+        """The stored templates, each with `verified`: whether the cache would use it."""
+        return [self._shown(t) for t in self.table.all(limit)]
 
     def find(self, prefix: str) -> list[dict[str, Any]]:
-        return [t.to_dict() for t in self.table.find(prefix)]
+        return [self._shown(t) for t in self.table.find(prefix)]
+
+    def _shown(self, template: StoredTemplate) -> dict[str, Any]:
+        return template.to_dict() | {"verified": self.table.verified(template)}
 
     def clear(self, template_id: str | None = None) -> int:
         return self.table.delete(template_id)
@@ -236,28 +284,6 @@ def _template(row: StoredTemplate) -> PlanTemplate | None:
     except (KeyError, TypeError, AttributeError):
         return None
     return template if template.sound() else None
-
-
-def _adaptation(
-    question: str, tools: ToolRegistry, stored: list[StoredTemplate]
-) -> CacheAdapted | None:
-    """The template in good standing worded most like `question`, if it shares at least
-    `ADAPT_SIMILARITY` of its words, as the planner's one example (`shown_example`: no text
-    of the earlier question that `question` does not say)."""
-    scored = []
-    for row in stored:
-        template = _template(row)
-        if template is not None and row.bad == 0:
-            scored.append((template.similarity(question), row.used, row, template))
-    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    for score, _, row, template in scored:
-        if score < ADAPT_SIMILARITY:
-            break
-        shown = template.shown_example(question, tools)
-        if shown is None:
-            continue
-        return CacheAdapted(template_id=row.id, question=shown[0], plan=shown[1])
-    return None
 
 
 def _validates(template: PlanTemplate, tools: ToolRegistry) -> bool:

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..cache import PlanCache
 from .app import DbOption, cache_app, print_json, read_journal, when
@@ -25,11 +26,12 @@ def cache_list(
         print_json(templates)
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("id", "used", "hits", "good", "bad", "tasks", "shape"):
+    for column in ("id", "seal", "used", "hits", "good", "bad", "tasks", "shape"):
         table.add_column(column)
     for t in templates:
         table.add_row(
             t["id"],
+            "ok" if t["verified"] else Text("unverified", style="red"),
             when(t["used"]),
             str(t["hits"]),
             str(t["good"]),
@@ -58,6 +60,8 @@ def cache_show(
         print_json(template)
         return
     out = plain_console()
+    if not template["verified"]:
+        out.print(_UNVERIFIED, style="red")
     out.print(f"template {template['id']}: {_shape(template)}")
     out.print(f"made from: {template['question']} (run {template['source_run'] or '?'})")
     for i, slot in enumerate(template["slots"]):
@@ -87,6 +91,13 @@ def cache_clear(
         print_json({"removed": removed})
         return
     plain_console().print(f"removed {removed} template{'s' if removed != 1 else ''}")
+
+
+_UNVERIFIED = (
+    "not verified: this template's seal does not check under your journal key (the journal's "
+    "file was edited, or the template was stored before templates were sealed, or by another "
+    "user), so the cache does not use it; a good run of its shape replaces it"
+)
 
 
 def _shape(template: dict[str, Any]) -> str:

@@ -70,7 +70,9 @@ TrustOption = Annotated[
         "--trust-journal",
         help="Seal the run's records with your journal key before resuming, though their seals "
         "do not check (a journal from before seals, or from another user or machine): only "
-        "for a file you trust, since a forged record would then be replayed.",
+        "for a file you trust, since a forged record would then be replayed. The plan cache's "
+        "templates are not sealed by it: one that does not verify is not used, and the next "
+        "good run of its shape replaces it.",
     ),
 ]
 ModelOption = Annotated[str | None, typer.Option(help="Override the recorded model.")]

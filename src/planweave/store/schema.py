@@ -143,6 +143,10 @@ MIGRATIONS: list[list[str]] = [
         # older copy changes it (`seal.fold`).
         "ALTER TABLE runs ADD COLUMN tally TEXT",
     ],
+    # 7: each plan cache template's seal (`seal.TEMPLATE_SEALED`).  Templates stored before it
+    # have none: the cache does not use them (an edited one would look the same) and learns
+    # their shapes again from the next good run, which replaces them.
+    ["ALTER TABLE plan_templates ADD COLUMN mac TEXT"],
 ]
 
 

@@ -4,7 +4,9 @@ A journal file is untrusted: whoever can write it could forge a planner reply or
 resumed run would replay it (a forged `effect(...)` call would run).  So every row a resume
 reads (the run's question, mode and settings; its tasks, fan-out elements, LLM calls and
 events) carries a seal made with this user's journal key, and a resume checks them all before
-anything is replayed.  Editing the file without the key cannot make a valid seal.
+anything is replayed; so does each of the plan cache's templates, which a new question runs
+without asking the planner, and which the cache uses only when its seal checks.  Editing the
+file without the key cannot make a valid seal.
 
 The key is 32 random bytes in a file of its own, made on first use, readable by its owner only:
 PLANWEAVE_JOURNAL_KEY_FILE, else `journal.key` in the user data directory.  Journals copied to
@@ -26,7 +28,7 @@ from typing import Any
 
 from ..errors import JournalError
 
-__all__ = ["KEY_ENV", "SEALED", "Sealer", "fold", "key_path"]
+__all__ = ["KEY_ENV", "SEALED", "TEMPLATE_SEALED", "Sealer", "fold", "key_path"]
 
 KEY_ENV = "PLANWEAVE_JOURNAL_KEY_FILE"
 
@@ -40,6 +42,15 @@ SEALED: dict[str, tuple[str, ...] | None] = {
     "llm_calls": None,
     "events": None,
 }
+
+# The plan cache's templates belong to no run (no tally holds them): a template's seal covers
+# what a hit runs and what the views show of where it came from.  Its use counters (used, hits,
+# good, bad) change on every hit and steer only the order of look-up and eviction, which anyone
+# who can write the file steers anyway by deleting rows; they are left out, so a hit writes no
+# new seal.
+TEMPLATE_SEALED = (
+    "tools", "id", "key", "slots", "plan", "question", "source_run", "tokens", "created"
+)  # fmt: skip
 
 
 def key_path() -> Path:
@@ -78,7 +89,7 @@ class Sealer:
 
     def seal(self, table: str, row: Mapping[str, Any]) -> str:
         """The seal of `row` (a table's row by column name; its own `mac` is left out)."""
-        covered = SEALED[table]
+        covered = TEMPLATE_SEALED if table == "plan_templates" else SEALED[table]
         names = sorted(covered if covered is not None else (n for n in row if n != "mac"))
         body = json.dumps([table, [[n, row[n]] for n in names]], default=str)
         return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()

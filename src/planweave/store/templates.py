@@ -1,16 +1,25 @@
 """The plan cache's table in the journal's file: templates by tool-registry signature, with
-their use and standing.  Shared by every process that opens the file, bounded by LRU."""
+their use and standing.  Shared by every process that opens the file, bounded by LRU.
+
+Each row is sealed with this user's journal key (`seal.TEMPLATE_SEALED`) when it is stored;
+`TemplateTable.verified` checks that seal on a row read back.  The file is untrusted, and a
+template is a plan run without asking the planner, so the cache uses no row that fails it."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import JournalError
 from .journal import Journal
+from .seal import Sealer
 
 __all__ = ["StoredTemplate", "TemplateTable"]
+
+TABLE = "plan_templates"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +39,7 @@ class StoredTemplate:
     hits: int
     good: int
     bad: int
+    stored: dict[str, Any] = field(repr=False, compare=False)  # the row as read, for its seal
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,7 +66,8 @@ class TemplateTable:
         self.journal = journal
 
     def candidates(self, tools: str) -> list[StoredTemplate]:
-        """The templates made with tools of signature `tools`, most recently used first."""
+        """The templates made with tools of signature `tools`, most recently used first, not yet
+        verified (`verified`: a look-up checks only those its question reads as)."""
         rows = self.journal._read(
             "SELECT * FROM plan_templates WHERE tools = ? ORDER BY used DESC", (tools,)
         )
@@ -78,18 +89,28 @@ class TemplateTable:
         )
         return [_stored(r) for r in rows]
 
+    def verified(self, template: StoredTemplate) -> bool:
+        """Whether the template's seal checks under this user's journal key: False for one
+        edited in the file, stored before templates were sealed or by another user's key, and
+        for all where the key cannot be read or made."""
+        try:
+            sealer = self.journal._sealing()
+        except JournalError:
+            return False
+        return _verified(template.stored, sealer)
+
     def put(
         self, tools: str, template: dict[str, Any], *, source_run: str, tokens: int, bound: int
     ) -> bool:
         """Store a template unless one with its key is already there and in good standing;
         evict the least recently used past `bound`.  Returns whether it was stored."""
         now = time.time()
+        sealer = self.journal._sealing()
         with self.journal._write() as conn:
-            row = conn.execute(
-                "SELECT bad FROM plan_templates WHERE tools = ? AND id = ?",
-                (tools, template["id"]),
-            ).fetchone()
-            if row is not None and row[0] == 0:
+            row = _row(conn, tools, template["id"])
+            # One in good standing stays; one whose seal does not check (edited, or stored
+            # before seals) gives way to this run's, like one that failed.
+            if row is not None and row["bad"] == 0 and _verified(row, sealer):
                 conn.execute(
                     "UPDATE plan_templates SET used = ? WHERE tools = ? AND id = ?",
                     (now, tools, template["id"]),
@@ -110,6 +131,13 @@ class TemplateTable:
                     now,
                     now,
                 ),
+            )
+            # Sealed as SQLite gives it back, the form every later read checks.
+            stored = _row(conn, tools, template["id"])
+            assert stored is not None
+            conn.execute(
+                "UPDATE plan_templates SET mac = ? WHERE tools = ? AND id = ?",
+                (sealer.seal(TABLE, stored), tools, template["id"]),
             )
             conn.execute(
                 "DELETE FROM plan_templates WHERE rowid IN (SELECT rowid FROM plan_templates "
@@ -155,25 +183,46 @@ class TemplateTable:
             return conn.execute("DELETE FROM plan_templates WHERE id = ?", (template_id,)).rowcount
 
 
-def _stored(r: Any) -> StoredTemplate:
+def _row(conn: sqlite3.Connection, tools: str, template_id: str) -> dict[str, Any] | None:
+    cursor = conn.execute(
+        "SELECT * FROM plan_templates WHERE tools = ? AND id = ?", (tools, template_id)
+    )
+    values = cursor.fetchone()
+    return (
+        None
+        if values is None
+        else dict(zip([d[0] for d in cursor.description], values, strict=True))
+    )
+
+
+def _verified(row: dict[str, Any], sealer: Sealer) -> bool:
+    try:
+        return sealer.verify(TABLE, row)
+    except KeyError:  # a sealed column gone from the table
+        return False
+
+
+def _stored(r: sqlite3.Row) -> StoredTemplate:
+    row = dict(r)
     try:  # the file is not trusted: a damaged row reads as a template without slots
-        slots = json.loads(r["slots"])
+        slots = json.loads(row.get("slots") or "")
     except (TypeError, ValueError):
         slots = []
     return StoredTemplate(
-        tools=r["tools"],
-        id=r["id"],
-        key=str(r["key"]),
+        tools=str(row.get("tools")),
+        id=str(row.get("id")),
+        key=str(row.get("key")),
         slots=slots if isinstance(slots, list) else [],
-        plan=str(r["plan"]),
-        question=str(r["question"]),
-        source_run=r["source_run"],
-        tokens=int(_number(r["tokens"])),
-        created=_number(r["created"]),
-        used=_number(r["used"]),
-        hits=int(_number(r["hits"])),
-        good=int(_number(r["good"])),
-        bad=int(_number(r["bad"])),
+        plan=str(row.get("plan")),
+        question=str(row.get("question")),
+        source_run=row.get("source_run"),
+        tokens=int(_number(row.get("tokens"))),
+        created=_number(row.get("created")),
+        used=_number(row.get("used")),
+        hits=int(_number(row.get("hits"))),
+        good=int(_number(row.get("good"))),
+        bad=int(_number(row.get("bad"))),
+        stored=row,
     )
 
 
