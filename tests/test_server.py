@@ -250,7 +250,10 @@ def test_every_request_needs_the_token(base: str) -> None:
                 response = anonymous.request(method, path, headers=headers, json={})
                 assert response.status_code == 401, (method, path, headers)
                 assert response.headers["www-authenticate"] == "Bearer"
-                assert response.json()["error"]["type"] == "unauthorized"
+                error = response.json()["error"]
+                # The OpenAI routes answer in OpenAI's shape: the name is its `code`.
+                name = error["code"] if path.startswith("/v1/") else error["type"]
+                assert name == "unauthorized"
                 assert TOKEN not in response.text
         good = anonymous.get("/healthz", headers={"authorization": f"Bearer {TOKEN}"})
         assert good.status_code == 200
@@ -375,7 +378,8 @@ def test_a_run_without_an_answer_is_an_error_for_the_sdk(sdk: openai.OpenAI) -> 
         )
     body = caught.value.body
     assert isinstance(body, dict)
-    assert body["type"] == "run_failed"
+    assert body["type"] == "server_error"
+    assert body["code"] == "run_failed"
     assert body["planweave"]["status"] == "failed"
     stream = sdk.chat.completions.create(
         model="planweave",

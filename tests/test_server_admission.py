@@ -332,7 +332,8 @@ def test_the_openai_endpoint_refuses_an_empty_question(tmp_path: Path, content: 
         response = http.post("/v1/chat/completions", json=chat)
         assert response.status_code == 400
         error = response.json()["error"]
-        assert error["type"] == "invalid_request"
+        assert error["type"] == "invalid_request_error"
+        assert error["param"] == "messages"
         assert "empty" in error["message"]
         assert http.get("/runs").json()["runs"] == []
 

@@ -50,17 +50,22 @@ class ResumeRequest(BaseModel):
 
 
 class QuestionTooLong(UserError):
-    """A question longer than the server takes."""
+    """A question longer than the server takes; `param`: the request field that held it."""
+
+    def __init__(self, message: str, *, param: str = "question") -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class InvalidEventId(UserError):
     """A `Last-Event-ID` (or `?after=`) that is no event of the run."""
 
 
-def check_question(question: str, limit: int) -> str:
+def check_question(question: str, limit: int, *, param: str = "question") -> str:
     if len(question) > limit:
         raise QuestionTooLong(
-            f"the question has {len(question)} characters; this server takes at most {limit}"
+            f"the question has {len(question)} characters; this server takes at most {limit}",
+            param=param,
         )
     return question
 

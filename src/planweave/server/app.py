@@ -29,7 +29,7 @@ from ..errors import (
 from ..redaction import add_secret, redact
 from ..runtime import Runtime
 from .api import InvalidEventId, QuestionTooLong, runs_router
-from .chat import UnknownModel, openai_router
+from .chat import InvalidParam, UnknownModel, openai_router
 from .page import PAGE_FILES, page_router
 from .security import (
     ASGIApp,
@@ -40,6 +40,7 @@ from .security import (
     Send,
     check_bind,
     error_body,
+    is_openai_path,
     send_error,
 )
 from .service import RunService
@@ -131,62 +132,93 @@ MAX_MESSAGE_CHARS = 2000
 
 
 def _errors(app: FastAPI) -> None:
-    """Every error as `{"error": {"message", "type", "code"}}`, with no secret, no file path
-    and no stack trace in it: a failure of the server itself is logged, and answered with a
-    500 that says only that."""
+    """Every error as `{"error": {"message", "type", "code"}}` (on the OpenAI routes in OpenAI's
+    shape, with `param`, and a request that cannot be taken is a 400, not a 422: see
+    `error_body`), with no secret, no file path and no stack trace in it: a failure of the
+    server itself is logged, and answered with a 500 that says only that."""
 
     def answer(
+        request: Request,
         status: int,
         message: str,
         kind: str,
         headers: dict[str, str] | None = None,
+        *,
+        param: str | None = None,
         **extra: object,
     ) -> JSONResponse:
         if len(message) > MAX_MESSAGE_CHARS:
             message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-        return JSONResponse(error_body(status, redact(message), kind, **extra), status, headers)
+        openai = is_openai_path(request.url.path)
+        if openai and status == 422:
+            status = 400
+        body = error_body(status, redact(message), kind, openai=openai, param=param, **extra)
+        return JSONResponse(body, status, headers)
 
     def failed(request: Request, exc: BaseException) -> JSONResponse:
         _log_failure(request.method, request.url.path, exc)
-        return answer(500, FAILED, "server_error")
+        return answer(request, 500, FAILED, "server_error")
 
     @app.exception_handler(PlanweaveError)
     async def planweave_error(request: Request, exc: PlanweaveError) -> JSONResponse:
+        param = getattr(exc, "param", None)
         match exc:
             case RunNotFound():
                 # The message names the journal's file: not for the client.
                 asked = exc.run_id if exc.run_id is not None else ""
                 shown = repr(asked if len(asked) <= 80 else asked[:80] + "…")
-                return answer(404, f"no run {shown}", "not_found")
+                return answer(request, 404, f"no run {shown}", "not_found")
             case UnknownModel():
-                return answer(404, str(exc), "model_not_found")
+                return answer(request, 404, str(exc), "model_not_found", param=param)
             case Overloaded():
                 after = str(math.ceil(exc.retry_after))
-                return answer(503, str(exc), "overloaded", {"retry-after": after})
+                return answer(request, 503, str(exc), "overloaded", {"retry-after": after})
             case DecisionNeeded():
-                return answer(409, str(exc), "decision_needed", tasks=exc.tasks)
+                return answer(request, 409, str(exc), "decision_needed", tasks=exc.tasks)
             case ResumeError():
-                return answer(409, str(exc), "conflict")
+                return answer(request, 409, str(exc), "conflict")
             case InvalidEventId():
-                return answer(400, str(exc), "invalid_event_id")
+                return answer(request, 400, str(exc), "invalid_event_id")
             case QuestionTooLong():
-                return answer(422, str(exc), "question_too_long")
+                return answer(request, 422, str(exc), "question_too_long", param=param)
             case InvalidApproval():
-                return answer(422, str(exc), "invalid_approval")
+                return answer(request, 422, str(exc), "invalid_approval")
+            case InvalidParam():
+                return answer(request, 400, str(exc), exc.code, param=param)
             case UserError():
-                return answer(400, str(exc), "invalid_request")
+                return answer(request, 400, str(exc), "invalid_request")
         return failed(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if not is_openai_path(request.url.path):
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors
+            )
+            return answer(request, 422, f"invalid request: {problems}", "invalid_request")
+        # OpenAI's way: the first field at fault named as the request writes it.
+        params = [_param(e.get("loc", ())) for e in errors]
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors()
+            f"{p or 'body'}: {e.get('msg')}" for p, e in zip(params, errors, strict=True)
         )
-        return answer(422, f"invalid request: {problems}", "invalid_request")
+        missing = bool(errors) and errors[0].get("type") == "missing"
+        kind = "missing_required_parameter" if missing else "invalid_value"
+        param = params[0] if params else None
+        return answer(request, 400, f"invalid request: {problems}", kind, param=param)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return answer(exc.status_code, str(exc.detail), "http_error")
+        return answer(request, exc.status_code, str(exc.detail), "http_error")
+
+
+def _param(loc: tuple[int | str, ...] | list[int | str]) -> str | None:
+    """A validation error's location as OpenAI names a parameter: `messages[0].role`."""
+    parts = list(loc)[1:] if loc and loc[0] == "body" else list(loc)
+    name = ""
+    for part in parts:
+        name += f"[{part}]" if isinstance(part, int) else f".{part}" if name else str(part)
+    return name or None
 
 
 class _Door:
@@ -212,7 +244,9 @@ class _Door:
             # The refusal's text, not the error: building one redacts its message, which costs
             # more than the rest of this answer.
             message, retry_after = admission.refusal()
-            await send_error(send, 503, message, "overloaded", {"retry-after": str(retry_after)})
+            await send_error(
+                scope, send, 503, message, "overloaded", {"retry-after": str(retry_after)}
+            )
             return
         await self.app(scope, receive, send)
 
@@ -242,7 +276,7 @@ class _Failures:
             _log_failure(scope["method"], scope["path"], exc)
             if started:  # too late for an answer: the connection ends
                 raise
-            await send_error(send, 500, FAILED, "server_error")
+            await send_error(scope, send, 500, FAILED, "server_error")
 
 
 def _log_failure(method: str, path: str, exc: BaseException) -> None:

@@ -2,11 +2,15 @@
 running a plan with the server's tools; `/v1/models` names the two ways it can.
 
 Standard clients (the `openai` SDKs, curl) work unchanged; planweave's own detail (the run's
-id, its tasks) rides in a `planweave` field they ignore.  A run that ends without an answer is
-an error (422 `run_failed`; in a stream, an `error` event), never an empty answer.  A client
-that hangs up before its answer cancels the run (which keeps what it found, for a resume).
-Its runs are admitted like the API's (503 with `Retry-After` when the server holds all it
-may); an empty question, or `n` other than 1, is refused (400) before any run starts.
+id, its tasks) rides in a `planweave` field they ignore.  Errors are in OpenAI's shape
+(`{"error": {"message", "type", "param", "code"}}`, see `security.error_body`).  A run that ends
+without an answer is an error (422, `server_error`/`run_failed`: a status SDKs do not retry,
+since each retry would be a new run; in a stream, an `error` event), never an empty answer.  A
+client that hangs up before its answer cancels the run (which keeps what it found, for a
+resume).  Its runs are admitted like the API's (503 with `Retry-After` when the server holds
+all it may).  Refused (400, naming the parameter) before any run starts: an empty question, a
+malformed field, and what a run cannot do (the client's `tools`, a `response_format`
+other than text, `logprobs`, `n` other than 1, audio), rather than ignored.
 """
 
 from __future__ import annotations
@@ -53,12 +57,29 @@ class ChatRequest(BaseModel):
     n: int | None = None
 
 
-class UnknownModel(UserError):
-    """A model this endpoint does not serve."""
+class InvalidParam(UserError):
+    """A request this endpoint cannot answer because of its parameter `param` (named as the
+    request writes it: `messages`, `tools`); `code` says how (OpenAI's error codes)."""
+
+    def __init__(self, message: str, *, param: str, code: str = "invalid_value") -> None:
+        super().__init__(message)
+        self.param = param
+        self.code = code
+
+
+class UnknownModel(InvalidParam):
+    """A model this endpoint does not serve (404)."""
+
+    def __init__(self, model: str) -> None:
+        shown = repr(model if len(model) <= 80 else model[:80] + "…")
+        served = ", ".join(MODELS)
+        super().__init__(
+            f"no model {shown}; this server has {served}", param="model", code="model_not_found"
+        )
 
 
 def _question(messages: list[ChatMessage]) -> str:
-    """The last user message's text; UserError (400) when there is none, or nothing in it."""
+    """The last user message's text; InvalidParam (400) when there is none, or nothing in it."""
     for message in reversed(messages):
         if message.role != "user":
             continue
@@ -67,36 +88,75 @@ def _question(messages: list[ChatMessage]) -> str:
         else:
             parts = message.content or []
             if any(part.get("type") != "text" for part in parts):
-                raise UserError("only text parts can be answered")
+                raise InvalidParam("only text parts can be answered", param="messages")
             question = "".join(str(part.get("text", "")) for part in parts)
         if not question.strip():
-            raise UserError("the last user message is empty: there is no question to answer")
+            raise InvalidParam(
+                "the last user message is empty: there is no question to answer", param="messages"
+            )
         return question
-    raise UserError("there is no user message to answer")
+    raise InvalidParam("there is no user message to answer", param="messages")
+
+
+# What a run cannot do, by parameter: the values that ask for nothing beyond one answer in
+# text, why others cannot be, and OpenAI's code for the refusal.  A parameter that asks for
+# more is refused by name, never ignored (the client would trust its answer to honour it).
+_THEIR_TOOLS = "planweave answers with its own tools; it cannot call the client's"
+_TEXT = "the answer is text"
+_NO_LOGPROBS = "an answer is made of several model calls; it has no log probabilities"
+_SUPPORTED: dict[str, tuple[tuple[Any, ...], str, str]] = {
+    "tools": ((None, []), _THEIR_TOOLS, "unsupported_parameter"),
+    "functions": ((None, []), _THEIR_TOOLS, "unsupported_parameter"),
+    "tool_choice": ((None, "none"), _THEIR_TOOLS, "unsupported_parameter"),
+    "function_call": ((None, "none"), _THEIR_TOOLS, "unsupported_parameter"),
+    "audio": ((None,), _TEXT, "unsupported_parameter"),
+    "modalities": ((None, ["text"]), _TEXT, "unsupported_value"),
+    "response_format": ((None, {"type": "text"}), _TEXT, "unsupported_value"),
+    "logprobs": ((None, False), _NO_LOGPROBS, "unsupported_value"),
+    "top_logprobs": ((None, 0), _NO_LOGPROBS, "unsupported_value"),
+    "n": ((None, 1), "this endpoint makes one choice per request (n=1)", "unsupported_value"),
+}
+
+
+def _check_supported(body: ChatRequest) -> None:
+    """InvalidParam (400) naming the first parameter that asks for what a run cannot do."""
+    given = body.model_dump(include={"n"}) | (body.model_extra or {})
+    for name, (fine, why, code) in _SUPPORTED.items():
+        value = given.get(name)
+        # By type too: `0 == False`, and `n: true` is no `n: 1`.
+        if any(value == f and type(value) is type(f) for f in fine):
+            continue
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
+        raise InvalidParam(f"{name}={shown} is not supported: {why}", param=name, code=code)
 
 
 def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     journal = service.journal
     router = APIRouter(prefix="/v1")
 
+    # The models are as old as the server: the list and each model agree.
+    created = int(time.time())
+
+    def model(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": created, "owned_by": "planweave"}
+
     @router.get("/models")
     async def models() -> dict[str, Any]:
-        created = int(time.time())
-        return {
-            "object": "list",
-            "data": [
-                {"id": name, "object": "model", "created": created, "owned_by": "planweave"}
-                for name in MODELS
-            ],
-        }
+        return {"object": "list", "data": [model(name) for name in MODELS]}
+
+    @router.get("/models/{name:path}")
+    async def one_model(name: str) -> dict[str, Any]:
+        if name not in MODELS:
+            raise UnknownModel(name)
+        return model(name)
 
     @router.post("/chat/completions", response_model=None)
     async def chat(body: ChatRequest, request: Request) -> JSONResponse | StreamingResponse:
         if body.model not in MODELS:
-            raise UnknownModel(f"no model {body.model!r}; this server has {', '.join(MODELS)}")
-        if body.n is not None and body.n != 1:
-            raise UserError(f"n={body.n}: this endpoint makes one choice per request (n=1)")
-        question = check_question(_question(body.messages), max_question_chars)
+            raise UnknownModel(body.model)
+        _check_supported(body)
+        question = check_question(_question(body.messages), max_question_chars, param="messages")
         run_id = await service.start(question, MODELS[body.model])
         shape = _Shape(run_id, body.model)
         if body.stream:
@@ -224,6 +284,7 @@ def _failed(run: dict[str, Any]) -> dict[str, Any]:
         422,
         f"the run ended without an answer ({run['status']}): {message or 'no reason recorded'}",
         "run_failed",
+        openai=True,
         planweave=_detail(run) | {"error": error, "partial": run.get("partial")},
     )
 

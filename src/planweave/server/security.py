@@ -31,6 +31,7 @@ __all__ = [
     "check_bind",
     "error_body",
     "is_loopback",
+    "is_openai_path",
     "send_error",
 ]
 
@@ -72,9 +73,34 @@ def check_bind(host: str, token: str | None) -> None:
     add_secret(token)
 
 
-def error_body(status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
-    """Every error the server answers, in the shape OpenAI's clients read."""
-    return {"error": {"message": message, "type": kind, "code": status, **extra}}
+def is_openai_path(path: str) -> bool:
+    """Whether `path` is one of the OpenAI-compatible routes (`/v1/...`), whose errors are in
+    OpenAI's shape."""
+    return path == "/v1" or path.startswith("/v1/")
+
+
+# The class of error OpenAI's clients see, where the HTTP status does not say it.
+_OPENAI_TYPES = {"run_failed": "server_error"}
+
+
+def error_body(
+    status: int,
+    message: str,
+    kind: str,
+    *,
+    openai: bool = False,
+    param: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Every error the server answers, `kind` its name.  Its API's shape: `{"error":
+    {"message", "type": kind, "code": status}}`.  On the OpenAI routes (`openai`), OpenAI's:
+    `type` the class (`invalid_request_error` for a 4xx, `server_error` for what the server
+    could not do), `code` the name, `param` the request field at fault or null."""
+    if not openai:
+        return {"error": {"message": message, "type": kind, "code": status, **extra}}
+    default = "server_error" if status >= 500 else "invalid_request_error"
+    kind_of = _OPENAI_TYPES.get(kind, default)
+    return {"error": {"message": message, "type": kind_of, "param": param, "code": kind, **extra}}
 
 
 class Guard:
@@ -100,6 +126,7 @@ class Guard:
         size = sum(len(k) + len(v) for k, v in scope["headers"])
         if size > MAX_HEADER_BYTES:
             await send_error(
+                scope,
                 send,
                 431,
                 f"the request's headers have {size} bytes; this server takes at most "
@@ -111,7 +138,7 @@ class Guard:
         public = scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
         refusal = self._refusal(headers, token=not public)
         if refusal is not None:
-            await send_error(send, *refusal)
+            await send_error(scope, send, *refusal)
             return
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
@@ -121,6 +148,7 @@ class Guard:
             return
         if body is None:
             await send_error(
+                scope,
                 send,
                 413,
                 f"the request body is larger than {self.max_body_bytes} bytes",
@@ -129,7 +157,7 @@ class Guard:
             return
         problem = _body_problem(headers, body)
         if problem is not None:
-            await send_error(send, *problem)
+            await send_error(scope, send, *problem)
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -230,10 +258,16 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def send_error(
-    send: Send, status: int, message: str, kind: str, headers: dict[str, str] | None = None
+    scope: Scope,
+    send: Send,
+    status: int,
+    message: str,
+    kind: str,
+    headers: dict[str, str] | None = None,
 ) -> None:
-    """Answer with an error (the server's shape) straight from ASGI."""
-    payload = json.dumps(error_body(status, message, kind)).encode()
+    """Answer the request of `scope` with an error (in its route's shape) straight from ASGI."""
+    body = error_body(status, message, kind, openai=is_openai_path(scope["path"]))
+    payload = json.dumps(body).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
