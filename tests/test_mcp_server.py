@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from cli_process import TESTS, run_cli
 from demo_tools import TOOLS
-from planweave import Budget, Runtime, Script, ScriptedLLM, ScriptedServer
-from planweave.mcp_server import create_server
+from planweave import Budget, Runtime, Script, ScriptedLLM, ScriptedServer, Tool, tool
+from planweave.mcp_server import MAX_TOOL_LINE, MAX_TOOL_LINES, ask_description, create_server
 
 PLAN = '1. population("France")\n2. population("Belgium")\n3. join()\n<END_OF_PLAN>'
 QUESTION = "Which has more people, France or Belgium?"
@@ -38,9 +38,19 @@ def environment() -> dict[str, str]:
     return env
 
 
-async def ask_and_read(client: Client) -> tuple[dict[str, object], dict[str, object]]:
-    """Ask the question; give the tool's structured answer and the run's resource."""
-    reply = await client.call_tool("ask", {"question": QUESTION})
+async def ask_and_read(
+    client: Client, progress: list[tuple[float, float | None]] | None = None
+) -> tuple[dict[str, object], dict[str, object]]:
+    """Ask the question; give the tool's structured answer and the run's resource.
+    `progress`: where the progress notifications go, (progress, total) each."""
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        assert progress is not None
+        progress.append((done, total))
+
+    reply = await client.call_tool(
+        "ask", {"question": QUESTION}, progress_callback=None if progress is None else heard
+    )
     assert not reply.is_error, reply.content
     answer = reply.structured_content
     assert answer is not None
@@ -78,6 +88,92 @@ def test_ask_answers_with_the_run_id_and_the_runs_are_resources(tmp_path: Path) 
     anyio.run(main)
 
 
+@tool(side_effects=True)
+def send_note(text: str) -> str:
+    """Sends a note to the team.  It goes to everyone on the list.
+
+    Args:
+        text: what the note says
+    """
+    return text
+
+
+def test_ask_s_description_says_which_tools_stand_behind_it(tmp_path: Path) -> None:
+    runtime = Runtime([*TOOLS, send_note], ScriptedLLM([]), journal=tmp_path / "runs.db")
+
+    async def main() -> str:
+        async with Client(create_server(runtime)) as client:
+            (ask,) = (await client.list_tools()).tools
+            assert ask.input_schema["properties"]["question"]["description"]
+            return ask.description or ""
+
+    description = anyio.run(main)
+    assert not any(line.startswith(" ") for line in description.splitlines())  # dedented
+    assert "\n\nIts tools:\n" in description
+    assert "- population: The population of a country.\n" in description
+    assert "- divide: a divided by b.\n" in description
+    # One sentence a tool, and what waits for the operator says so.
+    assert "- send_note: Sends a note to the team. (waits for the operator's approval)" in (
+        description
+    )
+    assert "everyone" not in description
+    listed = [line.split(":")[0][2:] for line in description.splitlines() if line.startswith("- ")]
+    assert listed == list(runtime.tools)
+
+
+def test_ask_s_description_of_many_tools_is_bounded(tmp_path: Path) -> None:
+    many = {
+        f"tool_{n:03}": Tool.from_schema(
+            f"tool_{n:03}", "Looks things up " * 40, {"type": "object"}, lambda: None
+        )
+        for n in range(300)
+    }
+    description = ask_description(many)
+    tools = description.partition("Its tools:\n")[2]
+    lines = tools.splitlines()
+    assert all(len(line) <= MAX_TOOL_LINE for line in lines[:-1])
+    assert len(tools) < MAX_TOOL_LINES + 5 * MAX_TOOL_LINE
+    shown = len(lines) - 1
+    assert 10 < shown < 300
+    assert lines[-1].startswith(f"- and {300 - shown} more: tool_{shown:03}, ")
+    assert ask_description({}).endswith("timing and result).")  # no tools, no list
+
+
+def test_ask_reports_progress_while_the_run_goes(tmp_path: Path) -> None:
+    plan = (
+        '1. population("France")\n2. population("Belgium")\n3. divide($1, $2)\n'
+        "4. join()\n<END_OF_PLAN>"
+    )
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(about 5.8 times)"])
+    runtime = Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    heard: list[tuple[float, float | None, str | None, str]] = []
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        (run,) = runtime.journal.runs()  # type: ignore[union-attr]
+        heard.append((progress, total, message, run["status"]))
+
+    async def main() -> dict[str, object]:
+        async with Client(create_server(runtime)) as client:
+            reply = await client.call_tool(
+                "ask", {"question": QUESTION}, progress_callback=progressed
+            )
+            assert not reply.is_error, reply.content
+            assert reply.structured_content is not None
+            return reply.structured_content
+
+    answer = anyio.run(main)
+    assert answer["answer"] == "about 5.8 times"
+    # One notification a task, while the run went; the count only grows, and ends at the total.
+    # (The total is what was planned by then: the plan streams in as tasks run.)
+    assert [progress for progress, *_ in heard] == [1, 2, 3]
+    totals = [total for _, total, *_ in heard]
+    assert totals == sorted(totals)
+    assert all(t is not None and p <= t for p, t, *_ in heard)
+    assert totals[-1] == 3
+    assert {status for *_, status in heard} == {"running"}
+    assert heard[-1][2] == "3/3 tasks done; task 3 (divide) finished"
+
+
 def test_a_run_without_an_answer_is_a_tool_error_naming_the_run(tmp_path: Path) -> None:
     runtime = Runtime(
         TOOLS, ScriptedLLM(script()), journal=tmp_path / "runs.db", budget=Budget(llm_calls=1)
@@ -106,13 +202,17 @@ def test_planweave_mcp_over_stdio(tmp_path: Path) -> None:
         args = ["-m", "planweave", "mcp", "--tools", "demo_tools:TOOLS", "--db", str(db)]
         args += ["--base-url", llm.base_url, "--model", "m"]
         params = StdioServerParameters(command=sys.executable, args=args, env=environment())
+        progress: list[tuple[float, float | None]] = []
 
         async def main() -> tuple[dict[str, object], dict[str, object]]:
             async with Client(params) as client:
-                return await ask_and_read(client)
+                return await ask_and_read(client, progress)
 
         answer, run = anyio.run(main)
     assert answer["answer"] == "France"
+    # Notifications on the wire, one a task (the total: what was planned by then).
+    assert [done for done, _ in progress] == [1, 2]
+    assert progress[-1] == (2, 2)
     shown = run_cli("runs", "show", str(answer["run_id"]), "--json", "--db", str(db))
     assert json.loads(shown.stdout) == run
     assert run["settings"]["tools"] == ["demo_tools:TOOLS"]  # type: ignore[index]

@@ -4,6 +4,10 @@ the official SDK's `MCPServer`; over stdio, or streamable HTTP behind the HTTP s
 (token, loopback only without one, no cross-origin, bounded bodies).  Needs the `mcp` extra
 (and `server` for HTTP).
 
+`ask`'s description lists the tools behind it, so that a client's model can tell which
+questions it answers; while a run goes, a client that asks for progress (a progress token) gets
+a notification each time a task ends: tasks done of tasks planned so far.
+
 Whoever may call `ask` is trusted to ask questions, not to act: unless the operator opts in
 (`allow_side_effects`, `--allow-side-effects`), a run that would call a tool with side effects
 pauses before those calls for the operator's approval (`planweave runs approve ID`), and `ask`
@@ -12,25 +16,41 @@ says so instead of answering."""
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Annotated, Any, cast
+
+import anyio
 
 try:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     from mcp.types import ToolAnnotations
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError("`planweave mcp` needs its extra: pip install 'planweave[mcp]'") from exc
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .approval import ApproveMode
 from .errors import PlanweaveError, UserError
+from .events import Event, TaskEnded, TaskFailed, TaskPlanned
 from .redaction import redact
 from .runtime import Runtime
+from .tools import Tool
 
-__all__ = ["RUNS_URI", "Answer", "create_server", "serve_http", "serve_stdio"]
+__all__ = ["RUNS_URI", "Answer", "ask_description", "create_server", "serve_http", "serve_stdio"]
 
 RUNS_URI = "planweave://runs"
 MAX_RUNS = 100
+# The longest line `ask`'s description gives one tool, and all of them together (past that,
+# the rest by name only); a client sends the description to its model with every request.
+MAX_TOOL_LINE = 120
+MAX_TOOL_LINES = 2000
+ASK = (
+    "Answer a question with planweave: it plans the calls of its tools that the question "
+    "needs, runs them in parallel and joins their results into one answer. Ask the whole "
+    "question at once, in plain words (it splits it itself); use it for questions its tools "
+    "can answer. Returns the answer and the run's id (the resource planweave://runs/ID has "
+    "every call, its timing and result)."
+)
 
 
 class Answer(BaseModel):
@@ -68,6 +88,7 @@ def create_server(
     from . import __version__
 
     tools = ", ".join(sorted(runtime.tools))
+    waits = frozenset() if allow_side_effects else frozenset(acting)
     server: MCPServer = MCPServer(
         "planweave",
         version=__version__,
@@ -77,14 +98,25 @@ def create_server(
         ),
     )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
-    async def ask(question: str) -> Answer:
-        """Answer a question: plan the tool calls it needs, run them in parallel, join their
-        results.  Returns the answer and the run's id (the resource planweave://runs/ID has
-        every call, its timing and result)."""
+    @server.tool(
+        description=ask_description(runtime.tools, waits),
+        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
+    )
+    async def ask(
+        question: Annotated[str, Field(description="The question, in plain words.")],
+        ctx: Context,
+    ) -> Answer:
         if len(question) > max_question_chars:
             raise ToolError(f"the question is longer than {max_question_chars} characters")
-        result = await runtime.arun(question, check=False, approve=approve)
+        progress = _Progress()
+        async with anyio.create_task_group() as group:
+            group.start_soon(progress.report, ctx)
+            try:
+                result = await runtime.arun(
+                    question, check=False, approve=approve, subscribers=[progress.heard]
+                )
+            finally:
+                progress.close()
         if result.status == "awaiting_approval":
             calls = ", ".join(str(task.get("call") or task.get("tool")) for task in result.waiting)
             raise ToolError(
@@ -131,6 +163,72 @@ def create_server(
             raise ResourceError(str(exc)) from exc
 
     return server
+
+
+def ask_description(tools: Mapping[str, Tool], waits: frozenset[str] = frozenset()) -> str:
+    """`ask`'s description: what it does, then the tools behind it, a line each (name and the
+    first sentence of its description, at most MAX_TOOL_LINE characters; `waits`: those whose
+    calls wait for the operator's approval), at most MAX_TOOL_LINES characters of them; the
+    rest by name."""
+    lines: list[str] = []
+    size = 0
+    names = list(tools)
+    for n, name in enumerate(names):
+        what = _first_sentence(tools[name].description)
+        line = f"- {name}: {what}" if what else f"- {name}"
+        mark = " (waits for the operator's approval)" if name in waits else ""
+        if len(line) + len(mark) > MAX_TOOL_LINE:
+            line = line[: MAX_TOOL_LINE - len(mark) - 1] + "…"
+        line += mark
+        if size + len(line) > MAX_TOOL_LINES:
+            rest = names[n:]
+            listed = ", ".join(rest)
+            if len(listed) > MAX_TOOL_LINE * 4:
+                listed = listed[: MAX_TOOL_LINE * 4 - 1] + "…"
+            lines.append(f"- and {len(rest)} more: {listed}")
+            break
+        lines.append(line)
+        size += len(line) + 1
+    return f"{ASK}\n\nIts tools:\n" + "\n".join(lines) if lines else ASK
+
+
+def _first_sentence(text: str) -> str:
+    """A description's first sentence (or paragraph), on one line."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
+class _Progress:
+    """A run's progress as MCP progress notifications: tasks ended (done, failed, skipped) of
+    tasks planned so far (the total grows while the plan streams in, and on a replan).  Heard
+    from the run's events; `report` sends a notification each time the count grows (the
+    progress of one request may only grow) until `close`."""
+
+    def __init__(self) -> None:
+        self.planned = 0
+        self.ended = 0
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[int, int, str]](
+            max_buffer_size=float("inf")
+        )
+
+    def heard(self, event: Event) -> None:
+        if isinstance(event, TaskPlanned):
+            self.planned += 1
+        elif isinstance(event, TaskEnded) and event.item is None:  # not a fan-out's element
+            self.ended += 1
+            how = "failed" if isinstance(event, TaskFailed) else event.kind.removeprefix("task_")
+            message = f"{self.ended}/{self.planned} tasks done; task {event.task_id} "
+            message += f"({event.tool}) {how}"
+            self._send.send_nowait((self.ended, max(self.planned, self.ended), message))
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def report(self, ctx: Context) -> None:
+        async with self._receive:
+            async for done, total, message in self._receive:
+                await ctx.report_progress(done, total, message)
 
 
 def serve_stdio(
