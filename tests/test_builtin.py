@@ -717,6 +717,20 @@ def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
     below = rank.invoke({"names": names, "values": values, "below": 206655, "order": "smallest"})
     assert (below["below"], below["count_below"]) == ([], 0)  # strictly below
     assert "above" not in below
+    assert "between" not in above
+    assert "between" not in below
+
+
+def test_rank_with_both_bounds_lists_and_counts_the_names_between_them() -> None:
+    # "How many of these have between 20 and 80 million inhabitants": a count, not a sum.
+    names = ["Cuba", "Morocco", "Bangladesh", "Uruguay", "Ecuador"]
+    values = [11_089_511, 33_465_000, 169_828_911, 3_444_263, 17_735_000]
+    ranked = rank.invoke({"names": names, "values": values, "above": 2e7, "below": 8e7})
+    assert (ranked["between"], ranked["count_between"]) == (["Morocco"], 1)
+    assert ranked["count_above"] == 2
+    assert ranked["count_below"] == 4
+    empty = rank.invoke({"names": names, "values": values, "above": 8e7, "below": 2e7})
+    assert (empty["between"], empty["count_between"]) == ([], 0)  # bounds the wrong way round
 
 
 @pytest.mark.parametrize(

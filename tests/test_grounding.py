@@ -640,3 +640,65 @@ def test_a_count_of_equal_results_or_of_the_question_s_names_is_grounded() -> No
         TaskRecord(task=Task(id=9, tool="t"), status=TaskStatus.DONE, result=["EUR"]),
     ]
     assert ungrounded("In 2 of them.", question, mixed) == ["2"]
+
+
+_AMONG = (
+    "Count the countries with between 20 and 80 million inhabitants among Morocco, Bangladesh, "
+    "Cuba, the Czech Republic and Uruguay."
+)
+
+
+def test_an_answer_to_how_many_of_the_listed_names_must_give_a_count_of_them() -> None:
+    from planweave.grounding import overcounted
+
+    # The 1.5B plan summed the five populations and answered the sum as the count (fresh4).
+    summed = "Morocco, Bangladesh, Cuba, Czech Republic, Uruguay: 216,086,853 countries."
+    assert overcounted(summed, _AMONG) == 5
+    assert overcounted("Only Morocco (33,465,000 people) is between them.", _AMONG) is None
+    assert overcounted("1 of them: Morocco, with 33,465,000 people.", _AMONG) is None
+    assert overcounted("None of them.", _AMONG) is None  # no number: nothing to hold
+    assert overcounted("Between 20 and 80 million: Morocco.", _AMONG) is None  # the question's
+    in_how_many = "In how many of Porto, Sydney and Lyon is the euro the currency?"
+    assert overcounted("In 7 of them.", in_how_many) == 3
+    assert overcounted("In 2 of them.", in_how_many) is None
+    # A question that lists names but counts something else is not held to it.
+    people = "How many people live in Lyon and Nice together?"
+    assert overcounted("1,861,000 people.", people) is None
+    capitals = "How many people live in the capitals of Austria and South Korea together?"
+    assert overcounted("11,600,000 people.", capitals) is None
+
+
+def test_a_sum_answered_for_a_count_is_withdrawn_then_the_joiner_asked_for_the_count() -> None:
+    from planweave.builtin import BUILTIN
+
+    plan = "\n".join(
+        [
+            *(
+                f'{i}. country_info("{c}", field="population")'
+                for i, c in enumerate(["Morocco", "Bangladesh", "Cuba"], 1)
+            ),
+            '4. calculator("${1} + ${2} + ${3}")',
+            "5. join()",
+            "<END_OF_PLAN>",
+        ]
+    )
+    question = "Count the countries with over 20 million people among Morocco, Bangladesh and Cuba."
+    total = sum(
+        BUILTIN["country_info"].invoke({"name": c, "field": "population"})
+        for c in ["Morocco", "Bangladesh", "Cuba"]
+    )
+    summed = finish(f"{total:,} countries.")
+    counted = finish("2 of them: Morocco and Bangladesh.")
+    script = Script.by_purpose(planner=[plan], joiner=[summed, counted])
+    result = Runtime(BUILTIN, ScriptedLLM(script), grounding=True).run(question)
+    assert result.answer == "2 of them: Morocco and Bangladesh."
+    (withdrawn,) = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert withdrawn.numbers == []  # the sum is a result: grounded, yet no count
+    assert withdrawn.misnamed is not None
+    assert "no count of the 3 names" in withdrawn.misnamed
+    assert "say how many of them" in script.requests[-1][-1].content
+    # Twice: the fallback does not keep the sum as if it were the count.
+    twice = Script.by_purpose(planner=[plan], joiner=[summed, summed])
+    answer = Runtime(BUILTIN, ScriptedLLM(twice), grounding=True).run(question).answer or ""
+    assert answer.startswith("I could not give an answer supported by the results: it gives no")
+    assert "countries." not in answer.split("What was found")[0]

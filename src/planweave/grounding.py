@@ -429,10 +429,17 @@ def grounding_note(
     wrong: Misnamed | None = None,
     names: Sequence[str] = (),
     opposite: Contradicted | None = None,
+    among: int | None = None,
 ) -> str:
     """What the joiner (or a ReAct step) is told when its answer stated numbers or `names`
-    from nowhere, (`wrong`) named another than a ranking's answer, or (`opposite`) said yes
-    where a comparison's result says no."""
+    from nowhere, (`wrong`) named another than a ranking's answer, (`opposite`) said yes
+    where a comparison's result says no, or (`among`) gave no count of the names the
+    question counts among."""
+    if among is not None and not missing and not names and wrong is None and opposite is None:
+        return (
+            f"Your answer ({answer[:300]!r}) {_uncounted(among)}. Answer again: say how many "
+            f"of them the results show, and which."
+        )
     if opposite is not None:
         told = (
             f"Your answer ({answer[:300]!r}) {opposite.text()}. Answer again: the comparison's "
@@ -494,6 +501,7 @@ def fallback_answer(
     leader: tuple[int, str] | None = None,
     names: Sequence[str] = (),
     opposite: Contradicted | None = None,
+    among: int | None = None,
 ) -> str:
     """The run's answer when the joiner twice stated numbers from nowhere: its last answer with
     those numbers taken out (its names and words may still answer the question), then what was
@@ -522,6 +530,9 @@ def fallback_answer(
             f"{wrong.task_id}); the answer given named {wrong.named} instead, so it was withdrawn."
         ]
         answer = None
+    elif among is not None and not missing and not names:
+        parts = [f"{_UNSUPPORTED}: {_uncounted(among)}, so it was withdrawn."]
+        answer = None  # its number counts something else: it is not kept
     else:
         counted = [
             f"{n} {word}{'s' if n > 1 else ''}"
@@ -579,10 +590,17 @@ class Findings:
     leader: tuple[int, str] | None = None  # a ranking's answer to the question, if any
     names: list[str] = field(default_factory=list)
     opposite: Contradicted | None = None
+    among: int | None = None  # the question counts among this many names; no count was given
 
     @property
     def ok(self) -> bool:
-        return not self.numbers and not self.names and self.wrong is None and self.opposite is None
+        return (
+            not self.numbers
+            and not self.names
+            and self.wrong is None
+            and self.opposite is None
+            and self.among is None
+        )
 
     def withdrawn(self, *, retry: bool) -> AnswerUngrounded:
         return AnswerUngrounded(
@@ -594,6 +612,8 @@ class Findings:
                 if self.opposite is not None
                 else self.wrong.text()
                 if self.wrong is not None
+                else _uncounted(self.among)
+                if self.among is not None
                 else None
             ),
             names=self.names,
@@ -607,6 +627,7 @@ class Findings:
             wrong=self.wrong,
             names=self.names,
             opposite=self.opposite,
+            among=self.among,
         )
 
     def fallback(self, records: Iterable[TaskRecord]) -> str:
@@ -618,12 +639,21 @@ class Findings:
             leader=self.leader,
             names=self.names,
             opposite=self.opposite,
+            among=self.among,
         )
+
+
+def _uncounted(among: int) -> str:
+    return (
+        f"it gives no count of the {among} names the question counts among (a count of them "
+        f"is at most {among})"
+    )
 
 
 def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings:
     """The checks of `answer`: numbers (`ungrounded`), names (`unnamed`), a ranking's name
-    (`misnamed`) and a yes/no a comparison decided (`contradicted`)."""
+    (`misnamed`), a yes/no a comparison decided (`contradicted`) and a count among the
+    question's names (`overcounted`)."""
     records = list(records)
     missing = ungrounded(answer, question, records)
     names = unnamed(stated(answer), question, records)
@@ -633,7 +663,8 @@ def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings
     wrong = misnamed(answer, question, records)
     leader = ranked(question, records) if missing or names or wrong else None
     opposite = contradicted(answer, question, records)
-    return Findings(answer, missing, wrong, leader, names, opposite)
+    among = overcounted(answer, question)
+    return Findings(answer, missing, wrong, leader, names, opposite, among)
 
 
 # Names: capitalized words (a run of them is one name: "New Delhi") and codes ("EUR").  Words
@@ -687,7 +718,7 @@ def unnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> list[s
 _HELD_MAX_ITEMS = 200
 # An enumeration in a question: two or more names joined by commas, "and" or "or" ("Malta,
 # Hungary, Ukraine and Bulgaria").
-_ENUM_NAME = r"[A-Z][\w'’.-]*(?: (?:(?:of|de|la|and the) )?[A-Z][\w'’.-]*)*"
+_ENUM_NAME = r"(?:the )?[A-Z][\w'’.-]*(?: (?:(?:of|de|la|and the) )?[A-Z][\w'’.-]*)*"
 _ENUMERATION = re.compile(
     rf"{_ENUM_NAME}(?:\s*,\s*{_ENUM_NAME})*(?:,?\s+(?:and|or)\s+{_ENUM_NAME})"
     rf"|{_ENUM_NAME}(?:\s*,\s*{_ENUM_NAME})+"
@@ -711,11 +742,49 @@ def held_names(question: str, records: Iterable[TaskRecord]) -> list[str]:
     return notes
 
 
+# A question that counts among names it lists: "in how many of Porto, Sydney and Lyon ...",
+# "count the countries ... among Cuba, Chile and Peru" (not "how many people live in Lyon and
+# Nice", which lists names but counts people).
+_COUNTS_AMONG = re.compile(
+    r"\bhow\s+many\s+of\b|\b(?:how\s+many|count|number\s+of)\b.*\bamong\b"
+    r"|\bamong\b.*\b(?:how\s+many|count)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_COUNT_WORDS = re.compile(
+    r"\b(?:none|no|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|all"
+    r"|both|neither|only)\b",
+    re.IGNORECASE,
+)
+
+
+def overcounted(answer: str, question: str) -> int | None:
+    """How many names the question counts among ("how many of Porto, Sydney and Lyon ...")
+    where the answer states numbers but none that could be such a count: every whole number it
+    states that the question does not is above it ("216,086,853 countries": a sum answered for
+    a count), and it has no count in words.  None when the question does not count among listed
+    names, or the answer may hold a count."""
+    if not _COUNTS_AMONG.search(question):
+        return None
+    lists = _enumerations(question)
+    if not lists:
+        return None
+    most = max(len(m) for m in lists)
+    said = stated(answer)
+    asked = {n.value for n in numbers(question)}
+    own = [n for n in numbers(said) if n.value not in asked and not n.percent]
+    if not own or _COUNT_WORDS.search(said):
+        return None
+    if any(n.value.is_integer() and n.value <= most for n in own):
+        return None
+    return most
+
+
 def _enumerations(question: str) -> list[list[str]]:
     """The question's lists of names, each as its names."""
     found = []
     for match in _ENUMERATION.finditer(question):
-        members = [m for m in _ENUM_SPLIT.split(match.group(0)) if m]
+        # "the Czech Republic" is listed as the data names it: "Czech Republic".
+        members = [m.removeprefix("the ") for m in _ENUM_SPLIT.split(match.group(0)) if m]
         if len(members) >= 2:
             found.append(members)
     return found

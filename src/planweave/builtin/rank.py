@@ -47,8 +47,8 @@ def rank(
     below: float | None = None,
 ) -> dict[str, Any]:
     """Which of several named values is largest or smallest: rank(["Lyon", "Bergen"], [$1,
-    $2]) gives {"largest": "Bergen", ...}; above=$3 (or below=) adds the names above it and
-    their count.
+    $2]) gives {"largest": "Bergen", ...}; above=$3 (or below=, or both) adds the names above
+    it and their count.
 
     Args:
         names: the names of the things compared, such as countries or cities
@@ -56,7 +56,8 @@ def rank(
             numbers, or texts such as dates, ranked alphabetically
         order: "largest" to put the largest first, "smallest" for the smallest first
         above: a number: list the names whose value is greater, and count them
-        below: a number: list the names whose value is smaller, and count them
+        below: a number: list the names whose value is smaller, and count them; with
+            above=, also those between the two ("between", "count_between")
     """
     if len(names) != len(values):
         raise ToolFailed(
@@ -89,4 +90,9 @@ def rank(
             raise ToolFailed(f"{key}= compares numbers; these values are texts")
         result[key] = [n for n, v in ordered if sign * (float(v) - limit) > 0]
         result[f"count_{key}"] = len(result[key])
+    if above is not None and below is not None:
+        # "How many have between 20 and 80 million people": both bounds, the names inside.
+        inside = set(result["above"]) & set(result["below"])
+        result["between"] = [n for n, _ in ordered if n in inside]
+        result["count_between"] = len(result["between"])
     return result
