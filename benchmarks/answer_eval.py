@@ -307,6 +307,8 @@ def run_config(
                 "withdrawn": sum(isinstance(e, AnswerUngrounded) for e in events),
                 "ungrounded": ungrounded(stated(answer or ""), q.text, records),
                 "unnamed": unnamed(stated(answer or ""), q.text, records),
+                # What the run did, for reading failures by class: each task's call and result.
+                "tasks": [f"{r.task.call_text()} -> {r.observation(200)}" for r in records],
             }
         )
         row = rows[-1]
