@@ -22,8 +22,9 @@ categories, split *by template* into a tune half and a held-out half (`--part`),
 for yes/no, counts and lists too; its JSON adds accuracy per category and per template.
 `--suite shapes --part fresh` runs its third part, templates written after the prompts were
 frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by another hand
-(benchmarks/shapes/fresh2.py), `--part fresh3` a third (benchmarks/shapes/fresh3.py) and
-`--part fresh4` a fourth (benchmarks/shapes/fresh4.py);
+(benchmarks/shapes/fresh2.py), `--part fresh3` a third (benchmarks/shapes/fresh3.py),
+`--part fresh4` a fourth (benchmarks/shapes/fresh4.py) and `--part fresh5` a fifth
+(benchmarks/shapes/fresh5.py);
 `--part all` is still the two halves without any of them.
 """
 
@@ -366,7 +367,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "all"):
+        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"):
             s = summary(r, part)
             if s is None:
                 continue
@@ -444,9 +445,9 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument(
         "--part",
-        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "all"],
+        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"],
         default="tune",
-        help="all: tune and heldout; fresh to fresh4 (shapes suite only): the batches "
+        help="all: tune and heldout; fresh to fresh5 (shapes suite only): the batches "
         "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
@@ -470,7 +471,7 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    fresh = ("fresh", "fresh2", "fresh3", "fresh4")
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")
     if args.part in fresh and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:

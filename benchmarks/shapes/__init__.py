@@ -16,13 +16,16 @@ had read neither the prompts nor the worked examples, on shapes none of the othe
 A fifth, `fresh3.py` (`--part fresh3`), is a third such batch (2026-12-03), again by a hand that
 had read neither, on shapes none of the four others (nor the names suite) has.  A sixth,
 `fresh4.py` (`--part fresh4`), is a fourth such batch (2026-12-03), by yet another hand that
-had read neither, on shapes none of the five others (nor the names suite) has.
+had read neither, on shapes none of the five others (nor the names suite) has.  A seventh,
+`fresh5.py` (`--part fresh5`), is a fifth such batch (2026-12-03), by another hand again that
+had read neither, on shapes none of the six others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh2 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh3 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh4 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh5 --per-template 2
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, heldout, tune
+from . import fresh, fresh2, fresh3, fresh4, fresh5, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -41,21 +44,23 @@ __all__ = [
     "FRESH2",
     "FRESH3",
     "FRESH4",
+    "FRESH5",
     "PARTS",
     "ShapeQuestion",
     "questions",
     "templates",
 ]
 
-Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "all"]
+Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
-# The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3` and
-# `fresh4` draw them.
+# The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
+# `fresh4` and `fresh5` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
 FRESH4: list[Template] = fresh4.TEMPLATES
+FRESH5: list[Template] = fresh5.TEMPLATES
 
 
 @dataclass
@@ -65,7 +70,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", "fresh", "fresh2", "fresh3" or "fresh4"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh5"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -81,6 +86,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh3", FRESH3)]
     if part == "fresh4":
         return [("fresh4", FRESH4)]
+    if part == "fresh5":
+        return [("fresh5", FRESH5)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
