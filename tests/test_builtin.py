@@ -27,7 +27,8 @@ from planweave.builtin import (
     current_datetime,
     rank,
 )
-from planweave.builtin.countries import COUNTRY_FIELDS, LANGUAGE_NAMES
+from planweave.builtin._currencies import CURRENCY_NAMES
+from planweave.builtin.countries import COUNTRY_FIELDS, LANGUAGE_NAMES, _countries
 from planweave.tools import Tool, load_tools
 
 countryinfo = pytest.importorskip("countryinfo")
@@ -48,6 +49,7 @@ def _country_expected(name: str) -> dict[str, Any]:
         "region": c.region(),
         "subregion": c.subregion(),
         "currencies": c.currencies(),
+        "currency_names": [CURRENCY_NAMES[code] for code in c.currencies()],
         "languages": [LANGUAGE_NAMES.get(code, code) for code in c.languages()],
         "neighbours": sorted(_country_name(code) for code in c.borders()),
     }
@@ -65,6 +67,19 @@ def test_country_info_matches_the_data(name: str) -> None:
     assert result == _country_expected(name)
     assert set(result) == set(COUNTRY_FIELDS)
     json.dumps(result)
+
+
+def test_every_currency_the_data_uses_has_its_english_name() -> None:
+    # A currency named in words ("Egyptian pound") is an answer the results must give: the
+    # grounding check withdrew a right answer whose result had only "EGP" (fresh4).
+    records = _countries().records.values()
+    codes = {code for rec in records for code in rec.get("currencies") or []}
+    assert codes <= set(CURRENCY_NAMES)
+    assert country_info("Egypt", "currency_names") == ["Egyptian pound"]
+    assert country_info("Japan", "currency_names") == ["Japanese yen"]
+    assert country_info("Zimbabwe")["currency_names"] == [
+        CURRENCY_NAMES[c] for c in country_info("Zimbabwe", "currencies")
+    ]
 
 
 def test_country_neighbours_are_names_and_languages_are_named() -> None:

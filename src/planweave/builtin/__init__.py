@@ -75,7 +75,7 @@ Thought: People per square kilometre is the population divided by the area, for 
     """Question: What is the capital of the country Lyon is in?
 1. city_info("Lyon", field="country")
 2. country_info($1, field="capital")
-3. join("${2} is the capital of ${1}, the country Lyon is in.")
+3. join("${2}, the capital of ${1}.")
 <END_OF_PLAN>""",
     # A count is the length of a list result (the 1.5B model ranked the list instead).
     """Question: How many official languages does Switzerland have?
@@ -91,26 +91,6 @@ Thought: Each neighbour's population is looked up once the neighbours are known,
 3. calculator("len(${1})")
 4. calculator("sum(${2})")
 5. join("${3} countries border Belgium (${1}); together they have ${4} people.")
-<END_OF_PLAN>""",
-    # A count of those that pass a mark is a rank's count, not a sum of their values.
-    """Question: How many of Norway, Kenya and Chile have more than 10 million people?
-1. country_info("Norway", field="population")
-2. country_info("Kenya", field="population")
-3. country_info("Chile", field="population")
-4. rank(["Norway", "Kenya", "Chile"], [$1, $2, $3], above=10000000)
-5. join("${4.count_above} of them: ${4.above}.")
-<END_OF_PLAN>""",
-    # Yes or no is a comparison's result, filled in first.
-    """Question: Is Portugal's area over 90,000 km²?
-1. country_info("Portugal", field="area_km2")
-2. calculator("${1} > 90000")
-3. join("${2}: Portugal's area is ${1} km².")
-<END_OF_PLAN>""",
-    # An area from two lengths is their product, converted once.
-    """Question: A field is 120 m by 80 m. How many acres is that?
-1. calculator("120 * 80")
-2. convert_units($1, "m2", "acre")
-3. join("${2} acres (${1} m²).")
 <END_OF_PLAN>""",
     # One line: the question is written on one line in the prompt.
     "Question: How many times more people live in Osaka than in Kyoto, and what percentage of"

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias, cast, get_args
 from ..errors import ToolFailed, UserError
 from ..tools import tool
 from ._common import load_once, missing, pick_field
+from ._currencies import CURRENCY_NAMES
 from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean, quoted
 
 __all__ = ["COUNTRY_FIELDS", "country_info"]
@@ -21,6 +22,7 @@ CountryField = Literal[
     "region",
     "subregion",
     "currencies",
+    "currency_names",
     "languages",
     "neighbours",
 ]
@@ -33,6 +35,7 @@ _FIELD_ALIASES = {
     "neighbors": "neighbours",
     "borders": "neighbours",
     "currency": "currencies",
+    "currency_name": "currency_names",
     "language": "languages",
     "continent": "region",
     "capital_city": "capital",
@@ -245,6 +248,7 @@ def _record(data: dict[str, Any], codes: dict[str, str]) -> dict[str, Any]:
         "region": data.get("region") or None,
         "subregion": data.get("subregion") or None,
         "currencies": list(data.get("currencies") or []),
+        "currency_names": [CURRENCY_NAMES.get(c, c) for c in data.get("currencies") or []],
         "languages": [LANGUAGE_NAMES.get(code, code) for code in data.get("languages") or []],
         "neighbours": sorted(set(neighbours)),
     }
@@ -274,7 +278,15 @@ def find_country(name: str) -> str:
 
 # What only a country has: asked of a city ("the capital of Nice"), it can mean only the
 # city's country's (its population or area would be the city's own: city_info's, refused).
-_A_COUNTRY_S_OWN = {"capital", "region", "subregion", "currencies", "languages", "neighbours"}
+_A_COUNTRY_S_OWN = {
+    "capital",
+    "region",
+    "subregion",
+    "currencies",
+    "currency_names",
+    "languages",
+    "neighbours",
+}
 
 
 def _misspelt_country(name: str) -> bool:
@@ -314,7 +326,8 @@ def country_info(name: str, field: CountryField | None = None) -> CountryValue:
     neighbours); not about a city: a city's country comes from city_info.
 
     Returns a dict with the keys name, population, area_km2, capital, region, subregion,
-    currencies (ISO 4217 codes), languages (English names) and neighbours (country names), or
+    currencies (ISO 4217 codes), currency_names (their English names), languages (English
+    names) and neighbours (country names), or
     only the value of `field`. Values the data set lacks are null.  Names are matched
     forgivingly: case, accents, aliases such as "UK" or "Holland", and ISO codes.
 

@@ -54,7 +54,8 @@ def rank(
         names: the names of the things compared, such as countries or cities
         values: their values, in the same order as the names (results such as $1, $2):
             numbers, or texts such as dates, ranked alphabetically
-        order: "largest" to put the largest first, "smallest" for the smallest first
+        order: "largest" to put the largest first, "smallest" for the smallest first; the
+            result's "order" lists every name so ranked ($3.order[1] is the second)
         above: a number: list the names whose value is greater, and count them
         below: a number: list the names whose value is smaller, and count them; with
             above=, also those between the two ("between", "count_between")
