@@ -28,6 +28,7 @@ __all__ = [
     "EventBus",
     "LLMCallFinished",
     "LLMCallStarted",
+    "LLMProgress",
     "LLMReplayDiverged",
     "LLMRetry",
     "ModelAcquired",
@@ -125,6 +126,23 @@ class LLMCallFinished(Event):
     error: dict[str, Any] | None = None
     replayed: bool = False
     finish_reason: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class LLMProgress(Event):
+    """A streaming call's progress, at most every `PROGRESS_EVERY` seconds while text arrives:
+    the tokens of its text so far (estimated, about four characters a token: backends report
+    usage only at the end) and the seconds since it began.  For live views; the journal does
+    not keep it (the call's `llm_call_finished` has the counts)."""
+
+    kind: ClassVar[str] = "llm_progress"
+    call: int
+    purpose: Purpose
+    tokens: int
+    elapsed: float
+
+
+PROGRESS_EVERY = 0.25
 
 
 @dataclass(slots=True, kw_only=True)

@@ -14,15 +14,17 @@ import anyio
 
 from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled, UserError
 from .events import (
+    PROGRESS_EVERY,
     EventBus,
     LLMCallFinished,
     LLMCallStarted,
+    LLMProgress,
     LLMReplayDiverged,
     LLMRetry,
     ModelAcquired,
     ModelWaiting,
 )
-from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_usage
+from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_tokens, estimate_usage
 from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
@@ -129,7 +131,12 @@ class MeteredLLM:
         error: dict[str, Any] | None = None
         try:
             async with aclosing(self._sent(request, call, parts, usage, finish)) as texts:
+                told = started
                 async for text in texts:
+                    now = time.monotonic()
+                    if now - told >= PROGRESS_EVERY:
+                        told = now
+                        self._progress(call, purpose, parts, now - started)
                     yield text
         except LLMError as exc:
             error = exc.to_dict()
@@ -204,6 +211,10 @@ class MeteredLLM:
                     )
                 )
                 await anyio.sleep(wait)
+
+    def _progress(self, call: int, purpose: Purpose, parts: list[str], elapsed: float) -> None:
+        tokens = estimate_tokens("".join(parts))
+        self.bus.emit(LLMProgress(call=call, purpose=purpose, tokens=tokens, elapsed=elapsed))
 
     def _waits(self, call: int, purpose: Purpose) -> Listener:
         """What the backend tells of call `call`'s wait for the model, as events."""

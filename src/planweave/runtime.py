@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import dataclasses
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -648,7 +647,7 @@ class Runtime:
         question = encodable(question)  # argv may hold undecodable bytes as surrogates
         run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
         recorder = self._recorder(run_id, question, mode, resume, approve)
-        offset = max(0.0, time.time() - resume.created) if resume is not None else 0.0
+        offset = resume.elapsed if resume is not None else 0.0
         # The journal goes first: no view shows what has not been recorded.  The plan cache
         # learns from new compiled runs (a resumed one was judged, or not, when it started).
         learner = (

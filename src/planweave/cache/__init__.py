@@ -144,7 +144,24 @@ class PlanCache:
             except JournalError as exc:
                 log.warning("the plan cache could not count a hit: %s", exc.message)
             return CacheHit(template_id=row.id, plan=plan, tokens_saved=row.tokens)
-        return refused or CacheMiss(reason="no template of this question's shape")
+        return refused or self._miss(question, signature)
+
+    def _miss(self, question: str, signature: str) -> CacheMiss:
+        """No template of `question`'s shape for these tools: says so, and whether one was made
+        for another tool set (a tool added, removed or changed since)."""
+        try:
+            others = self.table.others(signature)
+        except JournalError:
+            others = []
+        fits = _fills(others, question)
+        if not fits:
+            return CacheMiss(reason="no template of this question's shape")
+        row = fits[0][0]
+        return CacheMiss(
+            reason=f"no template of this question's shape for these tools (tool set "
+            f"{signature[:8]}); template {row.id} of its shape was made for another tool set "
+            f"({row.tools[:8]}): a tool was added, removed or changed since"
+        )
 
     def _verified(self, row: StoredTemplate) -> bool:
         if self.table.verified(row):

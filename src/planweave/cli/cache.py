@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import typer
@@ -26,11 +27,12 @@ def cache_list(
         print_json(templates)
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("id", "seal", "used", "hits", "good", "bad", "tasks", "shape"):
+    for column in ("id", "tools", "seal", "used", "hits", "good", "bad", "tasks", "shape"):
         table.add_column(column)
     for t in templates:
         table.add_row(
             t["id"],
+            _tool_set(t),
             "ok" if t["verified"] else Text("unverified", style="red"),
             when(t["used"]),
             str(t["hits"]),
@@ -64,6 +66,7 @@ def cache_show(
         out.print(_UNVERIFIED, style="red")
     out.print(f"template {template['id']}: {_shape(template)}")
     out.print(f"made from: {template['question']} (run {template['source_run'] or '?'})")
+    out.print(f"tool set: {_tool_set(template)}")
     for i, slot in enumerate(template["slots"]):
         out.print(f"  {{{i}}} {slot['kind']}, e.g. {slot['example']!r}")
     out.print(template["plan"])
@@ -87,6 +90,11 @@ def cache_clear(
     removed = read_journal(
         db, err, lambda journal: PlanCache(journal).clear(template_id), reading=False
     )
+    if template_id is not None and not removed:
+        err.print(
+            labelled("error:", "red", f"no template has the id {template_id!r} (see cache list)")
+        )
+        raise typer.Exit(2)
     if as_json:
         print_json({"removed": removed})
         return
@@ -103,3 +111,14 @@ _UNVERIFIED = (
 def _shape(template: dict[str, Any]) -> str:
     """The key with slots as {0}, {1}, ... (the markers as a person types them)."""
     return str(template["key"]).replace("⟦", "{").replace("⟧", "}")
+
+
+def _tool_set(template: dict[str, Any]) -> str:
+    """Which tool set a template is for: its signature's first 8 characters (a run's cache
+    miss names its own), and the tools its plan calls."""
+    signature = str(template["tools"])[:8]
+    called = sorted(set(_CALLED.findall(template["plan"])) - {"join"})
+    return f"{signature} ({', '.join(called)})" if called else signature
+
+
+_CALLED = re.compile(r"^\s*\d+\.\s*(?:\w+\s*=\s*)?([A-Za-z_]\w*)\(", re.MULTILINE)

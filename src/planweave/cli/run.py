@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import anyio
 import typer
@@ -29,6 +29,8 @@ from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
     from ..llm.local import LocalLLM
+
+T = TypeVar("T")
 
 
 def build_runtime(
@@ -272,16 +274,41 @@ def _execute(
             await runtime.llm.aclose()
 
     async def go_live() -> RunResult:
+        view.ticking = True
         with Live(view.render(), console=console, refresh_per_second=10, transient=False) as screen:
 
-            def refresh(event: Event) -> None:
+            def refresh(event: Event | None) -> None:
                 screen.update(view.render())
 
             try:
-                result = await start([view, refresh])
+                result = await _ticking(start([view, refresh]), lambda: refresh(None))
             finally:
                 await runtime.llm.aclose()
+            view.ticking = False
             screen.update(view.render())
             return result
 
     return anyio.run(go_live if live else go)
+
+
+async def _ticking(work: Awaitable[T], tick: Callable[[], None]) -> T:
+    """`work`'s outcome; meanwhile `tick` is called every 0.1 s, so that a live view's times
+    run on while nothing happens (a model thinking before its first token)."""
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+
+        async def ticks() -> None:
+            while True:
+                await anyio.sleep(0.1)
+                tick()
+
+        group.start_soon(ticks)
+        try:
+            result = await work
+        except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
+            failure = exc
+        finally:
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from textwrap import indent
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -25,7 +26,7 @@ from ..store import Journal, ResumeDecision
 from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
 from .options import OtelOption, start_tracing
 from .run import build_runtime, execute_and_report
-from .view import STYLE, DagView, labelled, plain_console
+from .view import DagView, labelled, plain_console, run_status
 
 T = TypeVar("T")
 
@@ -114,7 +115,7 @@ def runs_list(
         table.add_row(
             r["id"],
             when(r["created"]),
-            Text(r["status"], style=STYLE.get(r["status"], "")),
+            run_status(r["status"], r["tasks"].get("failed", 0)),
             r["mode"],
             f"{done}/{sum(r['tasks'].values())}",
             "" if r["wall_s"] is None else f"{r['wall_s']:.1f}s",
@@ -138,14 +139,33 @@ def runs_show(
     out = plain_console()
     out.print(
         Text.assemble(
-            (run["id"], "bold"), f"  {run['status']}  {when(run['created'])}  {run['mode']}"
+            (run["id"], "bold"),
+            "  ",
+            run_status(run["status"], sum(t["status"] == "failed" for t in run["tasks"])),
+            f"  {when(run['created'])}  {run['mode']}",
         )
     )
     out.print(f"question: {run['question']}")
     out.print(DagView.from_tasks(run["tasks"], now=run["wall_s"] or 0.0).render())
     for t in run["tasks"]:
-        if t["status"] == "failed":
+        if t["status"] == "done" and t["tool"] != "join":
+            out.print(labelled(f"task {t['id']} result:", "green", _shown(t["result"])))
+        elif t["status"] == "failed":
             out.print(labelled(f"task {t['id']} failed:", "red", _error_text(t["error"])))
+    for c in run["llm_calls"]:
+        out.print(
+            Text.assemble(
+                (f"LLM call {c['call']} ({c['purpose']})", "bold cyan"),
+                f"  {c['model']} · {c['prompt_tokens'] or 0}+{c['completion_tokens'] or 0} tokens"
+                + ("" if c["duration"] is None else f" · {c['duration']:.2f} s")
+                + ("" if c["status"] == "done" else f" · {c['status']}"),
+                style="dim",
+            )
+        )
+        if c.get("error"):
+            out.print(labelled("  error:", "red", _error_text(c["error"])))
+        if c["text"]:
+            out.print(Text(indent(c["text"].rstrip(), "  ")))
     llm = run["llm"]
     out.print(
         f"{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
@@ -157,6 +177,14 @@ def runs_show(
         out.print(labelled("error:", "red", _error_text(run["error"])))
     if run["answer"] is not None:
         out.print(f"answer: {run['answer']}")
+
+
+_RESULT_CHARS = 300  # a task's result in `runs show`; `--json` has it whole
+
+
+def _shown(result: Any) -> str:
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    return text if len(text) <= _RESULT_CHARS else text[: _RESULT_CHARS - 1] + "…"
 
 
 def _error_text(error: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..events import (
     Event,
     LLMCallFinished,
     LLMCallStarted,
+    LLMProgress,
     LLMReplayDiverged,
     LLMRetry,
     ModelAcquired,
@@ -92,6 +94,13 @@ STYLE = {
 }
 
 
+def run_status(status: str, failed: int) -> Text:
+    """A run's status as lists show it: a finished run with failed tasks says how many."""
+    if status == "finished" and failed:
+        return Text(f"finished, {failed} failed", style="yellow")
+    return Text(status, style=STYLE.get(status, ""))
+
+
 @dataclass
 class _Row:
     task_id: int | str  # a fan-out's element reads "3.1"
@@ -117,6 +126,14 @@ class DagView:
     now: float = 0.0
     # The answer as it streams; the whole answer is printed apart once the run has it.
     answer: str = ""
+    # The LLM call under way: when it began (the run's clock) and its tokens so far.
+    llm_started: float | None = None
+    llm_tokens: int = 0
+    # The run's finished LLM calls: how many, their prompt and completion tokens.
+    llm_usage: list[int] = field(default_factory=lambda: [0, 0, 0])
+    # A live view's clock runs on between events (`tick`); a recorded run's stands still.
+    ticking: bool = False
+    _heard: float = field(default=0.0, repr=False)
 
     def _row(self, event: Event) -> _Row:
         """The row an event of a task is about: the task's, or one of its elements'."""
@@ -130,8 +147,13 @@ class DagView:
             rows[item] = _Row(f"{task_id}.{item}", task.tool, task.call, [])
         return rows[item]
 
+    def clock(self) -> float:
+        """The run's clock: the last event's time, and in a live view the time since."""
+        return self.now + (time.monotonic() - self._heard if self.ticking else 0.0)
+
     def __call__(self, event: Event) -> None:
         self.now = event.t
+        self._heard = time.monotonic()
         if isinstance(event, TaskStarted) and event.item is not None:
             self._row(event).call = item_call(event.tool, event.arguments)
         match event:
@@ -159,6 +181,9 @@ class DagView:
             case LLMCallStarted():
                 self.llm_model = event.model
                 self.llm_state = f"{event.purpose} ({event.model}) streaming…"
+                self.llm_started, self.llm_tokens = event.t, 0
+            case LLMProgress():
+                self.llm_tokens = event.tokens
             case ModelWaiting():
                 self.llm_state = (
                     f"{event.purpose} waiting for the model ({self.llm_model}), "
@@ -167,7 +192,13 @@ class DagView:
             case ModelAcquired():
                 self.llm_state = f"{event.purpose} ({self.llm_model}) streaming…"
             case LLMCallFinished():
-                self.llm_state = ""
+                self.llm_state, self.llm_started = "", None
+                calls, prompt, completion = self.llm_usage
+                self.llm_usage = [
+                    calls + 1,
+                    prompt + event.prompt_tokens,
+                    completion + event.completion_tokens,
+                ]
             case PlanInvalid():
                 self.notes.append(f"invalid plan: {event.error.get('text')}")
             case TaskRecovery():
@@ -261,7 +292,7 @@ class DagView:
             if row.start is None:
                 took = ""
             else:
-                took = f"{(row.end if row.end is not None else self.now) - row.start:.2f}s"
+                took = f"{(row.end if row.end is not None else self.clock()) - row.start:.2f}s"
             call = terminal_safe(row.call)
             if len(call) > 70:
                 call = call[:67] + "..."
@@ -276,7 +307,22 @@ class DagView:
             parts.append(Text(f"(the first {_SHOWN_ITEMS} elements of a fan-out)", style="dim"))
         parts.extend(Text(terminal_safe(note), style="yellow") for note in self.notes[-3:])
         if self.llm_state:
-            parts.append(Text(self.llm_state, style="cyan"))
+            parts.append(Text(self.llm_state + self._streaming(), style="cyan"))
+        calls, prompt, completion = self.llm_usage
+        if calls:
+            parts.append(
+                Text(
+                    f"LLM: {calls} call{'s' if calls != 1 else ''} · {prompt}+{completion} tokens",
+                    style="dim",
+                )
+            )
         if self.answer:
             parts.append(Text(terminal_safe(self.answer), style="bold"))
         return Group(*parts)
+
+    def _streaming(self) -> str:
+        """How long the call under way has taken, and its tokens so far."""
+        if self.llm_started is None:
+            return ""
+        tokens = f" · ~{self.llm_tokens} tokens" if self.llm_tokens else ""
+        return f" {max(0.0, self.clock() - self.llm_started):.1f} s{tokens}"

@@ -770,6 +770,12 @@ class Journal:
             shown["awaiting"] = {"approve": waiting["approve"], "tasks": waiting["tasks"]}
         return shown
 
+    def elapsed(self, run_id: str) -> float:
+        """How long run `run_id` has run, on its own clock: its latest recorded event's time
+        (0.0: none yet).  Time between a crash or a pause and a resume is not in it."""
+        rows = self._read("SELECT coalesce(max(t), 0.0) FROM events WHERE run_id = ?", (run_id,))
+        return float(rows[0][0])
+
     def last_seq(self, run_id: str) -> int:
         """The sequence number of the run's latest recorded event (0: none yet)."""
         rows = self._read("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))

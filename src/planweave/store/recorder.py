@@ -10,7 +10,7 @@ from collections.abc import Callable
 import anyio
 
 from ..errors import JournalError
-from ..events import AnswerDelta, Event, TaskStarted
+from ..events import AnswerDelta, Event, LLMProgress, TaskStarted
 from ..tools import ToolRegistry
 from .journal import Journal
 
@@ -49,8 +49,9 @@ class RunRecorder:
         self._last_write = time.monotonic()
 
     def __call__(self, event: Event) -> None:
-        # The answer's streamed pieces are not kept: the answer is, whole, a moment later.
-        if self.broken is not None or isinstance(event, AnswerDelta):
+        # The answer's streamed pieces and a call's progress are not kept: the answer is, whole,
+        # a moment later, and the call's counts when it ends.
+        if self.broken is not None or isinstance(event, AnswerDelta | LLMProgress):
             return
         durable = isinstance(event, TaskStarted) and event.tool in self._side_effects
         try:

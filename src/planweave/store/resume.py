@@ -33,6 +33,8 @@ class ResumeState:
     mode: str
     session: int
     created: float
+    # How long it ran before it stopped (its clock goes on from there: `Journal.elapsed`).
+    elapsed: float = 0.0
     recorded: dict[int, Recorded] = field(default_factory=dict)
     # The fan-out elements that finished, by task id and item: only the others run again.
     items: dict[int, dict[int, RecordedItem]] = field(default_factory=dict)
@@ -79,6 +81,7 @@ def prepare(
             mode=row["mode"],
             session=row["sessions"] + 1,
             created=row["created"],
+            elapsed=journal.elapsed(run_id),
             replay=journal.recorded_calls(run_id),
             cache=_cache(row.get("cache")),
             cached=journal.cache_decision(run_id),

@@ -73,6 +73,13 @@ class TemplateTable:
         )
         return [_stored(r) for r in rows]
 
+    def others(self, tools: str) -> list[StoredTemplate]:
+        """The templates made with tools of another signature than `tools`."""
+        rows = self.journal._read(
+            "SELECT * FROM plan_templates WHERE tools != ? ORDER BY used DESC", (tools,)
+        )
+        return [_stored(r) for r in rows]
+
     def all(self, limit: int | None = None) -> list[StoredTemplate]:
         rows = self.journal._read(
             "SELECT * FROM plan_templates ORDER BY used DESC LIMIT ?",
