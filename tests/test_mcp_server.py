@@ -68,10 +68,20 @@ def test_ask_answers_with_the_run_id_and_the_runs_are_resources(tmp_path: Path) 
             (tool,) = (await client.list_tools()).tools
             assert tool.name == "ask"
             assert "population" in (client.instructions or "")
+            # The output schema tells a client what the structured answer holds.
+            assert tool.output_schema is not None
+            assert "tasks" in tool.output_schema["required"]
             answer, run = await ask_and_read(client)
             assert answer["answer"] == "France"
             assert answer["status"] == "finished"
-            assert answer["tasks"] == 2
+            # The calls it made, as structured content: what each was and gave.
+            tasks = answer["tasks"]
+            assert isinstance(tasks, list)
+            assert [(t["id"], t["tool"], t["call"], t["status"], t["result"]) for t in tasks] == [
+                (1, "population", 'population("France")', "done", 68_000_000),
+                (2, "population", 'population("Belgium")', "done", 11_800_000),
+            ]
+            assert all(t["error"] is None and 0 <= t["seconds"] < 5 for t in tasks)
             assert run == runtime.journal.show(str(answer["run_id"]))  # type: ignore[union-attr]
             assert [t["tool"] for t in run["tasks"]] == ["population", "population"]  # type: ignore[index]
             listed = await client.list_resources()
@@ -86,6 +96,27 @@ def test_ask_answers_with_the_run_id_and_the_runs_are_resources(tmp_path: Path) 
                 await client.read_resource("planweave://runs/nope")
 
     anyio.run(main)
+
+
+def test_ask_s_tasks_say_what_failed_and_cut_a_long_result(tmp_path: Path) -> None:
+    long = "x" * 5000
+    plan = f'1. echo("{long}")\n2. divide(1, 0)\n3. join()\n<END_OF_PLAN>'
+    llm = ScriptedLLM(
+        Script.by_purpose(planner=[plan, "4. join()"], joiner=["Action: Finish(done)"])
+    )
+    runtime = Runtime(TOOLS, llm, journal=tmp_path / "runs.db")
+
+    async def main() -> dict[str, object]:
+        async with Client(create_server(runtime)) as client:
+            return (await ask_and_read(client))[0]
+
+    answer = anyio.run(main)
+    echoed, divided = answer["tasks"]  # type: ignore[misc]
+    assert (echoed["status"], echoed["truncated"]) == ("done", True)
+    assert len(echoed["result"]) == 4000
+    assert echoed["result"].startswith('"xxx')
+    assert (divided["status"], divided["result"]) == ("failed", None)
+    assert "division by zero" in divided["error"]
 
 
 @tool(side_effects=True)

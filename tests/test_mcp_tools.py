@@ -361,6 +361,23 @@ def test_the_cli_plans_over_mcp_tools_and_records_the_servers(tmp_path: Path) ->
     assert json.loads(shown.stdout)["settings"]["mcp"] == [TIME_SERVER]
 
 
+def test_the_cli_lists_and_calls_a_server_s_tools_in_one_session(tmp_path: Path) -> None:
+    # Each start of the server adds a line to `starts`.
+    starts = tmp_path / "starts"
+    command = f"echo up >> {shlex.quote(str(starts))}; exec {DEMO_STDIO}"
+    spec = shlex.join(["sh", "-c", command])
+    script = Script.by_purpose(planner=["1. add(2, 3)\n2. join()"], joiner=[FINISH])
+    with ScriptedServer(script) as server:
+        proc = run_cli(
+            "run", "2 + 3?", "--tools", "demo_tools:TOOLS", "--mcp", spec, "--base-url",
+            server.base_url, "--model", "m", "--json",
+            env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tasks"][0]["result"] == 5
+    assert starts.read_text().splitlines() == ["up"]  # listed and called on one connection
+
+
 def test_the_cli_names_a_server_it_cannot_start() -> None:
     proc = run_cli(
         "run",

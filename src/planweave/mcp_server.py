@@ -36,7 +36,15 @@ from .redaction import redact
 from .runtime import Runtime
 from .tools import Tool
 
-__all__ = ["RUNS_URI", "Answer", "ask_description", "create_server", "serve_http", "serve_stdio"]
+__all__ = [
+    "RUNS_URI",
+    "Answer",
+    "AskedTask",
+    "ask_description",
+    "create_server",
+    "serve_http",
+    "serve_stdio",
+]
 
 RUNS_URI = "planweave://runs"
 MAX_RUNS = 100
@@ -53,14 +61,32 @@ ASK = (
 )
 
 
+# A task's result in `ask`'s answer, as JSON; a longer one is cut (the run's resource has it).
+MAX_RESULT_CHARS = 4000
+
+
+class AskedTask(BaseModel):
+    """One tool call of the run: `result` when it finished (cut to MAX_RESULT_CHARS of JSON,
+    then a string, with `truncated`), `error` when it failed."""
+
+    id: int
+    tool: str
+    call: str
+    status: str
+    result: Any = None
+    truncated: bool = False
+    error: str | None = None
+    seconds: float | None = None
+
+
 class Answer(BaseModel):
-    """What `ask` returns: the answer and the id of the run in the journal (`planweave runs
-    show ID`, the resource planweave://runs/ID)."""
+    """What `ask` returns: the answer, the id of the run in the journal (`planweave runs show
+    ID`, the resource planweave://runs/ID) and the tool calls it made."""
 
     answer: str
     run_id: str
     status: str
-    tasks: int
+    tasks: list[AskedTask]
     llm_calls: int
     wall_s: float
 
@@ -135,7 +161,7 @@ def create_server(
             answer=result.answer,
             run_id=result.run_id,
             status=result.status,
-            tasks=len(result.tasks),
+            tasks=[_asked(record.to_dict()) for record in result.tasks],
             llm_calls=result.llm.calls,
             wall_s=round(result.wall_s, 3),
         )
@@ -190,6 +216,26 @@ def ask_description(tools: Mapping[str, Tool], waits: frozenset[str] = frozenset
         lines.append(line)
         size += len(line) + 1
     return f"{ASK}\n\nIts tools:\n" + "\n".join(lines) if lines else ASK
+
+
+def _asked(task: dict[str, Any]) -> AskedTask:
+    """A task (as `--json` shows it) as `ask` returns it."""
+    result, truncated = task.get("result"), False
+    shown = json.dumps(result, ensure_ascii=False, default=str)
+    if len(shown) > MAX_RESULT_CHARS:
+        result, truncated = shown[: MAX_RESULT_CHARS - 1] + "…", True
+    error = task.get("error")
+    start, end = task.get("start"), task.get("end")
+    return AskedTask(
+        id=task["id"],
+        tool=task["tool"],
+        call=task["call"],
+        status=task["status"],
+        result=result,
+        truncated=truncated,
+        error=None if not error else str(error.get("text") or error.get("message") or error),
+        seconds=None if start is None or end is None else round(end - start, 3),
+    )
 
 
 def _first_sentence(text: str) -> str:

@@ -283,6 +283,10 @@ class MCPSessions:
     def __init__(self, group: anyio.abc.TaskGroup) -> None:
         self._group = group
         self._servers: dict[MCPServerSpec, _Server] = {}
+        # What each server listed in this scope (its name, its tools, whether the listing was
+        # cut), by server and the most tools asked for: a registry built again in the scope
+        # (`MCPTools.load` inside it) reads it from here instead of asking again.
+        self.listed: dict[tuple[MCPServerSpec, int], tuple[str, list[MCPTool], bool]] = {}
 
     async def client(
         self, spec: MCPServerSpec, open_timeout: float = OPEN_TIMEOUT
@@ -470,7 +474,9 @@ class MCPTools(ToolRegistry):
         max_tool_chars: int = MAX_TOOL_CHARS,
     ) -> MCPTools:
         """Connect to each server, list its tools, disconnect.  Blocks; from async code, use
-        `aload` (which can keep the sessions open for the runs that follow)."""
+        `aload` (which can keep the sessions open for the runs that follow).  Called in an
+        `mcp_sessions()` scope where `aload` has listed these servers already, it builds the
+        registry from that listing and connects to nothing."""
 
         async def listing() -> MCPTools:
             return await cls.aload(
@@ -485,6 +491,11 @@ class MCPTools(ToolRegistry):
             anyio.get_current_task()
         except RuntimeError:
             return anyio.run(listing)
+        specs = list(dict.fromkeys(MCPServerSpec.parse(s) for s in servers))
+        limits = _Limits(open_timeout, max_tools, max_tool_chars)
+        known = cls._listed(specs, reserved, limits)
+        if known is not None:
+            return known
         # Called from async code (a runtime built from settings there): the listing runs on
         # an event loop of its own, in a thread this one waits for.
         box: list[MCPTools | BaseException] = []
@@ -545,6 +556,37 @@ class MCPTools(ToolRegistry):
                 group.start_soon(list_one, sessions, spec)
         if failed:
             raise UserError("; ".join(failed[s] for s in specs if s in failed))
+        return cls._named_registry(specs, found, reserved, limits, cut)
+
+    @classmethod
+    def _listed(
+        cls, specs: list[MCPServerSpec], reserved: Collection[str], limits: _Limits
+    ) -> MCPTools | None:
+        """The registry from what the current `mcp_sessions()` scope has listed already, or
+        None when it has not listed every one of `specs` (or there is no scope)."""
+        sessions = _SESSIONS.get()
+        if sessions is None:
+            return None
+        listed = [sessions.listed.get((spec, limits.max_tools)) for spec in specs]
+        found: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
+        cut: set[MCPServerSpec] = set()
+        for spec, entry in zip(specs, listed, strict=True):
+            if entry is None:
+                return None
+            found[spec] = entry[:2]
+            if entry[2]:
+                cut.add(spec)
+        return cls._named_registry(specs, found, reserved, limits, cut)
+
+    @classmethod
+    def _named_registry(
+        cls,
+        specs: list[MCPServerSpec],
+        found: Mapping[MCPServerSpec, tuple[str, list[MCPTool]]],
+        reserved: Collection[str],
+        limits: _Limits,
+        cut: set[MCPServerSpec],
+    ) -> MCPTools:
         named: dict[MCPServerSpec, tuple[str, list[MCPTool]]] = {}
         used: set[str] = set()
         for spec in specs:  # two servers that call themselves the same get _2, _3, ...
@@ -566,7 +608,12 @@ async def _list_tools(
     sessions: MCPSessions, spec: MCPServerSpec, limits: _Limits, cut: set[MCPServerSpec]
 ) -> tuple[str, list[MCPTool]]:
     """The server's name and the tools it lists: all pages, or those up to the page that
-    passes `max_tools` (the server then joins `cut`)."""
+    passes `max_tools` (the server then joins `cut`).  Listed once in a scope (`listed`)."""
+    known = sessions.listed.get((spec, limits.max_tools))
+    if known is not None:
+        if known[2]:
+            cut.add(spec)
+        return known[0], known[1]
     client, _ = await sessions.client(spec, limits.open_timeout)
     described: list[MCPTool] = []
     cursor: str | None = None
@@ -586,8 +633,9 @@ async def _list_tools(
             f"{limits.open_timeout:g} s"
         )
     info = client.server_info
-    name = info.name if info is not None and info.name else spec.fallback_name()
-    return identifier(name), described
+    name = identifier(info.name if info is not None and info.name else spec.fallback_name())
+    sessions.listed[(spec, limits.max_tools)] = (name, described, spec in cut)
+    return name, described
 
 
 def _named(

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 from ..approval import APPROVE_MODES
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
+from ..mcp_tools import MCPTools, mcp_sessions
 from ..recovery import Escalation, EscalationAnswer, EscalationHandler
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
@@ -146,35 +147,38 @@ def run(
             ask=ask,
             approve="plan" if approve == "plan" else "side_effects" if approve else None,
         )
-        runtime, load_s = build_runtime(
+    except PlanweaveError as exc:
+        err.print(labelled("error:", "red", exc))
+        raise typer.Exit(2) from None
+
+    def build() -> tuple[Runtime, float]:
+        built = build_runtime(
             settings,
             journal=_journal(db, err) if journal else None,
             console=err,
             quiet=as_json or not err.is_terminal,
         )
-    except PlanweaveError as exc:
-        err.print(labelled("error:", "red", exc))
-        raise typer.Exit(2) from None
-    if "builtin" in settings.tools:
-        from ..builtin import left_out
+        if "builtin" in settings.tools:
+            from ..builtin import left_out
 
-        if missing := left_out():
-            err.print(
-                f"note: {', '.join(missing)} left out of the built-in tools: "
-                "pip install 'planweave[tools]'",
-                markup=False,
-                highlight=False,
-            )
+            if missing := left_out():
+                err.print(
+                    f"note: {', '.join(missing)} left out of the built-in tools: "
+                    "pip install 'planweave[tools]'",
+                    markup=False,
+                    highlight=False,
+                )
+        return built
 
     try:
         execute_and_report(
-            runtime,
-            lambda subs: runtime.arun(question, subscribers=subs, check=False),
+            build,
+            lambda runtime, subs: runtime.arun(question, subscribers=subs, check=False),
             as_json=as_json,
             console=err,
-            load_s=load_s,
+            mcp=settings,
         )
-    except PlanweaveError as exc:  # the run could not start: its journal cannot be written
+    except PlanweaveError as exc:  # no runtime (a bad setting), or its journal cannot be written
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
 
@@ -222,19 +226,26 @@ def _ask_on_terminal(console: Console) -> EscalationHandler:
     return ask
 
 
+Start = Callable[[Runtime, list[Callable[[Event], None]]], Awaitable[RunResult]]
+
+
 def execute_and_report(
-    runtime: Runtime,
-    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    build: Callable[[], tuple[Runtime, float]],
+    start: Start,
     *,
     as_json: bool,
     console: Console,
-    load_s: float,
+    mcp: RunSettings | None = None,
 ) -> None:
-    """Run with the live view (or quietly), print the outcome; exit 1 on a failed run, 3 on
-    one that waits for approval."""
+    """Build the runtime (`build`: it and the seconds spent loading a model), run with the
+    live view (or quietly), print the outcome; exit 1 on a failed run, 3 on one that waits
+    for approval.  With `mcp` (settings naming MCP servers), the servers' tools are listed
+    in the run's own sessions: one session per server lists the tools and serves the calls."""
     err = console
     view = DagView()
-    result = _execute(runtime, start, view, live=not as_json and err.is_terminal, console=err)
+    result, load_s = _execute(
+        build, start, view, live=not as_json and err.is_terminal, console=err, mcp=mcp
+    )
     waits = result.status == "awaiting_approval"
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str) + "\n")
@@ -260,20 +271,40 @@ def execute_and_report(
 
 
 def _execute(
-    runtime: Runtime,
-    start: Callable[[list[Callable[[Event], None]]], Awaitable[RunResult]],
+    build: Callable[[], tuple[Runtime, float]],
+    start: Start,
     view: DagView,
     *,
     live: bool,
     console: Console,
-) -> RunResult:
-    async def go() -> RunResult:
+    mcp: RunSettings | None,
+) -> tuple[RunResult, float]:
+    async def main() -> tuple[RunResult, float]:
+        if mcp is None or not mcp.mcp:
+            runtime, load_s = build()
+            return await (go_live if live else go)(runtime), load_s
+        failure: Exception | None = None
+        async with mcp_sessions():
+            try:
+                # Listed here, in this scope: the runtime's registry is built from that
+                # listing (`MCPTools.load`), and the run calls on the same sessions.
+                await MCPTools.aload(
+                    *mcp.mcp, open_timeout=mcp.mcp_open_timeout(), max_tools=mcp.mcp_max_tools
+                )
+                runtime, load_s = build()
+                return await (go_live if live else go)(runtime), load_s
+            except Exception as exc:  # raised as it is, not in the scope's ExceptionGroup
+                failure = exc
+        assert failure is not None
+        raise failure
+
+    async def go(runtime: Runtime) -> RunResult:
         try:
-            return await start([view])
+            return await start(runtime, [view])
         finally:
             await runtime.llm.aclose()
 
-    async def go_live() -> RunResult:
+    async def go_live(runtime: Runtime) -> RunResult:
         view.ticking = True
         with Live(view.render(), console=console, refresh_per_second=10, transient=False) as screen:
 
@@ -281,14 +312,14 @@ def _execute(
                 screen.update(view.render())
 
             try:
-                result = await _ticking(start([view, refresh]), lambda: refresh(None))
+                result = await _ticking(start(runtime, [view, refresh]), lambda: refresh(None))
             finally:
                 await runtime.llm.aclose()
             view.ticking = False
             screen.update(view.render())
             return result
 
-    return anyio.run(go_live if live else go)
+    return anyio.run(main)
 
 
 async def _ticking(work: Awaitable[T], tick: Callable[[], None]) -> T:

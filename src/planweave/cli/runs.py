@@ -255,15 +255,13 @@ def runs_resume(
     reach = _Reach(
         tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
     )
-    runtime, load_s = _recorded_runtime(
-        journal, run_id, err, reach, as_json=as_json, trust=trust_journal
-    )
+    built = _recorded_runtime(journal, run_id, err, reach, as_json=as_json, trust=trust_journal)
 
-    def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
+    def start(runtime: Runtime, subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aresume(run_id, decisions=decide, subscribers=subs, check=False)
 
     try:
-        execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
+        execute_and_report(lambda: built, start, as_json=as_json, console=err)
     except DecisionNeeded as exc:
         if as_json:
             print_json({"id": run_id, "status": "paused", "error": exc.report()})
@@ -391,15 +389,13 @@ def runs_approve(
     reach = _Reach(
         tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
     )
-    runtime, load_s = _recorded_runtime(
-        journal, run_id, err, reach, as_json=as_json, trust=trust_journal
-    )
+    built = _recorded_runtime(journal, run_id, err, reach, as_json=as_json, trust=trust_journal)
 
-    def start(subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
+    def start(runtime: Runtime, subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aapprove(run_id, edits=edits, drop=drop or (), subscribers=subs, check=False)
 
     try:
-        execute_and_report(runtime, start, as_json=as_json, console=err, load_s=load_s)
+        execute_and_report(lambda: built, start, as_json=as_json, console=err)
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
