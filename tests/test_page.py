@@ -85,6 +85,10 @@ def test_the_page_is_served_without_the_token_and_holds_no_data(base: str) -> No
         assert "http" not in page.text.split("<body>")[0]  # nothing loaded from elsewhere
         assert TOKEN not in page.text
         assert "<script>" not in page.text  # no inline script: the policy would refuse it
+        icon = anonymous.get("/favicon.ico")  # what a browser asks for first, token or not
+        assert icon.status_code == 200
+        assert icon.headers["content-type"] == "image/x-icon"
+        assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file
         assert anonymous.get("/runs").status_code == 401
         assert anonymous.post("/").status_code == 401  # only reading the page is open
         assert anonymous.get("/", headers={"origin": "https://attacker.example"}).status_code == 403
@@ -238,3 +242,108 @@ def test_a_run_waiting_for_the_model_says_how_many_are_ahead(
             assert errors == []
     finally:
         hold.set()
+
+
+# Two lookups of one country, one of a country that does not exist, the division of the two.
+FAILING_PLAN = (
+    '1. population("Netherlands", delay=0.3)\n2. area("Netherlands", delay=0.3)\n'
+    '3. population("Atlantis")\n4. divide($1, $2)\n5. join()\n<END_OF_PLAN>'
+)
+
+# Words of a task's call as the table shows them: no line break may fall inside one.
+_SPLIT_WORDS = """() => [...document.querySelectorAll("#tasks td.call")].flatMap((cell) => {
+  const text = cell.firstChild;
+  return [...text.data.matchAll(/[A-Za-z0-9_."$]+/g)].filter((m) => {
+    const range = document.createRange();
+    range.setStart(text, m.index);
+    range.setEnd(text, m.index + m[0].length);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
+  }).map((m) => m[0]);
+})"""
+
+
+def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    planned: list[int] = []
+
+    def reply(messages: list[Message], purpose: Purpose) -> Reply | str:
+        if purpose == "planner":
+            planned.append(1)
+            return Reply(FAILING_PLAN if len(planned) == 1 else "5. join()", chunk_size=12)
+        assert purpose == "joiner"
+        return Reply(f"Action: Finish({ANSWER})", chunk_size=2, delay=0.1)  # about 2.5 s
+
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.routed(reply)), journal=tmp_path / "runs.db")
+    with (
+        live_server.serving(runtime, ServerConfig(token=TOKEN)) as base,
+        httpx.Client(
+            base_url=base, headers={"authorization": f"Bearer {TOKEN}"}, timeout=20
+        ) as http,
+    ):
+        page = browser_page
+        page.set_viewport_size({"width": 800, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(base)
+        page.locator("#token").fill(TOKEN)
+        page.locator("#login button").click()
+        page.locator("#question").fill("Density of the Netherlands, and of Atlantis?")
+        page.locator("#ask button").click()
+        page.locator("#tasks tr.task[data-status=done]").nth(2).wait_for()
+        run_id = page.locator("#runs li.selected").get_attribute("data-id")
+        # While the joiner still streams, the list counts what has ended (it was asked for
+        # when the run began, with no task planned yet).
+        listed = page.locator(f"#runs li[data-id='{run_id}']")
+        listed.locator(".counts").filter(has_text="3/4 tasks").wait_for()
+        assert page.locator("#run-status").inner_text() == "running"
+        page.locator("#answer").filter(has_text=ANSWER).wait_for()
+        # A finished run with a failed task says so, here and in the list.
+        page.locator("#run-status").filter(has_text="finished, 1 failed").wait_for()
+        assert "s-finished-failed" in (page.locator("#run-status").get_attribute("class") or "")
+        listed.locator(".badge").filter(has_text="finished, 1 failed").wait_for()
+        # The run's LLM totals are the journal's.
+        llm = http.get(f"/runs/{run_id}").json()["llm"]
+        totals = f"3 LLM calls · {llm['prompt_tokens']}+{llm['completion_tokens']} tokens"
+        assert page.locator("#run-llm").inner_text() == totals
+        # Nodes say the tool and its key argument: the two lookups of one country differ.
+        labels = [
+            page.locator(f"#dag g[data-task='{i}'] text").all_text_contents() for i in (1, 2, 3, 4)
+        ]
+        assert labels == [
+            ["1. population", "Netherlands"],
+            ["2. area", "Netherlands"],
+            ["3. population", "Atlantis"],
+            ["4. divide", "$1"],
+        ]
+        # The timeline has a time axis, from 0 s.
+        ticks = page.locator("#axis .tick").all_inner_texts()
+        assert ticks[0] == "0 s"
+        assert len(ticks) >= 3
+        assert all(t.endswith(" s") for t in ticks)
+        # At 800 px the task column wraps between words, never inside one.
+        assert page.evaluate(_SPLIT_WORDS) == []
+        # Open the planner's call: its prompt, its response, tokens and time.
+        page.locator("#tasks tr.llm").first.click()
+        page.locator("#detail-title").filter(has_text="LLM call 1 (planner)").wait_for()
+        body = page.locator("#detail-body")
+        body.filter(has_text="── response ──").wait_for()
+        text = body.inner_text()
+        calls = http.get(f"/runs/{run_id}").json()["llm_calls"]
+        first = calls[0]
+        assert text.startswith(
+            f"scripted · {first['prompt_tokens']}+{first['completion_tokens']} tokens · "
+        )
+        prompt, response = text.split("── response ──")
+        assert "[system]" in prompt
+        assert "The population of a country." in prompt  # the tools, as the planner saw them
+        assert "[user]" in prompt
+        assert "Density of the Netherlands, and of Atlantis?" in prompt
+        assert response.strip() == first["text"].strip()  # as far as the planner read it
+        assert '3. population("Atlantis")\n4. divide($1, $2)' in response
+        page.screenshot(path="/tmp/planweave-page-llm.png", full_page=True)
+        # And the joiner's: its response is the answer's action.
+        page.locator("#tasks tr.llm").nth(2).click()
+        page.locator("#detail-title").filter(has_text="(joiner)").wait_for()
+        body.filter(has_text=f"Action: Finish({ANSWER})").wait_for()
+        assert errors == []

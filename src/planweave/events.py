@@ -105,12 +105,16 @@ class RunAdmitted(Event):
 
 @dataclass(slots=True, kw_only=True)
 class LLMCallStarted(Event):
+    """An LLM call begins; `messages` is its prompt ({role, content} each, known secrets
+    masked), which the journal keeps with the event (the page shows it)."""
+
     kind: ClassVar[str] = "llm_call_started"
     call: int
     purpose: Purpose
     model: str
     request_hash: str = ""
     replayed: bool = False
+    messages: list[dict[str, str]] = field(default_factory=list, repr=False)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -28,7 +28,7 @@ from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_tokens, estimate
 from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
 from .recovery import Budget, Recovery, Retry, classify
-from .redaction import encodable
+from .redaction import encodable, redact
 
 __all__ = ["MeteredLLM", "current_llm", "request_hash"]
 
@@ -117,12 +117,15 @@ class MeteredLLM:
         model = self.llm.model
         fingerprint = request_hash(request)
         recorded = self._recorded(call, purpose, fingerprint)
+        prompt = [{"role": m.role, "content": redact(m.content)} for m in request.messages]
         if recorded is not None:
-            self._replayed(call, purpose, recorded)
+            self._replayed(call, purpose, recorded, prompt)
             yield recorded.text
             return
         self.bus.emit(
-            LLMCallStarted(call=call, purpose=purpose, model=model, request_hash=fingerprint)
+            LLMCallStarted(
+                call=call, purpose=purpose, model=model, request_hash=fingerprint, messages=prompt
+            )
         )
         started = time.monotonic()
         parts: list[str] = []
@@ -245,9 +248,13 @@ class MeteredLLM:
         )
         return None
 
-    def _replayed(self, call: int, purpose: Purpose, recorded: Replay) -> None:
+    def _replayed(
+        self, call: int, purpose: Purpose, recorded: Replay, prompt: list[dict[str, str]]
+    ) -> None:
         model = self.llm.model
-        self.bus.emit(LLMCallStarted(call=call, purpose=purpose, model=model, replayed=True))
+        self.bus.emit(
+            LLMCallStarted(call=call, purpose=purpose, model=model, replayed=True, messages=prompt)
+        )
         used = Usage(recorded.prompt_tokens, recorded.completion_tokens)
         self._finished(call, purpose, used, recorded.duration, recorded.text, replayed=True)
 

@@ -19,6 +19,7 @@ PAGE_FILES = {
     "/page.js": ("page.js", "text/javascript; charset=utf-8"),
     "/page.css": ("page.css", "text/css; charset=utf-8"),
     "/vendor/dagre.min.js": ("vendor/dagre.min.js", "text/javascript; charset=utf-8"),
+    "/favicon.ico": ("favicon.ico", "image/x-icon"),
 }
 
 # Only this origin's own script and style; no inline script, no frames, no forms elsewhere.

@@ -187,13 +187,35 @@ async function refreshRuns() {
     const took = run.wall_s == null ? "" : ` · ${run.wall_s.toFixed(2)} s`;
     const item = el("li", { "data-id": run.id },
       el("span", { class: "q" }, run.question),
-      el("span", { class: `badge s-${run.status}` }, run.status.replace("_", " ")), " ",
-      el("span", { class: "muted" }, `${counts.done || 0}/${total} tasks${took}`));
+      statusBadge(run.status, counts.failed || 0), " ",
+      el("span", { class: "muted counts" }, `${counts.done || 0}/${total} tasks${took}`));
     if (run.model_wait) item.append(" ", el("span", { class: "badge wait" }, waitText(run.model_wait.ahead)));
     if (run.id === state.runId) item.classList.add("selected");
     item.addEventListener("click", () => openRun(run.id));
     list.append(item);
   }
+}
+
+// A run's status as a badge: a finished run with failed tasks says how many, in amber.
+function statusBadge(status, failed, node) {
+  const badge = node || el("span", {});
+  const failing = status === "finished" && failed > 0;
+  badge.textContent = failing ? `finished, ${failed} failed` : status.replace("_", " ");
+  badge.className = `badge s-${failing ? "finished-failed" : status}`;
+  return badge;
+}
+
+// The list's entry of the run shown here, brought up to date from its events (the list itself
+// is asked for every few seconds).
+function renderListed(run) {
+  const item = [...$("runs").children].find((li) => li.dataset.id === run.id);
+  if (!item) return;
+  const tasks = [...run.tasks.values()];
+  const failed = tasks.filter((t) => t.status === "failed").length;
+  const done = tasks.filter((t) => t.status === "done").length;
+  statusBadge(run.status, failed, item.querySelector(".badge:not(.wait)"));
+  const took = run.live ? "" : ` · ${run.now.toFixed(2)} s`;
+  item.querySelector(".counts").textContent = `${done}/${tasks.length} tasks${took}`;
 }
 
 $("ask").addEventListener("submit", async (e) => {
@@ -220,6 +242,7 @@ function newRun(id) {
     id, question: "", status: "running", tasks: new Map(), llm: new Map(), notes: [],
     answer: "", finalAnswer: null, error: null, cache: null, awaiting: null, now: 0,
     clockAt: performance.now(), live: true, waits: new Map(),
+    usage: { calls: 0, prompt: 0, completion: 0 },
   };
 }
 
@@ -292,14 +315,22 @@ function apply(run, e) {
       run.notes.push(`task ${e.task_id}: ${e.pattern} after ${e.category}`);
       break;
     case "llm_call_started":
-      run.llm.set(`${e.seq}`, { purpose: e.purpose, start: e.t, end: null, call: e.call });
+      run.llm.set(`${e.seq}`, {
+        key: `${e.seq}`, purpose: e.purpose, model: e.model, start: e.t, end: null, call: e.call,
+        session: e.session, replayed: e.replayed, messages: e.messages || [] });
       break;
     case "llm_call_finished": {
       const open = [...run.llm.values()].find((c) => c.end === null && c.call === e.call);
       const start = e.replayed ? e.t : e.t - (e.duration || 0);
       run.waits.delete(e.call);
-      if (open) open.end = e.t;
-      else run.llm.set(`f${e.seq}`, { purpose: e.purpose, start, end: e.t, call: e.call, replayed: e.replayed });
+      const c = open || { key: `f${e.seq}`, purpose: e.purpose, model: e.model, start, call: e.call,
+        session: e.session, replayed: e.replayed, messages: [] };
+      Object.assign(c, { end: e.t, prompt_tokens: e.prompt_tokens, completion_tokens: e.completion_tokens,
+        duration: e.duration, error: e.error });
+      if (!open) run.llm.set(c.key, c);
+      run.usage.calls += 1;
+      run.usage.prompt += e.prompt_tokens || 0;
+      run.usage.completion += e.completion_tokens || 0;
       break;
     }
     // A call waiting for the model: how many calls are ahead of it (by call), until it has it.
@@ -355,9 +386,11 @@ function render() {
   if (!run) return;
   const now = runClock(run);
   $("run-question").textContent = run.question || (state.runs.find((r) => r.id === run.id) || {}).question || run.id;
-  const status = $("run-status");
-  status.textContent = run.status.replace("_", " ");
-  status.className = `badge s-${run.status}`;
+  const failed = [...run.tasks.values()].filter((t) => t.status === "failed").length;
+  statusBadge(run.status, failed, $("run-status"));
+  const u = run.usage;
+  $("run-llm").textContent = u.calls
+    ? `${u.calls} LLM call${u.calls === 1 ? "" : "s"} · ${u.prompt}+${u.completion} tokens` : "";
   $("run-cache").hidden = !run.cache;
   $("run-cache").textContent = run.cache || "";
   const ahead = run.waits.size ? Math.min(...run.waits.values()) : null;
@@ -366,6 +399,7 @@ function render() {
   $("run-clock").textContent = `${now.toFixed(2)} s`;
   $("cancel").hidden = !(run.status === "running" && run.live);
   renderTasks(run, now);
+  renderListed(run);
   renderDag(run);
   renderApproval(run);
   const notes = $("notes");
@@ -377,6 +411,7 @@ function render() {
 function renderTasks(run, now) {
   const spans = [...run.tasks.values(), ...run.llm.values()].filter((s) => s.start != null);
   const scale = Math.max(now, ...spans.map((s) => (s.end != null ? s.end : now)), 0.001);
+  renderAxis(scale);
   const bar = (start, end, color, cls) => {
     const track = el("div", { class: "track" });
     if (start != null) {
@@ -405,18 +440,34 @@ function renderTasks(run, now) {
   }
   for (const c of run.llm.values()) {
     const took = c.end == null ? "" : `${(c.end - c.start).toFixed(2)} s`;
-    rows.push(el("tr", { class: "llm" },
+    const tokens = c.end == null ? "" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens`;
+    const row = el("tr", { class: "llm", "data-llm": c.key },
       el("td", {}, ""), el("td", {}, `LLM ${c.purpose}${c.replayed ? " (replayed)" : ""}`),
       el("td", {}, ""),
-      el("td", {}, c.end != null ? "" : run.waits.has(c.call) ? waitText(run.waits.get(c.call)) : "streaming"),
-      el("td", {}, bar(c.start, c.end, null, "llm")), el("td", { class: "muted" }, took)));
+      el("td", {}, c.end != null ? tokens : run.waits.has(c.call) ? waitText(run.waits.get(c.call)) : "streaming"),
+      el("td", {}, bar(c.start, c.end, null, "llm")), el("td", { class: "muted" }, took));
+    row.addEventListener("click", () => showLLM(run, c));
+    rows.push(row);
   }
   $("tasks").tBodies[0].replaceChildren(...rows);
 }
 
+// Seconds along the timeline: a tick every 0.1, 0.2, 0.5, 1, 2, 5... s, at most five.
+function renderAxis(scale) {
+  const steps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
+  const step = steps.find((x) => scale / x <= 4) || scale / 4;
+  const ticks = [];
+  for (let v = 0; v <= scale + 1e-9; v += step) {
+    const tick = el("span", { class: "tick" }, `${Number(v.toFixed(1))} s`);
+    tick.style.left = `${(100 * v) / scale}%`;
+    ticks.push(tick);
+  }
+  $("axis").replaceChildren(...ticks);
+}
+
 // Node placement by dagre (vendored from npm: a layered layout with few crossings), redone only
 // when the plan's shape changes, so that nodes stay put while their colours change.
-const NODE_W = 150, NODE_H = 34;
+const NODE_W = 170, NODE_H = 40, LABEL_CHARS = 24;
 let dagLayout = { key: null };
 
 function layoutDag(tasks) {
@@ -469,16 +520,70 @@ function renderDag(run) {
     const g = svg("g", { "data-task": t.id });
     const rect = svg("rect", { x: p.x, y: p.y, width: NODE_W, height: NODE_H, rx: 5 });
     rect.style.fill = `var(--${t.status})`;
-    const label = svg("text", { x: p.x + 6, y: p.y + 21 });
-    const call = `${t.id}. ${t.call}`;
-    label.textContent = call.length > 22 ? `${call.slice(0, 21)}…` : call;
+    // Two lines: the task's tool, then its key argument (two lookups of one country differ
+    // by tool, two of one tool by country).
+    const clip = (text) => (text.length > LABEL_CHARS ? `${text.slice(0, LABEL_CHARS - 1)}…` : text);
+    const tool = svg("text", { x: p.x + 6, y: p.y + 16, class: "tool" });
+    tool.textContent = clip(`${t.id}. ${t.tool || t.call.split("(")[0]}`);
+    const arg = svg("text", { x: p.x + 6, y: p.y + 31, class: "arg" });
+    arg.textContent = clip(keyArgument(t.call));
     const title = svg("title", {});
-    title.textContent = call;
-    g.append(rect, label, title);
+    title.textContent = `${t.id}. ${t.call}`;
+    g.append(rect, tool, arg, title);
     g.addEventListener("click", () => showTask(run.id, t.id));
     nodes.push(g);
   }
   dag.replaceChildren(...nodes);
+}
+
+// A call's first argument as written (`population("France", delay=1)` -> France), its quotes
+// and its name taken off.
+function keyArgument(call) {
+  const open = call.indexOf("(");
+  if (open < 0) return "";
+  const inner = call.slice(open + 1, call.endsWith(")") ? -1 : undefined);
+  let depth = 0, quote = null, end = inner.length;
+  for (let i = 0; i < inner.length; i++) {
+    const ch = inner[i];
+    if (quote) { if (ch === "\\") i++; else if (ch === quote) quote = null; continue; }
+    if (ch === '"' || ch === "'") quote = ch;
+    else if ("([{".includes(ch)) depth++;
+    else if (")]}".includes(ch)) depth--;
+    else if (ch === "," && depth === 0) { end = i; break; }
+  }
+  let first = inner.slice(0, end).trim();
+  const named = /^[A-Za-z_][A-Za-z0-9_]*\s*=\s*/.exec(first);
+  if (named) first = first.slice(named[0].length);
+  if (/^(["']).*\1$/s.test(first)) first = first.slice(1, -1);
+  return first;
+}
+
+// An LLM call: its prompt (from its event), its response, tokens and duration (the journal's
+// record of the call, once it has ended).
+async function showLLM(run, c) {
+  $("detail").hidden = false;
+  $("detail-title").textContent = `LLM call ${c.call} (${c.purpose})`;
+  let recorded = null;
+  if (c.end != null) {
+    try {
+      const shown = await api("GET", `/runs/${encodeURIComponent(run.id)}`);
+      recorded = (shown.llm_calls || []).find((x) => x.call === c.call && (c.session == null || x.session === c.session));
+    } catch (error) {
+      $("detail-body").textContent = error.message;
+      return;
+    }
+  }
+  const parts = [];
+  const tokens = c.end == null ? "streaming" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens`;
+  const took = c.end == null ? "" : ` · ${(c.duration != null ? c.duration : c.end - c.start).toFixed(2)} s`;
+  parts.push(`${c.model || ""} · ${tokens}${took}${c.replayed ? " · replayed from the journal" : ""}`);
+  parts.push("", "── prompt ──");
+  if (!c.messages.length) parts.push("(not recorded)");
+  for (const m of c.messages) parts.push(`[${m.role}]`, m.content);
+  parts.push("", "── response ──");
+  parts.push(recorded && recorded.text != null ? recorded.text : c.end == null ? "(streaming)" : "(not recorded)");
+  if (c.error) parts.push("", `error: ${c.error.text || c.error.message}`);
+  $("detail-body").textContent = parts.join("\n");
 }
 
 async function showTask(runId, taskId) {
