@@ -377,6 +377,21 @@ def test_the_cli_lists_and_calls_a_server_s_tools_in_one_session(tmp_path: Path)
     assert json.loads(proc.stdout)["tasks"][0]["result"] == 5
     assert starts.read_text().splitlines() == ["up"]  # listed and called on one connection
 
+    # A run paused for approval, then approved: each command starts the server once.
+    starts.unlink()
+    script = Script.by_purpose(planner=["1. add(4, 5)\n2. join()"], joiner=[FINISH])
+    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    with ScriptedServer(script) as server:
+        reach = ["--tools", "demo_tools:TOOLS", "--mcp", spec, "--base-url", server.base_url]
+        paused = run_cli("run", "4 + 5?", *reach, "--model", "m", "--approve", "plan", "--json",
+                         env=env)  # fmt: skip
+        assert paused.returncode == 3, paused.stderr
+        run_id = json.loads(paused.stdout)["id"]
+        approved = run_cli("runs", "approve", run_id, *reach, "--json", env=env)
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout)["tasks"][0]["result"] == 9
+    assert starts.read_text().splitlines() == ["up", "up"]
+
 
 def test_the_cli_names_a_server_it_cannot_start() -> None:
     proc = run_cli(

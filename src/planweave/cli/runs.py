@@ -31,7 +31,7 @@ from .view import DagView, labelled, plain_console, run_status
 T = TypeVar("T")
 
 # Where a resumed run may reach comes from these options (and the environment), never from the
-# journal, which is untrusted: see `_recorded_runtime`.
+# journal, which is untrusted: see `_recorded_settings`.
 ToolsOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -255,13 +255,17 @@ def runs_resume(
     reach = _Reach(
         tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
     )
-    built = _recorded_runtime(journal, run_id, err, reach, as_json=as_json, trust=trust_journal)
+    settings = _recorded_settings(journal, run_id, err, reach, trust=trust_journal)
+
+    def build() -> tuple[Runtime, float]:
+        quiet = as_json or not err.is_terminal
+        return build_runtime(settings, journal=journal, console=err, quiet=quiet)
 
     def start(runtime: Runtime, subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aresume(run_id, decisions=decide, subscribers=subs, check=False)
 
     try:
-        execute_and_report(lambda: built, start, as_json=as_json, console=err)
+        execute_and_report(build, start, as_json=as_json, console=err, mcp=settings)
     except DecisionNeeded as exc:
         if as_json:
             print_json({"id": run_id, "status": "paused", "error": exc.report()})
@@ -298,10 +302,10 @@ class _Reach:
         return {name: value for name, value in given.items() if value is not None}
 
 
-def _recorded_runtime(
-    journal: Journal, run_id: str, err: Console, reach: _Reach, *, as_json: bool, trust: bool
-) -> tuple[Runtime, float]:
-    """The runtime a recorded run was started with: its behaviour from the journal's settings,
+def _recorded_settings(
+    journal: Journal, run_id: str, err: Console, reach: _Reach, *, trust: bool
+) -> RunSettings:
+    """The settings a recorded run was started with: its behaviour from the journal's settings,
     where it reaches (`REACH`) from this command, as `run` would take it.  A recorded place
     this command does not give is refused, showing the difference, unless `reach.accept` (use
     the recorded) or `reach.ignore` (use this command's, defaults included); a
@@ -345,9 +349,7 @@ def _recorded_runtime(
             settings = dataclasses.replace(
                 own, model=reach.model or (None if "model" in differences else recorded.model)
             )
-        return build_runtime(
-            settings, journal=journal, console=err, quiet=as_json or not err.is_terminal
-        )
+        return settings
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
@@ -389,13 +391,17 @@ def runs_approve(
     reach = _Reach(
         tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
     )
-    built = _recorded_runtime(journal, run_id, err, reach, as_json=as_json, trust=trust_journal)
+    settings = _recorded_settings(journal, run_id, err, reach, trust=trust_journal)
+
+    def build() -> tuple[Runtime, float]:
+        quiet = as_json or not err.is_terminal
+        return build_runtime(settings, journal=journal, console=err, quiet=quiet)
 
     def start(runtime: Runtime, subs: list[Callable[[Event], None]]) -> Awaitable[RunResult]:
         return runtime.aapprove(run_id, edits=edits, drop=drop or (), subscribers=subs, check=False)
 
     try:
-        execute_and_report(lambda: built, start, as_json=as_json, console=err)
+        execute_and_report(build, start, as_json=as_json, console=err, mcp=settings)
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
