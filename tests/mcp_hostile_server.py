@@ -5,7 +5,8 @@ SPEC.json`, where the JSON object says how it misbehaves.
   `{"tool": name, "arguments": {...}}` as structured content, the arguments as they arrived.
 - `stall`: "initialize" answers nothing at all (a server stuck before its handshake);
   "later" answers the first start normally and stalls every later one (it counts its starts
-  in `starts`, a file).
+  in `starts`, a file); "call" answers the handshake and the listing, then a call blocks the
+  whole server (its event loop sleeps: no answer, no cancellation, stdin's end unnoticed).
 - `child`: a file; the server starts a child process that sleeps, writes the child's pid
   there, and exits as soon as its stdin closes, leaving the child behind.
 """
@@ -39,6 +40,8 @@ def serve(spec: dict[str, Any]) -> None:
         return types.ListToolsResult(tools=described)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if spec.get("stall") == "call":
+            time.sleep(600)
         value = {"tool": params.name, "arguments": params.arguments or {}}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(value))],

@@ -173,7 +173,7 @@ def test_cache_list_names_the_tool_set_and_a_miss_for_another_says_so(tmp_path: 
     assert script.purposes.count("planner") == 2  # planned anew
 
     listed = planweave(db, "cache", "list")
-    row = next(line for line in listed.stdout.splitlines() if line.startswith(stored["id"]))
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(stored["id"][:12]))
     assert f"{stored['tools'][:8]} (population)" in row
     shown = planweave(db, "cache", "show", stored["id"])
     assert f"tool set: {stored['tools'][:8]} (population)" in shown.stdout

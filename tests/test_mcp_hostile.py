@@ -177,10 +177,11 @@ def test_the_tool_timeout_and_the_wall_budget_end_a_stalled_handshake(
     assert time.monotonic() - started < 15
 
 
-def test_a_cli_run_over_a_stalled_handshake_ends_within_max_wall(tmp_path: Path) -> None:
-    # The case: the call times out (--timeout), the run goes on to its answer, and
-    # then closing the stalled session must not outlast --max-wall.
-    later = server(tmp_path, stall="later", starts=str(tmp_path / "starts"), tools=[tool("ping")])
+def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) -> None:
+    # The case, as the CLI meets it now that one session serves the listing and the
+    # run: the call stalls the server, the call times out (--timeout), the run goes on to its
+    # answer, and then closing the stalled session must not outlast --max-wall.
+    later = server(tmp_path, stall="call", tools=[tool("ping")])
     script = Script.by_purpose(planner=["1. ping()\n2. join()", "2. join()"], joiner=[FINISH])
     started = time.monotonic()
     with ScriptedServer(script) as llm:

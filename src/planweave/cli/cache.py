@@ -27,11 +27,14 @@ def cache_list(
         print_json(templates)
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
+    # The short columns keep their words whole on a narrow terminal; the tool set and the
+    # shape wrap.  An id's first 12 characters name it for `cache show` and `cache clear`.
     for column in ("id", "tools", "seal", "used", "hits", "good", "bad", "tasks", "shape"):
-        table.add_column(column)
+        wraps = column in ("tools", "shape")
+        table.add_column(column, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")
     for t in templates:
         table.add_row(
-            t["id"],
+            t["id"][:12],
             _tool_set(t),
             "ok" if t["verified"] else Text("unverified", style="red"),
             when(t["used"]),
