@@ -41,7 +41,7 @@ def serve(spec: dict[str, Any]) -> None:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if spec.get("stall") == "call":
-            time.sleep(600)
+            time.sleep(600)  # noqa: ASYNC251 -- blocking the loop is the point
         value = {"tool": params.name, "arguments": params.arguments or {}}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(value))],
