@@ -94,6 +94,16 @@ def _server(db: Path, **config: Any) -> Iterator[httpx.Client]:
         yield http
 
 
+@contextmanager
+def _served(db: Path, **config: Any) -> Iterator[httpx.Client]:
+    """As `_server`, with the app run as `planweave serve` runs it (see `_uvicorn`)."""
+    with (
+        _uvicorn(db, request_timeout_s=30, **config) as base,
+        httpx.Client(base_url=base, headers=AUTH, timeout=20) as http,
+    ):
+        yield http
+
+
 def _until(check: Callable[[], T | None], what: str) -> T:
     deadline = time.monotonic() + 20
     while (found := check()) is None:
@@ -172,10 +182,18 @@ def test_a_queued_run_that_is_cancelled_leaves_the_queue(tmp_path: Path) -> None
     assert ended == {ids[0]: "finished", ids[1]: "cancelled", ids[2]: "finished"}
 
 
+@pytest.mark.parametrize("served", ["app", "serve"])
 def test_a_thousand_posted_runs_keep_healthz_fast_and_the_rest_are_refused(
-    tmp_path: Path,
+    tmp_path: Path, served: str
 ) -> None:
-    with _server(tmp_path / "runs.db", max_running=4, max_queued=16) as http:
+    """The app under any server (the door as middleware), and as `planweave serve` runs it (the
+    door answering in the protocol)."""
+    db = tmp_path / "runs.db"
+    with (
+        _server(db, max_running=4, max_queued=16)
+        if served == "app"
+        else _served(db, max_running=4, max_queued=16)
+    ) as http:
         codes: list[int] = []
         health_s: list[float] = []
         flooding = threading.Event()
@@ -245,13 +263,22 @@ def _closed_within(conn: socket.socket, seconds: float, trickle: bytes = b"") ->
 
 
 @contextmanager
-def _uvicorn(db: Path, request_timeout_s: float, log_level: str = "warning") -> Iterator[str]:
-    """The app as `planweave serve` runs it (its uvicorn settings), on a free loopback port."""
+def _uvicorn(
+    db: Path, request_timeout_s: float, log_level: str = "warning", **config: Any
+) -> Iterator[str]:
+    """The app as `planweave serve` runs it (its uvicorn settings, the door's early answers), on
+    a free loopback port."""
     runtime = Runtime([*TOOLS, gate], ScriptedLLM(Script.routed(_reply)), journal=db)
-    app = create_app(runtime, ServerConfig(token=TOKEN, request_timeout_s=request_timeout_s))
+    settings = ServerConfig(token=TOKEN, request_timeout_s=request_timeout_s, **config)
+    app = create_app(runtime, settings)
     server = uvicorn.Server(
         uvicorn_config(
-            app, host="127.0.0.1", port=0, log_level=log_level, request_timeout_s=request_timeout_s
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level=log_level,
+            request_timeout_s=request_timeout_s,
+            early=app.state.door.early,
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)
@@ -299,6 +326,108 @@ def test_slow_clients_are_dropped_and_a_prompt_one_is_answered(tmp_path: Path) -
             run_id = http.post("/runs", json={"question": "gate follow"}).json()["id"]
             threading.Timer(1.5, HOLD.set).start()
             assert events(http, run_id)[-1]["data"]["status"] == "finished"
+
+
+def _answers(conn: socket.socket, count: int) -> list[tuple[int, dict[str, str], bytes]]:
+    """The next `count` answers on `conn` (status, headers, body), read as they come."""
+    found: list[tuple[int, dict[str, str], bytes]] = []
+    data = b""
+    while len(found) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            lines = head.decode("latin-1").split("\r\n")
+            headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+            size = int(headers.get("content-length", "0"))
+            if len(rest) >= size:
+                found.append((int(lines[0].split()[1]), headers, rest[:size]))
+                data = rest[size:]
+                continue
+        chunk = conn.recv(65536)
+        assert chunk, f"the connection ended after {len(found)} answers"
+        data += chunk
+    return found
+
+
+def test_a_full_server_refuses_a_run_before_its_body_comes(tmp_path: Path) -> None:
+    """The door answers from the request's head: a flood's refusals cost no body, no routing,
+    no ASGI task, and the connection goes on serving.  The guard still comes first."""
+    body = json.dumps({"question": "gate late"}).encode()
+    head = (
+        b"POST /runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n".encode()
+    )
+    with _uvicorn(tmp_path / "runs.db", request_timeout_s=5, max_running=1, max_queued=0) as base:
+        with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+            assert http.post("/runs", json={"question": "gate first"}).status_code == 202
+        with _raw(base) as conn:
+            began = time.monotonic()
+            conn.sendall(head + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            [(status, headers, answer)] = _answers(conn, 1)
+            assert time.monotonic() - began < 2  # the deadline for the body is 5 s
+            assert status == 503
+            assert int(headers["retry-after"]) >= 1
+            assert json.loads(answer)["error"]["type"] == "overloaded"
+            # The body that follows is not taken for a request; the next request is answered.
+            conn.sendall(body + b"GET /runs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            conn.sendall(f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            [(status, _, listed)] = _answers(conn, 1)
+            assert status == 200
+            assert [r["question"] for r in json.loads(listed)["runs"]] == ["gate first"]
+        # Without the token: the guard's refusal, and not a word about the load.
+        with _raw(base) as conn:
+            conn.sendall(head + b"\r\n" + body)
+            [(status, headers, answer)] = _answers(conn, 1)
+            assert status == 401
+            assert "retry-after" not in headers
+            assert b"running" not in answer
+
+
+def test_healthz_is_answered_from_the_head_as_the_app_answers_it(tmp_path: Path) -> None:
+    """/healthz from the protocol (`planweave serve`) says what the app's route says, behind
+    the same guard; pipelined probes and a probe that closes are each answered."""
+    probe = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    with _uvicorn(tmp_path / "runs.db", request_timeout_s=5, max_running=1, max_queued=3) as base:
+        with httpx.Client(base_url=base, headers=AUTH, timeout=10) as http:
+            for n in range(2):
+                assert http.post("/runs", json={"question": f"gate {n}"}).status_code == 202
+            _until(lambda: True if _queued(http) else None, "the second run to wait")
+            health = http.get("/healthz")
+            assert health.status_code == 200
+            assert health.headers["content-type"] == "application/json"
+            assert health.json() == {
+                "status": "ok",
+                "model": "scripted",
+                "runs": {"running": 1, "queued": 1, "max_running": 1, "max_queued": 3},
+            }
+            assert (
+                http.get("/healthz", headers={"authorization": "Bearer wrong"}).status_code == 401
+            )
+            other = {"origin": "http://attacker.example"}
+            assert http.get("/healthz", headers=other).status_code == 403
+        with _raw(base) as conn:
+            auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+            conn.sendall((probe + auth + b"\r\n") * 3 + probe + auth + b"Connection: close\r\n\r\n")
+            answers = _answers(conn, 4)
+            assert [status for status, _, _ in answers] == [200] * 4
+            assert answers[-1][1]["connection"] == "close"
+            assert all(json.loads(body)["runs"]["queued"] == 1 for _, _, body in answers)
+            assert _closed_within(conn, 3) < 2
+        HOLD.set()
+
+
+def test_a_start_that_fails_before_its_run_opens_lets_the_next_one_open(tmp_path: Path) -> None:
+    """Runs open one at a time (see `RunService`): a resume or approval refused before its
+    session opens leaves the way free."""
+    with _server(tmp_path / "runs.db") as http:
+        HOLD.set()
+        run_id = http.post("/runs", json={"question": "gate done"}).json()["id"]
+        assert events(http, run_id)[-1]["data"]["status"] == "finished"
+        for _ in range(3):
+            assert http.post(f"/runs/{run_id}/resume").status_code == 409
+            assert http.post(f"/runs/{run_id}/approve", json={}).status_code in (409, 422)
+        again = http.post("/runs", json={"question": "gate again"})
+        assert again.status_code == 202
+        assert events(http, again.json()["id"])[-1]["data"]["status"] == "finished"
 
 
 def test_a_client_that_never_reads_its_answers_is_dropped(tmp_path: Path) -> None:

@@ -113,10 +113,9 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
 
     @router.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        """Whether the server answers, and (`runs`) how many runs answer and wait now."""
-        load = service.load()
-        found = {"status": "ok", "model": service.runtime.llm.model}
-        return found if load is None else found | {"runs": load}
+        """Whether the server answers, and (`runs`) how many runs answer and wait now.
+        (`planweave serve` answers it in its protocol: see `door`.)"""
+        return service.health()
 
     @router.post("/runs", status_code=202)
     async def start_run(request: RunRequest) -> dict[str, Any]:

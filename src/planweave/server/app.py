@@ -30,6 +30,7 @@ from ..redaction import add_secret, redact
 from ..runtime import Runtime
 from .api import InvalidEventId, QuestionTooLong, runs_router
 from .chat import InvalidParam, UnknownModel, openai_router
+from .door import Door
 from .page import PAGE_FILES, page_router
 from .security import (
     ASGIApp,
@@ -112,16 +113,23 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
     app.include_router(page_router())
-    app.add_middleware(_Door, admission=service.admission)
+    door = Door(service)
+
+    def guarded(inner: ASGIApp) -> Guard:
+        door.guard = Guard(
+            inner,
+            token=config.token,
+            max_body_bytes=config.max_body_bytes,
+            public=frozenset(PAGE_FILES),
+        )
+        return door.guard
+
     app.add_middleware(_Failures)
-    app.add_middleware(
-        Guard,
-        token=config.token,
-        max_body_bytes=config.max_body_bytes,
-        public=frozenset(PAGE_FILES),
-    )
+    app.add_middleware(guarded)
+    app.add_middleware(door.middleware)
     _errors(app)
     app.state.service = service
+    app.state.door = door
     return app
 
 
@@ -221,36 +229,6 @@ def _param(loc: tuple[int | str, ...] | list[int | str]) -> str | None:
     return name or None
 
 
-class _Door:
-    """ASGI middleware: a request that would start a run while the admission has no place left
-    is refused here (503, Retry-After), before routing and validation, so that a flood of them
-    costs little and the server keeps answering.  (The service's `place()` is the check that
-    counts; this one only answers sooner.)"""
-
-    STARTS = frozenset({("POST", "/runs"), ("POST", "/v1/chat/completions")})
-
-    def __init__(self, app: ASGIApp, *, admission: Admission | None) -> None:
-        self.app = app
-        self.admission = admission
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        admission = self.admission
-        if (
-            admission is not None
-            and scope["type"] == "http"
-            and (scope["method"], scope["path"]) in self.STARTS
-            and admission.full
-        ):
-            # The refusal's text, not the error: building one redacts its message, which costs
-            # more than the rest of this answer.
-            message, retry_after = admission.refusal()
-            await send_error(
-                scope, send, 503, message, "overloaded", {"retry-after": str(retry_after)}
-            )
-            return
-        await self.app(scope, receive, send)
-
-
 class _Failures:
     """ASGI middleware, the last word on a request the server itself failed (a bug, a damaged
     journal): logged with its trace, answered with a bare 500, and not raised on to uvicorn,
@@ -296,6 +274,11 @@ def serve(
     check_bind(host, config.token)
     app = create_app(runtime, config)
     settings = uvicorn_config(
-        app, host=host, port=port, log_level=log_level, request_timeout_s=config.request_timeout_s
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        request_timeout_s=config.request_timeout_s,
+        early=app.state.door.early,
     )
     uvicorn.Server(settings).run()

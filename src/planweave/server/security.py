@@ -27,11 +27,16 @@ from ..redaction import add_secret
 __all__ = [
     "MAX_HEADER_BYTES",
     "MIN_TOKEN_CHARS",
+    "Answer",
     "Guard",
+    "Refusal",
     "check_bind",
+    "error_answer",
     "error_body",
     "is_loopback",
     "is_openai_path",
+    "json_answer",
+    "send_answer",
     "send_error",
 ]
 
@@ -45,6 +50,10 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+# A refusal: status, message, the error's type, headers to send with it.
+Refusal = tuple[int, str, str, dict[str, str]]
+# An answer as the protocol sends it: status, headers, body.
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
 def is_loopback(host: str) -> bool:
@@ -123,26 +132,14 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        size = sum(len(k) + len(v) for k, v in scope["headers"])
-        if size > MAX_HEADER_BYTES:
-            await send_error(
-                scope,
-                send,
-                431,
-                f"the request's headers have {size} bytes; this server takes at most "
-                f"{MAX_HEADER_BYTES}",
-                "headers_too_large",
-            )
-            return
-        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
-        public = scope["method"] in ("GET", "HEAD") and scope["path"] in self.public
-        refusal = self._refusal(headers, token=not public)
+        refusal = self.head_refusal(scope["method"], scope["path"], scope["headers"])
         if refusal is not None:
             await send_error(scope, send, *refusal)
             return
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
         body = await self._body(headers, receive)
         if body is _GONE:  # the client left (or was dropped) before its body had come whole
             return
@@ -161,9 +158,25 @@ class Guard:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _refusal(
-        self, headers: dict[str, bytes], *, token: bool = True
-    ) -> tuple[int, str, str, dict[str, str]] | None:
+    def head_refusal(
+        self, method: str, path: str, raw: list[tuple[bytes, bytes]]
+    ) -> Refusal | None:
+        """Why a request is refused from its head alone (the size of its headers, its host,
+        token and origin), or None.  What comes after (the body) is checked as it arrives."""
+        size = sum(len(k) + len(v) for k, v in raw)
+        if size > MAX_HEADER_BYTES:
+            return (
+                431,
+                f"the request's headers have {size} bytes; this server takes at most "
+                f"{MAX_HEADER_BYTES}",
+                "headers_too_large",
+                {},
+            )
+        headers = {k.decode("latin-1").lower(): v for k, v in raw}
+        public = method in ("GET", "HEAD") and path in self.public
+        return self._refusal(headers, token=not public)
+
+    def _refusal(self, headers: dict[str, bytes], *, token: bool = True) -> Refusal | None:
         """Why the request is refused, or None; `token`: whether it must carry the token."""
         host = headers.get("host", b"").decode("latin-1")
         if self.token is not None:
@@ -266,9 +279,27 @@ async def send_error(
     headers: dict[str, str] | None = None,
 ) -> None:
     """Answer the request of `scope` with an error (in its route's shape) straight from ASGI."""
-    body = error_body(status, message, kind, openai=is_openai_path(scope["path"]))
+    await send_answer(send, error_answer(scope["path"], status, message, kind, headers))
+
+
+async def send_answer(send: Send, answer: Answer) -> None:
+    """Send `answer` (status, headers, body) as the answer to a request, from ASGI."""
+    status, headers, body = answer
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def error_answer(
+    path: str, status: int, message: str, kind: str, headers: dict[str, str] | None = None
+) -> Answer:
+    """An error answer to a request for `path`, in its route's shape (see `error_body`)."""
+    body = error_body(status, message, kind, openai=is_openai_path(path))
+    return json_answer(status, body, headers)
+
+
+def json_answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Answer:
+    """`body` as a JSON answer (ASCII: no text it holds can fail to encode)."""
     payload = json.dumps(body).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": payload})
+    return status, raw, payload

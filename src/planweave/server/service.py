@@ -43,6 +43,10 @@ class RunService:
         self.journal: Journal = runtime.journal
         self.live = Live(self.journal)
         self._group: TaskGroup | None = None
+        # Runs open one at a time, each in its own turn of the event loop: opening one (the
+        # journal's first writes, the first steps of its plan) takes a millisecond or more,
+        # and a burst of them in one turn would hold every other request for all of them.
+        self._opening = anyio.Lock()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -102,6 +106,13 @@ class RunService:
         ahead = None if self.admission is None else self.admission.ahead(run_id)
         return None if ahead is None else {"ahead": ahead}
 
+    def health(self) -> dict[str, Any]:
+        """What `/healthz` answers: that the server answers, its model, and (`runs`) its
+        `load()`."""
+        load = self.load()
+        found: dict[str, Any] = {"status": "ok", "model": self.runtime.llm.model}
+        return found if load is None else found | {"runs": load}
+
     def load(self) -> dict[str, int] | None:
         """Runs answering and waiting now, and how many of each may (None: no admission)."""
         admission = self.admission
@@ -141,8 +152,10 @@ class RunService:
             nonlocal opened
             if not opened and isinstance(event, RunStarted | RunResumed):
                 opened = True
+                self._opening.release()
                 task_status.started(event.run_id)
 
+        await self._opening.acquire()
         try:
             await begin([session, announce])
         except Exception as exc:
@@ -150,6 +163,8 @@ class RunService:
                 raise
             log.error("run %s crashed:\n%s", session.run_id, _trace(exc))
         finally:
+            if not opened:
+                self._opening.release()
             session.close()
 
 
