@@ -319,7 +319,7 @@ def run_config(
             f"{' UNNAMED ' + str(row['unnamed']) if row['unnamed'] else ''}",
             flush=True,
         )
-    return {"model": model, "mode": mode, "grounding": runtime.grounding, "rows": rows}
+    return {"model": model, "mode": mode, "grounding": runtime.compiled.grounding, "rows": rows}
 
 
 def part_of(row: dict[str, Any]) -> str:

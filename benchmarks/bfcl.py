@@ -260,8 +260,8 @@ class Planned:
 async def first_plan(runtime: Runtime, question: str) -> Planned:
     """The runtime's planner on `question`, as a run would call it, up to its first plan."""
     bus = EventBus()
-    llm = MeteredLLM(runtime.llm, bus, recovery=runtime.recovery, budget=runtime.budget)
-    parser = PlanParser(runtime.tools, join_answers=runtime.plan_answers)
+    llm = MeteredLLM(runtime.llm, bus, recovery=runtime.recovery, budget=runtime.settings.budget)
+    parser = PlanParser(runtime.tools, join_answers=runtime.compiled.plan_answers)
     tasks: list[Task] = []
     started = time.monotonic()
     error: str | None = None
@@ -272,7 +272,7 @@ async def first_plan(runtime: Runtime, question: str) -> Planned:
             parser,
             tasks.append,
             bus,
-            streaming=runtime.streaming,
+            streaming=runtime.compiled.streaming,
             continue_cut=runtime.compiled.continue_cut,
         )
         error = None if plan_error is None else plan_error.message

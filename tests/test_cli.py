@@ -298,3 +298,27 @@ def test_prompt_style_option(server: ScriptedServer) -> None:
     bad = planweave(*base, "--prompt-style", "terse")
     assert bad.returncode == 2
     assert "--prompt-style must be full or compact" in bad.stderr
+
+
+def test_react_steps_and_worked_examples_are_options_the_run_keeps(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+    cut = planweave("run", "Belgium?", *args, "--mode", "react", "--react-max-steps", "1", "--json")
+    assert cut.returncode == 1, cut.stderr
+    data = json.loads(cut.stdout)
+    assert data["error"]["limit"] == "react_steps"  # one step, then no room to finish
+    assert [t["tool"] for t in data["tasks"]] == ["population"]
+
+    example = 'Question: How many people live in Peru?\n1. population("Peru")\n2. join()'
+    (tmp_path / "examples.txt").write_text(example)
+    given = ["--examples", str(tmp_path / "examples.txt"), "--prompt-style", "full"]
+    proc = planweave("run", "density?", *args, *given)
+    assert proc.returncode == 0, proc.stderr
+    asked = zip(server.requests, server.script.purposes, strict=True)
+    planner = next(r for r, p in asked if p == "planner")
+    assert any("How many people live in Peru?" in m.content for m in planner)
+    shown = planweave("runs", "list", "--json")
+    run_id = json.loads(shown.stdout)[0]["id"]
+    settings = json.loads(planweave("runs", "show", run_id, "--json").stdout)["settings"]
+    assert (settings["examples"], settings["react_max_steps"]) == (example, 10)

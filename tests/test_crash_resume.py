@@ -152,7 +152,8 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         tmp_path, "run", QUESTION, "--tools", "ledger_tools:TOOLS", "--base-url",
         server.base_url, "--model", "m", "--max-replans", "1", "--recovery", "none",
         "--max-llm-calls", "1", "--timeout", "9", "--no-stream-dispatch", "--json",
-        "--llm-chunk-timeout", "30", "--max-argument-chars", "5000", fault="task_finished:1",
+        "--llm-chunk-timeout", "30", "--max-argument-chars", "5000", "--max-concurrency", "3",
+        "--react-max-steps", "4", fault="task_finished:1",
     )  # fmt: skip
     assert killed.returncode == -9, killed.stderr
     run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
@@ -176,6 +177,9 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "max_argument_chars": 5000,
         "max_fanout": 64,
         "max_fanout_total": 256,
+        "max_concurrency": 3,
+        "react_max_steps": 4,
+        "examples": None,
         "streaming": False,
         "join_replan": True,
         "grounding": False,  # off for an endpoint unless asked

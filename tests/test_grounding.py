@@ -153,7 +153,7 @@ def add(a: int, b: int) -> int:
 def test_grounding_is_on_for_the_embedded_model_only_by_default_and_recorded() -> None:
     script = Script.by_purpose(planner=[PLAN], joiner=[finish("Together 97,300,000 people.")])
     endpoint = Runtime(TOOLS, ScriptedLLM(script))
-    assert endpoint.grounding is False
+    assert endpoint.compiled.grounding is False
     assert endpoint.settings.grounding is False
     assert endpoint.run("q").answer == "Together 97,300,000 people."  # unchecked
 

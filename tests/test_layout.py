@@ -1,5 +1,5 @@
-"""The package's layout holds: no import circle, and the journal depends on records, not on the
-scheduler or an LLM backend."""
+"""The package's layout holds: no import circle, the journal depends on records, not on the
+scheduler or an LLM backend, and the runtime is its API, with one run's session beside it."""
 
 from __future__ import annotations
 
@@ -74,3 +74,40 @@ def test_the_journal_reads_records_not_the_scheduler_or_a_backend() -> None:
         if name.startswith("planweave.store"):
             assert "planweave.scheduler" not in deps, name
             assert not any(d.startswith("planweave.llm") for d in deps), name
+
+
+def _longest_function(path: Path) -> tuple[int, str]:
+    tree = ast.parse(path.read_text())
+    spans = [
+        (node.end_lineno - node.lineno + 1, node.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno
+    ]
+    return max(spans, default=(0, ""))
+
+
+def test_the_runtime_keeps_the_public_api_and_a_session_its_layers() -> None:
+    """runtime.py is the Python API; one run's session lives in session.py (issue 29).  A
+    runtime that grows past the bound is taking another concept in: give it a module."""
+    lines = len((ROOT / "runtime.py").read_text().splitlines())
+    assert lines <= 350, f"runtime.py has {lines} lines (at most ~350)"
+    for name in ("runtime.py", "session.py", "settings.py"):
+        length, function = _longest_function(ROOT / name)
+        assert length <= 60, f"{name}: {function} has {length} lines (at most ~60)"
+    graph = _graph()
+    # The session is below the API: it never reaches back for the Runtime.
+    assert "planweave.runtime" not in graph["planweave.session"]
+    # RunResult and RunFailed live with the records and in the error tree.
+    from planweave import RunFailed, RunResult
+    from planweave.errors import RunError
+
+    assert RunResult.__module__ == "planweave.records"
+    assert RunFailed.__module__ == "planweave.errors"
+    assert issubclass(RunFailed, RunError)
+
+
+def test_settings_travel_one_way_from_the_options_to_the_scheduler() -> None:
+    """The CLI's options make one RunSettings, the Runtime takes it whole, and a run's session
+    passes it to the scheduler: nobody on the way patches a copy of it."""
+    for name in ("runtime.py", "session.py", "cli/run.py", "cli/options.py"):
+        assert "dataclasses.replace" not in (ROOT / name).read_text(), name

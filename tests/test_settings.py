@@ -4,8 +4,10 @@ and building a runtime from it."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from planweave import (
@@ -20,6 +22,7 @@ from planweave import (
     Script,
     ScriptedLLM,
     UserError,
+    tool,
 )
 from planweave.llm.base import Deadlines
 from planweave.settings import load_tool_sets, make_llm, recovery_policy
@@ -106,6 +109,9 @@ def test_an_older_journals_settings_are_read() -> None:
         "mcp_max_tools",
         "approve",
         "executor",
+        "max_concurrency",
+        "react_max_steps",
+        "examples",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.executor == "thread"  # tools ran on threads before there was a choice
@@ -228,15 +234,16 @@ def test_from_settings_builds_what_the_settings_describe() -> None:
     runtime = Runtime.from_settings(settings, llm=llm, escalate=nobody)
     assert runtime.llm is llm
     assert list(runtime.tools) == ["population", "area", "facts", "divide", "echo"]
-    assert runtime.streaming is False
-    assert runtime.max_replans == 1
-    assert runtime.budget == Budget(llm_calls=5)
+    assert runtime.compiled.streaming is False
+    assert runtime.compiled.max_replans == 1
+    assert runtime.settings.budget == Budget(llm_calls=5)
     assert runtime.escalate is nobody
     # `none` policy: no retries; decompose and ask come last for a failed tool call.
     patterns = runtime.recovery.patterns("tool.transient")
     assert not any(isinstance(p, Retry) for p in patterns)
     assert [type(p) for p in patterns] == [Decompose, Escalate]
-    assert runtime.settings == dataclasses.replace(settings, model="scripted")
+    # What it runs as: no journal, so no plan cache.
+    assert runtime.settings == dataclasses.replace(settings, model="scripted", cache=False)
 
     # Without a handler to ask through, nobody is asked.
     quiet = Runtime.from_settings(settings, llm=llm)
@@ -256,10 +263,76 @@ def test_make_llm_for_an_endpoint_keeps_the_key_out_of_the_settings(
 ) -> None:
     monkeypatch.setenv("PLANWEAVE_API_KEY", "sk-secret")
     settings = RunSettings(
-        base_url="http://127.0.0.1:9/v1", model="m", grammar_field="grammar", grammar=False
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        grammar_field="grammar",
+        grammar=False,
+        tools=("builtin",),
     )
     llm = make_llm(settings)
     assert isinstance(llm, OpenAICompatible)
     assert (llm.base_url, llm.model) == ("http://127.0.0.1:9/v1", "m")
     assert llm.grammar_field is None  # no grammars without `grammar`
     assert "sk-secret" not in repr(Runtime.from_settings(settings, llm=llm).settings.to_dict())
+
+
+EXAMPLES = 'Question: How big is France?\n1. area("France")\n2. join()\n<END_OF_PLAN>'
+
+
+def test_a_runtime_takes_its_settings_whole_or_by_the_keywords_it_took_before() -> None:
+    llm = ScriptedLLM(Script.by_purpose(), model="m")
+    tools = load_tool_sets(["demo_tools:TOOLS"], None)
+    knobs: dict[str, Any] = {
+        "mode": "react",
+        "max_concurrency": 2,
+        "react_max_steps": 3,
+        "examples": EXAMPLES,
+    }
+    whole = Runtime(tools, llm, RunSettings(**knobs))
+    assert whole.settings == Runtime(tools, llm, **knobs).settings
+    assert whole.react.max_steps == 3
+    assert whole.planner.examples == EXAMPLES
+    assert Runtime(tools, llm, RunSettings(max_replans=5), max_replans=1).settings.max_replans == 1
+    with pytest.raises(UserError, match="unknown settings: max_replan"):
+        Runtime(tools, llm, max_replan=1)  # type: ignore[call-arg]
+    for bad in ({"max_concurrency": 0}, {"react_max_steps": 0}, {"examples": 3}):
+        with pytest.raises(UserError, match=f"run settings: {next(iter(bad))} must be"):
+            RunSettings(**bad)
+
+
+def test_max_concurrency_bounds_a_runs_tasks_and_the_journal_keeps_it(tmp_path: Path) -> None:
+    seen = {"active": 0, "most": 0}
+    meeting: list[anyio.Event] = []  # one per run: each run has its own event loop
+
+    @tool
+    async def meet(n: int) -> int:
+        """Wait until three calls are in (at most `patience` s); count how many were."""
+        if not meeting:
+            meeting.append(anyio.Event())
+        seen["active"] += 1
+        seen["most"] = max(seen["most"], seen["active"])
+        if seen["active"] == 3:
+            meeting[0].set()
+        with anyio.move_on_after(patience):
+            await meeting[0].wait()
+        seen["active"] -= 1
+        return n
+
+    plan = "1. meet(1)\n2. meet(2)\n3. meet(3)\n4. join()\n<END_OF_PLAN>"
+
+    def script() -> ScriptedLLM:
+        return ScriptedLLM(Script.by_purpose(planner=[plan], joiner=["Action: Finish(met)"]))
+
+    # One at a time: none meets another, each waits out its patience.
+    patience = 0.05
+    one = Runtime([meet], script(), RunSettings(max_concurrency=1), journal=tmp_path / "j.db")
+    result = one.run("q")
+    assert (result.answer, seen["most"]) == ("met", 1)
+    assert one.journal is not None
+    recorded = RunSettings.from_dict(one.journal.show(result.run_id)["settings"])
+    assert recorded.max_concurrency == 1  # so a resumed or served run gets it back
+    # By default the three meet.
+    patience, seen["most"] = 30.0, 0
+    meeting.clear()
+    assert Runtime([meet], script()).run("q").answer == "met"
+    assert seen["most"] == 3

@@ -43,7 +43,8 @@
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
         ├── AwaitingApproval ..... paused for a person to approve its tasks (not a failure)
         ├── PlanRejected ......... a person rejected the plan
-        └── BudgetExceeded
+        ├── BudgetExceeded
+        └── RunFailed ............ a run ended without an answer (`result`: what it found)
 
 Model-caused failures (plan errors, tool errors) become observations for the planner and joiner;
 programming errors in planweave itself propagate unchanged.  Every error pickles with its fields.
@@ -409,6 +410,17 @@ class BudgetExceeded(RunError):
     def __init__(self, message: str, *, limit: str, run_id: str | None = None) -> None:
         super().__init__(message, run_id=run_id)
         self.limit = limit
+
+
+class RunFailed(RunError):
+    """A run ended without an answer.  `result` (a `RunResult`) holds every task that did
+    finish; `cause` is the error that ended it."""
+
+    # `result` is typed loosely: the records (RunResult) are built on this module.
+    def __init__(self, message: str, *, result: Any, cause: RunError) -> None:
+        super().__init__(message, run_id=result.run_id)
+        self.result = result
+        self.cause = cause
 
 
 def error_from_dict(data: dict[str, Any]) -> PlanweaveError:

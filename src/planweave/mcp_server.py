@@ -102,9 +102,9 @@ def create_server(
         raise UserError("the MCP server records every run: give the runtime a journal")
     journal = runtime.journal
     acting = sorted(name for name, spec in runtime.tools.items() if spec.side_effects)
-    approve: ApproveMode | None = runtime.approve_mode
+    approve: ApproveMode | None = runtime.settings.approve
     if acting and not allow_side_effects:
-        if runtime.mode != "compiled":
+        if runtime.settings.mode != "compiled":
             raise UserError(
                 f"tools with side effects ({', '.join(acting)}) cannot wait for approval in "
                 "ReAct mode: serve them in compiled mode, leave them out, or allow their calls "

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from .errors import TaskError
+from .errors import RunError, TaskError
+from .events import Event, LLMCallFinished, timings
 from .plan import Ref, Task, Template, format_args, render_text
 from .redaction import redact, redact_value
 
@@ -27,6 +28,7 @@ __all__ = [
     "RecordedItem",
     "RecordedTask",
     "Replay",
+    "RunResult",
     "TaskRecord",
     "TaskStatus",
     "item_call",
@@ -378,3 +380,59 @@ class Replay:
     prompt_tokens: int
     completion_tokens: int
     duration: float
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything a run produced.  `to_dict()` is the `planweave run --json` object."""
+
+    run_id: str
+    question: str
+    mode: Literal["compiled", "react"]
+    status: Literal["finished", "failed", "cancelled", "awaiting_approval"]
+    answer: str | None
+    tasks: list[TaskRecord]
+    llm: LLMUsage
+    wall_s: float
+    replans: int = 0
+    error: RunError | None = None
+    cache: dict[str, Any] | None = None
+    # The tasks waiting for approval ({id, tool, call, args, deps, side_effects}) when the run
+    # paused for it (status "awaiting_approval").
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list, repr=False)
+
+    @property
+    def partial(self) -> str | None:
+        """For a run without an answer: what it found before it stopped, as text (no LLM)."""
+        return None if self.answer is not None else partial_text(self.tasks)
+
+    @property
+    def results(self) -> dict[int, Any]:
+        """Every finished task's result, by task id."""
+        return {r.task.id: r.result for r in self.tasks if r.status == "done"}
+
+    def timings(self) -> dict[str, float]:
+        """Seconds spent planning, executing (at least one tool running) and joining."""
+        return timings(
+            ((e.purpose, e.duration) for e in self.events if isinstance(e, LLMCallFinished)),
+            ((r.start, r.end) for r in self.tasks),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `planweave run --json` object (`planweave runs show --json` adds to it)."""
+        return run_dict(
+            id=self.run_id,
+            question=self.question,
+            answer=self.answer,
+            mode=self.mode,
+            status=self.status,
+            tasks=[r.to_dict() for r in self.tasks],
+            llm=self.llm.to_dict(),
+            wall_s=self.wall_s,
+            replans=self.replans,
+            timings=self.timings(),
+            error=None if self.error is None else self.error.report(),
+            partial=self.partial,
+            cache=self.cache,
+        )

@@ -14,11 +14,12 @@ configuration, and `reach_differences` says how the recorded ones differ from th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
@@ -36,6 +37,7 @@ __all__ = [
     "Mode",
     "RecoveryName",
     "RunSettings",
+    "SettingsKeywords",
     "load_tool_sets",
     "make_llm",
     "reach_differences",
@@ -65,9 +67,10 @@ class RunSettings:
     """Everything needed to rebuild a run's runtime: its mode and limits, where its LLM is,
     which tool sets it loaded, and how it recovers.
 
-    `tools` are tool set specs: `builtin` or MODULE:ATTR (empty: tools given in Python, which
-    settings cannot name); `mcp` are MCP servers whose tools join them, each a command line
-    (stdio) or an http(s) URL (streamable HTTP); `files` is the folder the built-in
+    `tools` are tool set specs: `builtin` or MODULE:ATTR (empty, the default: tools given in
+    Python, which settings cannot name; `planweave run` gives `builtin`); `mcp` are MCP
+    servers whose tools join them, each a command line (stdio) or an http(s) URL (streamable
+    HTTP); `files` is the folder the built-in
     `search_files` reads; `base_url` is an OpenAI-compatible endpoint (none: the embedded
     model, or env PLANWEAVE_BASE_URL);
     `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
@@ -90,7 +93,11 @@ class RunSettings:
     the address is never stored: a journal is untrusted, and a Ray cluster is sent the tools'
     arguments and answers with pickles, so a resumed run joins the cluster its process names.
     `max_fanout` bounds the elements of one fan-out (`$N[*]`), `max_fanout_total` those of
-    every fan-out of a run together.
+    every fan-out of a run together; `max_argument_chars` one argument once its references are
+    filled in (a ToolArgumentError past it).
+    `max_concurrency` is how many tasks of a run run at once; `react_max_steps` how many
+    actions a ReAct run takes before it gives up; `examples` the planner's worked examples
+    (null: the tools' own, `ToolRegistry.examples`).
     `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
     handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
     `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
@@ -103,7 +110,7 @@ class RunSettings:
     grammar: bool = True
     grammar_field: str | None = None
     prompt_style: PromptStyle | None = None
-    tools: tuple[str, ...] = ("builtin",)
+    tools: tuple[str, ...] = ()
     mcp: tuple[str, ...] = ()
     mcp_timeout: float = OPEN_TIMEOUT
     mcp_max_tools: int = MAX_TOOLS
@@ -114,6 +121,9 @@ class RunSettings:
     max_argument_chars: int = MAX_ARGUMENT_CHARS
     max_fanout: int = MAX_FANOUT
     max_fanout_total: int = MAX_FANOUT_TOTAL
+    max_concurrency: int = 64
+    react_max_steps: int = 10
+    examples: str | None = None
     streaming: bool = True
     join_replan: bool | None = None
     grounding: bool | None = None
@@ -139,7 +149,7 @@ class RunSettings:
             _choice("approve", self.approve, APPROVE_MODES)
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
-        for name in ("model", "base_url", "grammar_field", "files", "ray_address"):
+        for name in ("model", "base_url", "grammar_field", "files", "ray_address", "examples"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
@@ -158,6 +168,8 @@ class RunSettings:
         _count("max_argument_chars", self.max_argument_chars, at_least=1)
         _count("max_fanout", self.max_fanout, at_least=0)
         _count("max_fanout_total", self.max_fanout_total, at_least=0)
+        _count("max_concurrency", self.max_concurrency, at_least=1)
+        _count("react_max_steps", self.react_max_steps, at_least=1)
         if not _is_number(self.mcp_timeout) or not self.mcp_timeout > 0:
             raise _invalid("mcp_timeout", "a number of seconds > 0", self.mcp_timeout)
         _count("mcp_max_tools", self.mcp_max_tools, at_least=1)
@@ -190,6 +202,49 @@ class RunSettings:
         wall budget when that is shorter (the budget bounds the whole run)."""
         wall = self.budget.wall_s
         return self.mcp_timeout if not wall else min(self.mcp_timeout, wall)
+
+    def with_keywords(self, **keywords: Any) -> RunSettings:
+        """These settings with `Runtime`'s keyword arguments of the same names (`mode=`,
+        `budget=`, ...: `SettingsKeywords`) in their place; an unknown name is a UserError."""
+        unknown = sorted(set(keywords) - set(SettingsKeywords.__annotations__))
+        if unknown:
+            raise UserError(f"Runtime() got unknown settings: {', '.join(unknown)}")
+        return dataclasses.replace(self, **keywords) if keywords else self
+
+    def resolved(
+        self, llm: LLM, *, recovery: RecoveryName, cache: bool, cache_adapt: bool
+    ) -> RunSettings:
+        """What a runtime with `llm` runs these settings as, and so records: the model's name,
+        the backend's own prompt style, `join_replan`, `grounding` and `plan_answers` decided
+        (none left to the backend), the recovery it was given (`custom`: a policy object) and
+        whether it has a plan cache (none without a journal)."""
+        return dataclasses.replace(
+            self,
+            model=self.model or llm.model,
+            prompt_style=self.prompt_style or llm.prompt_style,
+            join_replan=not llm.embedded if self.join_replan is None else self.join_replan,
+            grounding=llm.embedded if self.grounding is None else self.grounding,
+            plan_answers=True if self.plan_answers is None else self.plan_answers,
+            recovery=recovery,
+            cache=cache,
+            cache_adapt=cache and cache_adapt,
+        )
+
+    def for_run(self, *, mode: Mode, approve: ApproveMode | None) -> RunSettings:
+        """The settings of one run: these, in the mode and with the approval it asked for."""
+        if (mode, approve) == (self.mode, self.approve):
+            return self
+        return dataclasses.replace(self, mode=mode, approve=approve)
+
+    def tool_sets(self) -> ToolRegistry:
+        """The tools `tools` and `mcp` name, loaded (`load_tool_sets`)."""
+        return load_tool_sets(
+            self.tools,
+            self.files,
+            mcp=self.mcp,
+            mcp_timeout=self.mcp_open_timeout(),
+            mcp_max_tools=self.mcp_max_tools,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object the journal stores with the run (a credential in a URL masked)."""
@@ -231,6 +286,32 @@ class RunSettings:
             else:
                 raise _invalid("budget", "an object of limits", budget)
         return cls(**values)
+
+
+class SettingsKeywords(TypedDict, total=False):
+    """The settings `Runtime(...)` also takes as keyword arguments (what its callers gave it
+    before it took a RunSettings): each sets the RunSettings field of the same name."""
+
+    mode: Mode
+    max_replans: int
+    max_repairs: int
+    max_concurrency: int
+    tool_timeout: float
+    max_argument_chars: int
+    max_fanout: int
+    max_fanout_total: int
+    streaming: bool
+    react_max_steps: int
+    examples: str | None
+    grammar: bool
+    prompt_style: PromptStyle | None
+    join_replan: bool | None
+    grounding: bool | None
+    plan_answers: bool | None
+    budget: Budget
+    approve: ApproveMode | None
+    executor: ExecutorName
+    ray_address: str | None
 
 
 def reach_differences(recorded: RunSettings, own: RunSettings) -> dict[str, str]:

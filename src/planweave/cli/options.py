@@ -13,17 +13,19 @@ import functools
 import inspect
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 
-from ..errors import PlanweaveError
+from ..approval import APPROVE_MODES
+from ..errors import PlanweaveError, UserError
 from ..llm.base import Deadlines, PromptStyle
 from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
-from ..settings import RunSettings
+from ..settings import Mode, RunSettings
 from ..tools import EXECUTORS
 from .view import labelled, plain_console
 
@@ -120,6 +122,21 @@ def _settings(
             "pass it fails."
         ),
     ] = MAX_FANOUT_TOTAL,
+    max_concurrency: Annotated[
+        int, typer.Option(help="Most tasks of one run running at once.")
+    ] = 64,
+    react_max_steps: Annotated[
+        int, typer.Option(help="Most actions a ReAct run (--mode react) takes before it stops.")
+    ] = 10,
+    examples: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="A file of worked examples for the planner, in place of the tools' own: each a "
+            "`Question: ...` line followed by a plan, blank lines between them.",
+        ),
+    ] = None,
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
@@ -208,8 +225,15 @@ def _settings(
             "Ray on loopback."
         ),
     ] = None,
+    **command: Any,
 ) -> RunSettings:
-    """The settings the options give; a bad value is the error on stderr and exit status 2."""
+    """The settings the options give, and `command`: the command's own options that are
+    settings (`run --mode`, `--ask`, `--approve`); a bad value is the error on stderr and exit
+    status 2."""
+    if "mode" in command:
+        choose("--mode", command["mode"], get_args(Mode))
+    if command.get("approve") is not None:
+        choose("--approve", command["approve"], APPROVE_MODES)
     choose("--recovery", recovery, ("default", "none"))
     choose("--prompt-style", prompt_style or "full", ("full", "compact"))
     choose("--executor", executor, EXECUTORS)
@@ -232,6 +256,9 @@ def _settings(
         max_argument_chars=max_argument_chars,
         max_fanout=max_fanout,
         max_fanout_total=max_fanout_total,
+        max_concurrency=max_concurrency,
+        react_max_steps=react_max_steps,
+        examples=None if examples is None else _read(examples),
         streaming=stream_dispatch,
         join_replan=join_replan,
         grounding=grounding,
@@ -251,7 +278,15 @@ def _settings(
         llm_call_timeout=llm_call_timeout,
         executor="process" if executor == "process" else "ray" if executor == "ray" else "thread",
         ray_address=ray_address,
+        **command,
     )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {exc}") from None
 
 
 OtelOption = Annotated[
@@ -294,13 +329,20 @@ def choose(option: str, value: str, allowed: tuple[str, ...]) -> None:
         raise typer.Exit(2)
 
 
-_SHARED = inspect.signature(_settings, eval_str=True).parameters
+_SHARED = {
+    name: p
+    for name, p in inspect.signature(_settings, eval_str=True).parameters.items()
+    if p.kind is not p.VAR_KEYWORD
+}
+_FIELDS = frozenset(f.name for f in fields(RunSettings))
 _PROCESS = inspect.signature(_process, eval_str=True).parameters
 
 
 def settings_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give `command` the shared options; it takes `settings: RunSettings` in their place.
-    Values RunSettings refuses are the error on stderr and exit status 2."""
+    Its own options named as a RunSettings field (`run`'s `mode`, `ask`, `approve`) go into
+    the settings too, and not to it.  Values RunSettings refuses are the error on stderr and
+    exit status 2."""
     own = [
         p
         for p in inspect.signature(command, eval_str=True).parameters.values()
@@ -314,8 +356,9 @@ def settings_options(command: Callable[..., None]) -> Callable[..., None]:
     def wrapper(**values: Any) -> None:
         shared = {name: values.pop(name) for name in _SHARED}
         process = {name: values.pop(name) for name in _PROCESS}
+        own_settings = {name: values.pop(name) for name in _FIELDS & values.keys()}
         try:
-            settings = _settings(**shared)
+            settings = _settings(**shared, **own_settings)
         except PlanweaveError as exc:
             plain_console(stderr=True).print(labelled("error:", "red", exc))
             raise typer.Exit(2) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -16,7 +15,6 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from ..approval import APPROVE_MODES
 from ..errors import JournalError, PlanweaveError
 from ..events import Event
 from ..mcp_tools import MCPTools, mcp_sessions
@@ -25,7 +23,7 @@ from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, make_llm
 from ..store import Journal
 from .app import DbOption, app
-from .options import choose, settings_options
+from .options import settings_options
 from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
@@ -136,20 +134,8 @@ def run(
     settings: RunSettings,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
+    # --mode, --ask and --approve are settings: `settings` holds them (`settings_options`).
     err = plain_console(stderr=True)
-    choose("--mode", mode, ("compiled", "react"))
-    if approve is not None:
-        choose("--approve", approve, APPROVE_MODES)
-    try:
-        settings = dataclasses.replace(
-            settings,
-            mode="react" if mode == "react" else "compiled",
-            ask=ask,
-            approve="plan" if approve == "plan" else "side_effects" if approve else None,
-        )
-    except PlanweaveError as exc:
-        err.print(labelled("error:", "red", exc))
-        raise typer.Exit(2) from None
 
     def build() -> tuple[Runtime, float]:
         built = build_runtime(

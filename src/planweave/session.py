@@ -1,0 +1,571 @@
+"""One session of a run, as nested layers, each with one concern:
+
+    run_session ......... the record: open it, close it with what was found (or leave the run
+                          paused for approval); a bug propagates once the record is closed
+      Session.turn ...... cancellation through the journal, the run's turn (admission), the
+                          run's MCP sessions, the LLM tool's meter
+        within_budget ... the wall-time budget
+          Session.answer  compiled (the plan cache's start, plan, run, join) or ReAct
+
+A session is a new run or one more session of a journaled run (`ResumeState`: resumed,
+approved).  What every session of a runtime shares (`Setup`: the tools, the LLM, the modes)
+is built once from the runtime's settings (`modes`); what one run asked for (its mode, its
+approval) is the session's own `RunSettings`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import anyio
+
+from .admission import Admission
+from .approval import Gate
+from .cache import PlanCache, resumed_start
+from .compiled import Compiled
+from .errors import (
+    AwaitingApproval,
+    BudgetExceeded,
+    RunCancelled,
+    RunError,
+    TaskError,
+    UserError,
+)
+from .events import (
+    AnswerEvent,
+    CacheAdapted,
+    CacheHit,
+    CacheMiss,
+    Event,
+    EventBus,
+    PlanAwaitingApproval,
+    ReplanEvent,
+    RunAdmitted,
+    RunFinished,
+    RunQueued,
+    RunResumed,
+    RunStarted,
+)
+from .executor import Executor
+from .executors import Backends
+from .fanout import FanOutTally
+from .grammar import joiner_grammar, plan_grammar, react_grammar
+from .joiner import Joiner
+from .llm.base import LLM
+from .mcp_tools import mcp_servers, mcp_sessions
+from .meter import MeteredLLM
+from .planner import Planner
+from .react import ReAct
+from .records import Recorded, RecordedItem, RunResult, TaskRecord
+from .recoverer import TaskRecoverer
+from .recovery import EscalationHandler, Recovery, SubplanAnswer
+from .redaction import encodable, redact
+from .scheduler import Scheduler
+from .settings import Mode, RunSettings
+from .store import Journal, ResumeState, RunRecorder, encode
+from .tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ["Setup", "check_approve", "modes", "plan_cache", "run_session", "trace"]
+
+
+class Setup(Protocol):
+    """What every session of a runtime shares (a `Runtime` is one)."""
+
+    tools: ToolRegistry
+    llm: LLM
+    settings: RunSettings
+    recovery: Recovery
+    backends: Backends
+    compiled: Compiled
+    react: ReAct
+    journal: Journal | None
+    cache: PlanCache | None
+    escalate: EscalationHandler | None
+    tracing: TracerProvider | Literal[False] | None
+
+
+def modes(
+    tools: ToolRegistry, settings: RunSettings, recovery: Recovery
+) -> tuple[Planner, Joiner, Compiled, ReAct]:
+    """The compiled mode (its planner and joiner) and the ReAct mode over `tools`, as the
+    resolved `settings` (`RunSettings.resolved`) say."""
+    style = settings.prompt_style or "full"
+    grammar, answers = settings.grammar, settings.plan_answers is not False
+    join_replan, grounding = bool(settings.join_replan), bool(settings.grounding)
+    # Grammars are plain text; backends that cannot constrain decoding ignore them.
+    planner = Planner(
+        tools,
+        examples=settings.examples,
+        max_repairs=settings.max_repairs,
+        grammar=plan_grammar(tools, answers=answers) if grammar else None,
+        style=style,
+        answers=answers,
+    )
+    joiner = Joiner(
+        grammar=joiner_grammar(style) if grammar else None,
+        style=style,
+        plan_tools=tools if join_replan else None,
+        plan_grammar=(
+            joiner_grammar(style, tools, answers=answers) if grammar and join_replan else None
+        ),
+        finish_grammar=joiner_grammar(style, finish_only=True) if grammar else None,
+        plan_answers=answers,
+    )
+    react = ReAct(
+        tools,
+        max_steps=settings.react_max_steps,
+        grammar=react_grammar(tools) if grammar else None,
+        grounding=grounding,
+    )
+    compiled = Compiled(
+        tools,
+        planner,
+        joiner,
+        max_replans=settings.max_replans,
+        streaming=settings.streaming,
+        join_replan=join_replan,
+        grounding=grounding,
+        plan_answers=answers,
+        # A plan that breaks off mid-stream is continued when a recovery rule says so.
+        continue_cut=bool(recovery.patterns("llm.stream_cut")),
+    )
+    return planner, joiner, compiled, react
+
+
+def plan_cache(
+    cache: PlanCache | bool | None, settings: RunSettings, journal: Journal | None
+) -> PlanCache | None:
+    """The runtime's plan cache: `cache` when it is one, else one in the journal's file when
+    `cache` is True, or None and `settings.cache` (none without a journal)."""
+    if isinstance(cache, PlanCache):
+        return cache
+    if cache is False or (cache is None and (not settings.cache or journal is None)):
+        return None
+    if journal is None:
+        raise UserError("the plan cache lives in the journal's file: give Runtime(journal=PATH)")
+    return PlanCache(journal, adapt=settings.cache_adapt)
+
+
+def check_approve(settings: RunSettings, journal: Journal | None) -> None:
+    """Refuse approval where it cannot be: ReAct runs (no plan) or no journal to pause in."""
+    if settings.approve is None:
+        return
+    if settings.mode != "compiled":
+        raise UserError("approval is for compiled runs; ReAct mode has no plan to approve")
+    if journal is None:
+        raise UserError("approval keeps the paused run in the journal: Runtime(journal=PATH)")
+
+
+async def run_session(
+    setup: Setup,
+    settings: RunSettings,
+    question: str,
+    subscribers: Sequence[Callable[[Event], None]],
+    *,
+    resume: ResumeState | None = None,
+    admission: Admission | None = None,
+) -> RunResult:
+    """One session of a run with the run's `settings`: open its record, take its turn in
+    `admission`, answer within the budget, close the record (or leave it paused for
+    approval).  A run error ends the run (in the result); a bug propagates once the record
+    is closed: every finished result stays recorded."""
+    session = _open(setup, settings, encodable(question), subscribers, resume, admission)
+    result = session.result
+    try:
+        await session.turn()
+    except anyio.get_cancelled_exc_class():
+        result.status = "cancelled"
+        session.finish()
+        raise
+    except (RunError, BaseExceptionGroup) as exc:
+        try:
+            result.error = _run_error(exc)
+        except BaseException as bug:
+            session.finish(crash=bug)
+            raise
+        result.error.run_id = result.run_id
+        if isinstance(result.error, AwaitingApproval) and session.scheduler.gate is not None:
+            return session.pause(result.error)
+    except Exception as exc:
+        # A bug (in planweave or in a user's tool or pattern) propagates, but the run's
+        # record is closed first.
+        session.finish(crash=exc)
+        raise
+    session.finish()
+    return result
+
+
+def _open(
+    setup: Setup,
+    settings: RunSettings,
+    question: str,
+    subscribers: Sequence[Callable[[Event], None]],
+    resume: ResumeState | None,
+    admission: Admission | None,
+) -> Session:
+    """The session's record opened (the run's row created for a new run) and its parts: the
+    event bus (the journal first: no view shows what has not been recorded), the metered
+    LLM, the top-level scheduler.  The session's opening events are emitted."""
+    run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
+    recorder = None
+    if setup.journal is not None:
+        if resume is None:
+            setup.journal.create_run(run_id, question, settings.mode, settings.to_dict())
+        session_no = resume.session if resume is not None else 1
+        recorder = RunRecorder(setup.journal, run_id, setup.tools, session=session_no)
+    # The plan cache learns from new compiled runs (a resumed one was judged when it began).
+    learner = (
+        [setup.cache.learner(setup.tools)]
+        if setup.cache is not None and settings.mode == "compiled" and resume is None
+        else []
+    )
+    offset = resume.elapsed if resume is not None else 0.0
+    listeners: list[Callable[[Event], None]] = [*trace(setup), *subscribers, *learner]
+    if recorder is not None:
+        listeners.insert(0, recorder)
+    bus = EventBus(listeners, offset=offset)
+    llm = MeteredLLM(
+        setup.llm,
+        bus,
+        replay=resume.replay if resume else None,
+        recovery=setup.recovery,
+        budget=settings.budget,
+    )
+    scheduler = _top_scheduler(setup, settings, run_id, llm, bus, recorder, resume)
+    result = RunResult(run_id, question, settings.mode, "failed", None, [], llm.usage, 0.0)
+    result.cache = resume.cache if resume is not None else None
+    session = Session(
+        setup, settings, question, bus, llm, scheduler, result, recorder, resume, admission
+    )
+    for event in _opening(run_id, question, settings.mode, resume):
+        bus.emit(event)
+    return session
+
+
+def trace(setup: Setup) -> list[Callable[[Event], None]]:
+    """A run's OpenTelemetry spans, when traces are on (a subscriber per run: events carry no
+    run id).  The first call imports the trace module."""
+    # No provider can have been set where nobody imported OpenTelemetry.
+    if setup.tracing is False or (
+        setup.tracing is None and "opentelemetry.trace" not in sys.modules
+    ):
+        return []
+    from .otel import RunTrace, tracer
+
+    found = tracer(setup.tracing)
+    return [] if found is None else [RunTrace(found, model=setup.llm.model)]
+
+
+@dataclass(slots=True, eq=False)
+class Session:
+    """One session's parts, and the layers inside its record."""
+
+    setup: Setup
+    settings: RunSettings
+    question: str
+    bus: EventBus
+    llm: MeteredLLM
+    scheduler: Scheduler
+    result: RunResult
+    recorder: RunRecorder | None
+    resume: ResumeState | None
+    admission: Admission | None
+
+    @property
+    def run_id(self) -> str:
+        return self.result.run_id
+
+    async def turn(self) -> None:
+        """Cancellation through the journal, the run's turn, its MCP sessions, the meter
+        serving the `llm` tool; inside them, the answer within the budget."""
+        result = self.result
+        async with (
+            _cancellable(self.recorder) as cancelled,
+            _turn(self.admission, self.run_id, self.bus),
+            _mcp_sessions(self.setup.tools),
+        ):
+            with self.llm.serving():
+                # Known secrets masked: a plan's answer fills in results as they are.
+                answer = await within_budget(self.answer(), self.settings.budget.wall_s)
+                result.answer = redact(answer)
+            result.status = "finished"
+        if cancelled():
+            result.status = "cancelled"
+            result.error = RunCancelled("cancelled on request", run_id=self.run_id)
+
+    async def answer(self) -> str:
+        """The run's answer: ReAct's, or the compiled mode's from the plan cache's start."""
+        setup, llm, scheduler, bus = self.setup, self.llm, self.scheduler, self.bus
+        if self.settings.mode == "react":
+            return await setup.react.run(self.question, llm, scheduler, bus)
+        plan, example = self.cached_start()
+        return await setup.compiled.answer(
+            self.question, llm, scheduler, bus, plan=plan, example=example
+        )
+
+    def cached_start(self) -> tuple[str | None, tuple[str, str] | None]:
+        """The first plan from the plan cache, or an example to plan it with; a resumed run
+        goes on from what the cache gave it when it began."""
+        if self.resume is not None:
+            return resumed_start(self.resume.cached)
+        cache, question = self.setup.cache, self.question
+        if cache is None:
+            return None, None
+        found = cache.lookup(question, self.setup.tools)  # a few ms of SQLite
+        if isinstance(found, CacheAdapted):
+            # An example longer than the generic ones saves nothing: never a negative saving.
+            planner = self.setup.compiled.planner
+            found.tokens_saved = max(
+                0,
+                planner.prompt_tokens(question)
+                - planner.prompt_tokens(question, (found.question, found.plan)),
+            )
+        self.bus.emit(found)
+        if isinstance(found, CacheHit):
+            return found.plan, None
+        if isinstance(found, CacheAdapted):
+            return None, (found.question, found.plan)
+        return None, None
+
+    def pause(self, pause: AwaitingApproval) -> RunResult:
+        """Leave the run waiting for approval: the journal keeps what waits."""
+        result, gate = self.result, self.scheduler.gate
+        assert gate is not None
+        result.status, result.error, result.waiting = "awaiting_approval", None, pause.tasks
+        result.tasks = list(self.scheduler.records.values())
+        result.wall_s = self.bus.now()
+        self.bus.emit(
+            PlanAwaitingApproval(
+                approve=gate.mode,
+                tasks=pause.tasks,
+                llm=result.llm.to_dict(),
+                wall_s=round(result.wall_s, 6),
+            )
+        )
+        result.events = self.bus.events
+        return result
+
+    def finish(self, *, crash: BaseException | None = None) -> None:
+        """Close the session's record: the result's tasks and figures, the answer, the end."""
+        result, bus = self.result, self.bus
+        result.tasks = list(self.scheduler.records.values())
+        result.wall_s = bus.now()
+        result.replans = sum(isinstance(e, ReplanEvent) for e in bus.events)
+        for event in bus.events:
+            if isinstance(event, CacheHit | CacheAdapted | CacheMiss):
+                result.cache = event.summary()
+        if result.answer is not None and result.status == "finished":
+            bus.emit(AnswerEvent(answer=result.answer))
+        assert result.status != "awaiting_approval"
+        bus.emit(
+            RunFinished(
+                status=result.status,
+                answer=result.answer,
+                error=_report(result.error, crash),
+                wall_s=round(result.wall_s, 6),
+                llm=result.llm.to_dict(),
+                replans=result.replans,
+                partial=result.partial,
+            )
+        )
+        result.events = bus.events
+
+
+def _top_scheduler(
+    setup: Setup,
+    settings: RunSettings,
+    run_id: str,
+    llm: MeteredLLM,
+    bus: EventBus,
+    recorder: RunRecorder | None,
+    resume: ResumeState | None,
+) -> Scheduler:
+    """The run's own scheduler: its results stored in the journal when there is one, the
+    outcomes a resumed run recorded reused, its tasks held at the gate of approval."""
+    executor = Executor(
+        default_timeout=settings.tool_timeout,
+        max_argument_chars=settings.max_argument_chars,
+        backends=setup.backends,
+    )
+    return _scheduler(
+        setup,
+        settings,
+        run_id,
+        llm,
+        bus,
+        executor,
+        store=encode if recorder is not None else None,
+        recorded=resume.recorded if resume else None,
+        items=resume.items if resume else None,
+        gate=_gate(setup, settings, resume),
+    )
+
+
+def _gate(setup: Setup, settings: RunSettings, resume: ResumeState | None) -> Gate | None:
+    """Which of the run's tasks wait for approval (and the approvals it got so far)."""
+    if settings.approve is None or settings.mode != "compiled":
+        return None
+    approvals = resume.approvals if resume is not None else ()
+    return Gate.of(settings.approve, setup.tools, approvals)
+
+
+def _scheduler(
+    setup: Setup,
+    settings: RunSettings,
+    run_id: str,
+    llm: MeteredLLM,
+    bus: EventBus,
+    executor: Executor,
+    *,
+    depth: int = 0,
+    tally: FanOutTally | None = None,
+    store: Callable[[Any], Any] | None = None,
+    recorded: Mapping[int, Recorded] | None = None,
+    items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
+    gate: Gate | None = None,
+) -> Scheduler:
+    """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
+    run's top level also the journal's `store`, the `recorded` outcomes (and fan-out `items`)
+    to reuse and the `gate` of approval.  Its sub-plans share its `tally` of fan-out elements."""
+    tally = tally if tally is not None else FanOutTally(settings.max_fanout_total)
+
+    async def decompose(rec: TaskRecord, error: TaskError, depth: int) -> SubplanAnswer:
+        # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls
+        # go through the run's meter, so they are counted, budgeted and journaled.
+        sub_bus = EventBus(offset=bus.now())
+        sub = _scheduler(setup, settings, run_id, llm, sub_bus, executor, depth=depth, tally=tally)
+        return await setup.compiled.subgoal(_subgoal(setup.tools, rec, error), llm, sub, sub_bus)
+
+    recoverer = TaskRecoverer(
+        setup.recovery,
+        setup.tools,
+        executor,
+        bus,
+        decompose=decompose,
+        escalate=setup.escalate,
+        run_id=run_id,
+        depth=depth,
+        max_depth=settings.budget.decomposition_depth,
+    )
+    return Scheduler(
+        setup.tools,
+        executor,
+        bus,
+        max_concurrency=settings.max_concurrency,
+        recoverer=recoverer,
+        max_fanout=settings.max_fanout,
+        fanout_tally=tally,
+        store=store,
+        recorded=recorded,
+        items=items,
+        gate=gate,
+    )
+
+
+async def within_budget(answering: Awaitable[str], wall_s: float | None) -> str:
+    """`answering`'s answer, or BudgetExceeded once the wall-time budget is spent.  Wall time
+    counts per session: a resumed run gets its budget afresh."""
+    with anyio.move_on_after(float("inf") if wall_s is None else wall_s):
+        return await answering
+    raise BudgetExceeded(f"the run's wall-time budget of {wall_s:g} s is spent", limit="wall_s")
+
+
+def _run_error(exc: RunError | BaseExceptionGroup[BaseException]) -> RunError:
+    """The run error that ended a run; task groups wrap what their bodies raise, and a run
+    error stays a run error.  Anything else (a bug) propagates, unwrapped when it is alone (or
+    the same error each time: every element of a fan-out whose tool's package is missing)."""
+    if isinstance(exc, RunError):
+        return exc
+    errors, rest = exc.split(RunError)
+    if rest is not None:
+        leaves = _leaves(rest)
+        first = leaves[0]
+        if all(type(leaf) is type(first) and str(leaf) == str(first) for leaf in leaves):
+            raise first from exc
+        raise exc
+    assert errors is not None
+    return _leaves(errors)[0]  # type: ignore[return-value]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+def _report(error: RunError | None, crash: BaseException | None) -> dict[str, Any] | None:
+    if crash is not None:
+        text = f"{type(crash).__name__}: {crash}"
+        return {"type": type(crash).__name__, "message": str(crash), "text": text}
+    return None if error is None else error.report()
+
+
+def _opening(run_id: str, question: str, mode: Mode, resume: ResumeState | None) -> list[Event]:
+    """The events a session begins with: the run started, or resumed (and approved)."""
+    if resume is None:
+        return [RunStarted(run_id=run_id, question=question, mode=mode)]
+    resumed = RunResumed(
+        run_id=run_id, session=resume.session, reused=sorted(resume.recorded), rerun=resume.rerun
+    )
+    return [resumed, *([resume.approved_now] if resume.approved_now is not None else [])]
+
+
+def _mcp_sessions(tools: ToolRegistry) -> contextlib.AbstractAsyncContextManager[object]:
+    """The run's MCP sessions (one per server, opened at its first call, closed when the run
+    ends) when its tools include MCP tools."""
+    return mcp_sessions() if mcp_servers(tools.values()) else contextlib.nullcontext()
+
+
+@asynccontextmanager
+async def _cancellable(recorder: RunRecorder | None) -> AsyncIterator[Callable[[], bool]]:
+    """A scope that another process can stop through the journal (`planweave runs cancel`);
+    gives a function telling whether it was stopped that way."""
+    if recorder is None:
+        yield lambda: False
+        return
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(recorder.watch_cancel, tg.cancel_scope.cancel)
+        yield lambda: recorder.cancel_asked
+        tg.cancel_scope.cancel()
+
+
+def _turn(
+    admission: Admission | None, run_id: str, bus: EventBus
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """Run `run_id`'s turn in `admission` (none to wait for without one); a wait is heard as
+    `RunQueued` (where it began: the live place is `Admission.ahead`), then `RunAdmitted`."""
+    if admission is None:
+        return contextlib.nullcontext()
+    queued = False
+
+    def heard(ahead: int, waited: float) -> None:
+        nonlocal queued
+        if ahead and not queued:
+            queued = True
+            bus.emit(RunQueued(ahead=ahead))
+        elif not ahead:
+            bus.emit(RunAdmitted(waited=round(waited, 3)))
+
+    return admission.turn(run_id, heard)
+
+
+def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:
+    """A failed call as a sub-goal for the planner (ADaPT: decompose only when needed)."""
+    task = rec.task
+    tool = tools[task.tool]
+    call = rec.call or task.call_text()  # a fan-out element's own call
+    return (
+        f"Find what `{call}` would return ({tool.description or tool.name}). "
+        f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
+        "another way, with other tools or smaller calls, and answer with that result only."
+    )
