@@ -34,6 +34,10 @@ __all__ = ["OtelOption", "settings_options", "start_tracing"]
 _DEADLINES = Deadlines()
 
 
+# The options' defaults are the settings' own.
+_DEFAULT = RunSettings()
+
+
 def _settings(
     tools: Annotated[
         list[str] | None,
@@ -104,10 +108,10 @@ def _settings(
     ] = None,
     max_replans: Annotated[
         int, typer.Option(help="How many times the joiner may ask for a new plan.")
-    ] = 2,
+    ] = _DEFAULT.max_replans,
     timeout: Annotated[
         float, typer.Option(help="Default timeout of one tool call, seconds.")
-    ] = 60.0,
+    ] = _DEFAULT.tool_timeout,
     max_argument_chars: Annotated[
         int,
         typer.Option(help="Largest argument of one tool call once references are filled in."),
@@ -124,10 +128,10 @@ def _settings(
     ] = MAX_FANOUT_TOTAL,
     max_concurrency: Annotated[
         int, typer.Option(help="Most tasks of one run running at once.")
-    ] = 64,
+    ] = _DEFAULT.max_concurrency,
     react_max_steps: Annotated[
         int, typer.Option(help="Most actions a ReAct run (--mode react) takes before it stops.")
-    ] = 10,
+    ] = _DEFAULT.react_max_steps,
     examples: Annotated[
         Path | None,
         typer.Option(
