@@ -79,8 +79,8 @@ PLAN = '1. population("France")\n2. population("Atlantis")\n3. join()\n<END_OF_P
 FINISH = "Thought: France's count is known, Atlantis has none.\nAction: Finish(About 68 million.)"
 
 
-def planweave(db: Path, *args: str, env: dict[str, str] | None = None) -> CompletedProcess[str]:
-    return run_cli(*args, env={"COLUMNS": "200", "PLANWEAVE_DB": str(db), **(env or {})})
+def planweave(db: Path, *args: str, fault: str | None = None) -> CompletedProcess[str]:
+    return run_cli(*args, env={"COLUMNS": "200", "PLANWEAVE_DB": str(db)}, fault=fault)
 
 
 def test_runs_show_prints_the_results_and_the_llm_s_text_and_lists_say_what_failed(
@@ -123,9 +123,7 @@ def test_a_resumed_run_s_time_leaves_out_the_time_it_lay_dead(tmp_path: Path) ->
     script = Script.by_purpose(planner=[PLAN, "3. join()"] * 2, joiner=[FINISH] * 2)
     with ScriptedServer(script) as server:
         reach = [*TOOLS, "--base-url", server.base_url]
-        killed = planweave(
-            db, "run", "How many people?", *reach, env={"PLANWEAVE_FAULT": "task_finished:1"}
-        )
+        killed = planweave(db, "run", "How many people?", *reach, fault="task_finished:1")
         assert killed.returncode == -9, killed.stderr
         run_id = json.loads(planweave(db, "runs", "list", "--json").stdout)[0]["id"]
         time.sleep(3.0)  # dead

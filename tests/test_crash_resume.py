@@ -38,9 +38,7 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> subprocess.Com
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "0.3",
     }
-    if fault:
-        env["PLANWEAVE_FAULT"] = fault
-    return run_cli(*args, env=env)
+    return run_cli(*args, env=env, fault=fault)
 
 
 def ledger(tmp: Path) -> Counter[str]:

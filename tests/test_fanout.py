@@ -251,9 +251,7 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> Any:
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "2",
     }
-    if fault:
-        env["PLANWEAVE_FAULT"] = fault
-    return run_cli(*args, env=env)
+    return run_cli(*args, env=env, fault=fault)
 
 
 def test_resume_after_a_kill_reruns_only_the_unfinished_elements(

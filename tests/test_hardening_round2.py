@@ -58,9 +58,7 @@ def _cli(tmp: Path, *args: str, fault: str | None = None) -> Any:
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "0.3",
     }
-    if fault:
-        env["PLANWEAVE_FAULT"] = fault
-    return run_cli(*args, env=env)
+    return run_cli(*args, env=env, fault=fault)
 
 
 def _elements(tmp: Path, run_id: str) -> list[str]:

@@ -425,6 +425,7 @@ def killed_while_sending(tmp_path: Path) -> tuple[Path, str]:
     db = tmp_path / "runs.db"
     child = (
         "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "import fault; fault.install('task_started:4')\n"
         "from ledger_tools import TOOLS, PLAN, FINISH\n"
         "from planweave import Runtime, Script, ScriptedLLM\n"
         "llm = ScriptedLLM(Script.by_purpose(planner=[PLAN], joiner=[FINISH]))\n"
@@ -432,7 +433,6 @@ def killed_while_sending(tmp_path: Path) -> tuple[Path, str]:
     )
     proc = subprocess.run(
         [sys.executable, "-c", child, str(db), str(TESTS)],
-        env={**__import__("os").environ, "PLANWEAVE_FAULT": "task_started:4"},
         timeout=60,
     )
     assert proc.returncode == -9

@@ -221,7 +221,8 @@ def _open(
         if resume is None:
             setup.journal.create_run(run_id, question, settings.mode, settings.to_dict())
         session_no = resume.session if resume is not None else 1
-        recorder = RunRecorder(setup.journal, run_id, setup.tools, session=session_no)
+        side_effects = [t.name for t in setup.tools.values() if t.side_effects]
+        recorder = RunRecorder(setup.journal, run_id, side_effects, session=session_no)
     # The plan cache learns from new compiled runs (a resumed one was judged when it began).
     learner = (
         [setup.cache.learner(setup.tools)]

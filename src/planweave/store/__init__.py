@@ -2,11 +2,10 @@
 
 from .codec import Unstorable, decode, encode
 from .journal import Journal, default_path
-from .recorder import FAULT_ENV, RunRecorder
+from .recorder import RunRecorder
 from .resume import Decisions, ResumeDecision, ResumeState, prepare
 
 __all__ = [
-    "FAULT_ENV",
     "Decisions",
     "Journal",
     "ResumeDecision",

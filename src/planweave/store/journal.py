@@ -18,7 +18,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields as _fields
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,12 @@ from .codec import Unstorable, decode, encode
 from .schema import connect
 from .seal import KEY_ENV, SEALED, Sealer, fold
 
-__all__ = ["Journal", "default_path"]
+__all__ = ["Journal", "RecordHook", "default_path", "record_hooks"]
+
+RecordHook = Callable[[str, Event], None]
+# Each is called with (run id, event) once `Journal.record` has committed the event.  Empty in
+# production: it is a test's injection point (tests/fault.py kills the process there).
+record_hooks: list[RecordHook] = []
 
 # A step that may have taken effect when its run stopped: running, or cancelled once started.
 _IN_FLIGHT = "(status = 'running' OR (status = 'cancelled' AND started IS NOT NULL))"
@@ -445,6 +450,8 @@ class Journal:
             self._append(conn, run_id, session, event)
             row = conn.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
             flag = row.fetchone()
+        for hook in record_hooks:
+            hook(run_id, event)
         return bool(flag and flag[0])
 
     def _append(self, conn: sqlite3.Connection, run_id: str, session: int, event: Event) -> None:

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import anyio
 
 from ..errors import JournalError
 from ..events import AnswerDelta, Event, LLMProgress, TaskStarted
-from ..tools import ToolRegistry
 from .journal import Journal
 
-__all__ = ["FAULT_ENV", "RunRecorder"]
-
-# Fault injection for crash tests: "KIND:N" kills this process with SIGKILL right after the N-th
-# event of KIND (e.g. "task_started:2") has been committed.
-FAULT_ENV = "PLANWEAVE_FAULT"
+__all__ = ["RunRecorder"]
 
 # How long a run may go without writing before it asks the journal whether it should stop.
 IDLE_CHECK_S = 0.5
@@ -35,15 +28,21 @@ class RunRecorder:
     nothing is written (a long tool call, a long LLM response).
     """
 
-    def __init__(self, journal: Journal, run_id: str, tools: ToolRegistry, *, session: int = 1):
+    def __init__(
+        self,
+        journal: Journal,
+        run_id: str,
+        side_effects: Collection[str] = (),
+        *,
+        session: int = 1,
+    ) -> None:
+        """`side_effects`: the names of the run's tools with side effects, whose starts are
+        fsynced before the tool is called."""
         self.journal = journal
         self.run_id = run_id
         self.session = session
         self.broken: JournalError | None = None
-        self._side_effects = {t.name for t in tools.values() if t.side_effects}
-        kind, _, count = (os.environ.get(FAULT_ENV) or "").partition(":")
-        self._fault_kind = kind
-        self._fault_left = int(count or 1)
+        self._side_effects = frozenset(side_effects)
         self.cancel_asked = False
         self._cancel: Callable[[], None] | None = None
         self._last_write = time.monotonic()
@@ -62,10 +61,6 @@ class RunRecorder:
         self._last_write = time.monotonic()
         if asked:
             self._asked()
-        if event.kind == self._fault_kind:
-            self._fault_left -= 1
-            if self._fault_left == 0:
-                os.kill(os.getpid(), signal.SIGKILL)
 
     def _asked(self) -> None:
         if not self.cancel_asked:
