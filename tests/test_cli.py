@@ -1,24 +1,20 @@
-"""The `planweave` command in a real subprocess against a scripted server on loopback."""
+"""The `planweave` command against a scripted server on loopback: its options, output and exit
+status in this process (typer's runner), its worker processes in a real subprocess."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from demo_tools import AREA, POPULATION
 from gbnf import Grammar
 from planweave import Reply, Script, ScriptedServer
 
-TESTS = Path(__file__).parent
-JOURNAL = Path(tempfile.mkdtemp(prefix="planweave-cli-")) / "runs.db"
 PLAN = (
     '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n'
     '4. population("Atlantis")\n5. join()\n<END_OF_PLAN>'
@@ -37,12 +33,23 @@ def server() -> Iterator[ScriptedServer]:
         yield srv
 
 
-def planweave(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    # Never the user's own journal.
-    return run_cli(*args, env={"PLANWEAVE_DB": str(JOURNAL), **(env or {})})
+Planweave = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def test_json_output_has_the_documented_fields(server: ScriptedServer) -> None:
+@pytest.fixture
+def planweave(tmp_path: Path) -> Planweave:
+    """The CLI in this process, journaling into the test's own file."""
+    journal = tmp_path / "runs.db"
+
+    def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return invoke_cli(*args, env={"PLANWEAVE_DB": str(journal), **(env or {})})
+
+    return cli
+
+
+def test_json_output_has_the_documented_fields(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     proc = planweave(
         "run",
         "density?",
@@ -70,7 +77,9 @@ def test_json_output_has_the_documented_fields(server: ScriptedServer) -> None:
         assert task["status"] in {"pending", "running", "done", "failed", "skipped", "cancelled"}
 
 
-def test_terminal_output_shows_dag_failure_and_answer(server: ScriptedServer) -> None:
+def test_terminal_output_shows_dag_failure_and_answer(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     proc = planweave(
         "run",
         "density?",
@@ -88,7 +97,7 @@ def test_terminal_output_shows_dag_failure_and_answer(server: ScriptedServer) ->
     assert "LLM calls" in proc.stderr
 
 
-def test_react_mode_from_the_cli(server: ScriptedServer) -> None:
+def test_react_mode_from_the_cli(server: ScriptedServer, planweave: Planweave) -> None:
     proc = planweave(
         "run",
         "Belgium?",
@@ -109,7 +118,9 @@ def test_react_mode_from_the_cli(server: ScriptedServer) -> None:
     assert [t["tool"] for t in data["tasks"]] == ["population"]
 
 
-def test_tools_given_several_times_are_combined(server: ScriptedServer) -> None:
+def test_tools_given_several_times_are_combined(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     proc = planweave(
         "run",
         "q",
@@ -130,7 +141,7 @@ def test_tools_given_several_times_are_combined(server: ScriptedServer) -> None:
     assert json.loads(proc.stdout)["tasks"][2]["status"] == "done"
 
 
-def test_failed_run_exits_non_zero_with_the_cause() -> None:
+def test_failed_run_exits_non_zero_with_the_cause(planweave: Planweave) -> None:
     # planweave's recovery sends a rate-limited request 4 times in all (after Retry-After).
     with ScriptedServer([Reply(status=429, retry_after=0.1)] * 4) as srv:
         proc = planweave(
@@ -163,25 +174,27 @@ def test_failed_run_exits_non_zero_with_the_cause() -> None:
         (["--tools", "demo_tools:TOOLS", "--timeout", "-5"], "tool_timeout must be"),
     ],
 )
-def test_bad_options_are_clear_errors(args: list[str], message: str) -> None:
+def test_bad_options_are_clear_errors(args: list[str], message: str, planweave: Planweave) -> None:
     proc = planweave("run", "q", "--model", "m", *args)
     assert proc.returncode == 2
     assert message in proc.stderr
 
 
-def test_isolated_builtin_tools_run_in_worker_processes_of_the_cli() -> None:
+def test_isolated_builtin_tools_run_in_worker_processes_of_the_cli(tmp_path: Path) -> None:
     plan = '1. calculator("6 * 7")\n2. convert_units(5, "km", "m")\n3. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(42)"])
     with ScriptedServer(script) as srv:
-        proc = planweave(
-            "run", "q", "--tools", "builtin", "--base-url", srv.base_url, "--model", "m", "--json"
-        )
+        # A real process: the worker processes are its children.
+        proc = run_cli(
+            "run", "q", "--tools", "builtin", "--base-url", srv.base_url, "--model", "m", "--json",
+            env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     tasks = {t["id"]: t for t in json.loads(proc.stdout)["tasks"]}
     assert (tasks[1]["result"], tasks[2]["result"]) == (42, 5000.0)
 
 
-def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
+def test_grammar_is_sent_in_the_named_field(server: ScriptedServer, planweave: Planweave) -> None:
     proc = planweave(
         "run", "q", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
         "--model", "m", "--json", "--grammar-field", "grammar",
@@ -192,7 +205,7 @@ def test_grammar_is_sent_in_the_named_field(server: ScriptedServer) -> None:
     assert '"Finish(" finish-answer ")"' in joiner["grammar"]
 
 
-def test_no_grammar_is_sent_unless_asked(server: ScriptedServer) -> None:
+def test_no_grammar_is_sent_unless_asked(server: ScriptedServer, planweave: Planweave) -> None:
     proc = planweave(
         "run", "q", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
         "--model", "m", "--json",
@@ -201,7 +214,9 @@ def test_no_grammar_is_sent_unless_asked(server: ScriptedServer) -> None:
     assert all("grammar" not in body for body in server.bodies)
 
 
-def test_a_budget_ends_the_run_with_its_partial_results(server: ScriptedServer) -> None:
+def test_a_budget_ends_the_run_with_its_partial_results(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     proc = planweave(
         "run",
         "density?",
@@ -223,7 +238,9 @@ def test_a_budget_ends_the_run_with_its_partial_results(server: ScriptedServer) 
     assert data["tasks"][0]["attempts"] == 1
 
 
-def test_unknown_recovery_name_is_a_usage_error(server: ScriptedServer) -> None:
+def test_unknown_recovery_name_is_a_usage_error(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     proc = planweave(
         "run", "q", "--base-url", server.base_url, "--model", "m", "--recovery", "sometimes"
     )
@@ -232,23 +249,12 @@ def test_unknown_recovery_name_is_a_usage_error(server: ScriptedServer) -> None:
 
 
 def test_an_unusable_default_journal_is_a_warning_not_a_failure(
-    server: ScriptedServer, tmp_path: Path
+    server: ScriptedServer, tmp_path: Path, planweave: Planweave
 ) -> None:
     (tmp_path / "planweave").mkdir()
     (tmp_path / "planweave" / "runs.db").write_bytes(b"junk" * 500)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")]),
-        XDG_DATA_HOME=str(tmp_path),
-    )
     args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "planweave", "run", "density?", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = invoke_cli("run", "density?", *args, "--json", env={"XDG_DATA_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     assert "not a usable planweave journal" in proc.stderr
     assert "this run is not recorded" in proc.stderr
@@ -259,7 +265,9 @@ def test_an_unusable_default_journal_is_a_warning_not_a_failure(
     assert "not a usable planweave journal" in explicit.stderr
 
 
-def test_runs_show_json_is_the_run_json_field_for_field(server: ScriptedServer) -> None:
+def test_runs_show_json_is_the_run_json_field_for_field(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     ran = planweave(
         "run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
         "--model", "m", "--json",
@@ -273,7 +281,9 @@ def test_runs_show_json_is_the_run_json_field_for_field(server: ScriptedServer) 
     assert {"created", "sessions", "settings", "llm_calls"} <= set(shown) - set(reported)
 
 
-def test_runs_show_names_a_failed_task_by_its_message(server: ScriptedServer) -> None:
+def test_runs_show_names_a_failed_task_by_its_message(
+    server: ScriptedServer, planweave: Planweave
+) -> None:
     ran = planweave(
         "run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url,
         "--model", "m", "--json",
@@ -286,7 +296,7 @@ def test_runs_show_names_a_failed_task_by_its_message(server: ScriptedServer) ->
     assert "{" not in line  # the message, not the error's dict
 
 
-def test_prompt_style_option(server: ScriptedServer) -> None:
+def test_prompt_style_option(server: ScriptedServer, planweave: Planweave) -> None:
     base = ["run", "density?", "--tools", "demo_tools:TOOLS", "--base-url", server.base_url]
     proc = planweave(*base, "--model", "m", "--prompt-style", "full", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -301,7 +311,7 @@ def test_prompt_style_option(server: ScriptedServer) -> None:
 
 
 def test_react_steps_and_worked_examples_are_options_the_run_keeps(
-    server: ScriptedServer, tmp_path: Path
+    server: ScriptedServer, tmp_path: Path, planweave: Planweave
 ) -> None:
     args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
     cut = planweave("run", "Belgium?", *args, "--mode", "react", "--react-max-steps", "1", "--json")
