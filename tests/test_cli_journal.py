@@ -1,4 +1,5 @@
-"""The `planweave` command against hostile text and broken journal files, in real subprocesses."""
+"""The `planweave` command against hostile text and broken journal files (in this process, but
+for the install hint, which needs an interpreter whose bindings are hidden)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from planweave import Reply, Script, ScriptedServer
 
 TESTS = Path(__file__).parent
@@ -18,11 +19,9 @@ HOSTILE = "[/bold] :x: [local]"
 TOOLS = ["--tools", "demo_tools:TOOLS", "--model", "m"]
 
 
-def planweave(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
+def planweave(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # No wrapping inside what the tests look for.
-    return run_cli(*args, env={"COLUMNS": "400", **(env or {})}, timeout=timeout)
+    return invoke_cli(*args, env={"COLUMNS": "400", **(env or {})})
 
 
 @pytest.fixture
@@ -67,7 +66,7 @@ def test_the_install_hint_keeps_its_brackets(tmp_path: Path) -> None:
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF")
     path = os.pathsep.join([str(hide), str(TESTS), os.environ.get("PYTHONPATH", "")])
-    proc = planweave(
+    proc = run_cli(
         "run", "q", "--model", str(model), "--db", str(tmp_path / "r.db"), env={"PYTHONPATH": path}
     )
     assert proc.returncode == 2, proc.stderr

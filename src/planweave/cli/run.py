@@ -288,7 +288,7 @@ def _execute(
         try:
             return await start(runtime, [view])
         finally:
-            await runtime.llm.aclose()
+            await _close(runtime)
 
     async def go_live(runtime: Runtime) -> RunResult:
         view.ticking = True
@@ -300,12 +300,22 @@ def _execute(
             try:
                 result = await _ticking(start(runtime, [view, refresh]), lambda: refresh(None))
             finally:
-                await runtime.llm.aclose()
+                await _close(runtime)
             view.ticking = False
             screen.update(view.render())
             return result
 
     return anyio.run(main)
+
+
+async def _close(runtime: Runtime) -> None:
+    # The command's journal is closed with its run, not left to the process's exit: its WAL
+    # is folded back into the file now, and a CLI run inside a program leaks no connection.
+    try:
+        await runtime.llm.aclose()
+    finally:
+        if runtime.journal is not None:
+            runtime.journal.close()
 
 
 async def _ticking(work: Awaitable[T], tick: Callable[[], None]) -> T:
