@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from ledger_tools import FINISH, PLAN
 from planweave import Reply, Script, ScriptedServer
 from planweave.store import Journal
@@ -38,7 +38,8 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> subprocess.Com
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "0.3",
     }
-    return run_cli(*args, env=env, fault=fault)
+    # A real process only where it is killed; the CLI's logic in this one.
+    return run_cli(*args, env=env, fault=fault) if fault else invoke_cli(*args, env=env)
 
 
 def ledger(tmp: Path) -> Counter[str]:

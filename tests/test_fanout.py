@@ -17,7 +17,7 @@ from rich.console import Console
 
 import demo_tools
 import fanout_tools
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from fanout_tools import FINISH, PLAN, TOOLS
 from planweave import (
     OpenAICompatible,
@@ -251,7 +251,8 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> Any:
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "2",
     }
-    return run_cli(*args, env=env, fault=fault)
+    # A real process only where it is killed; the CLI's logic in this one.
+    return run_cli(*args, env=env, fault=fault) if fault else invoke_cli(*args, env=env)
 
 
 def test_resume_after_a_kill_reruns_only_the_unfinished_elements(

@@ -19,7 +19,7 @@ import pytest
 
 import fanout_tools
 import round2_tools
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from planweave import (
     Decompose,
     InvalidApproval,
@@ -58,7 +58,8 @@ def _cli(tmp: Path, *args: str, fault: str | None = None) -> Any:
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "0.3",
     }
-    return run_cli(*args, env=env, fault=fault)
+    # A real process only where it is killed; the CLI's logic in this one.
+    return run_cli(*args, env=env, fault=fault) if fault else invoke_cli(*args, env=env)
 
 
 def _elements(tmp: Path, run_id: str) -> list[str]:

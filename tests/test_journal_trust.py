@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 import ledger_tools
-from cli_process import run_cli
+from cli_process import invoke_cli
 from ledger_tools import FINISH, PLAN, TOOLS
 from planweave import (
     JournalError,
@@ -44,7 +44,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cli(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(
+    return invoke_cli(
         *args,
         env={
             "PLANWEAVE_DB": str(tmp / "runs.db"),
