@@ -103,9 +103,10 @@ from .recovery import (
     Vote,
     classify,
 )
+from .resume import Decisions, ResumeDecision
 from .runtime import Mode, RunFailed, RunResult, Runtime
 from .settings import RunSettings
-from .store import Decisions, Journal, ResumeDecision
+from .store import Journal
 from .tools import Tool, ToolRegistry, load_tools, tool
 
 if TYPE_CHECKING:

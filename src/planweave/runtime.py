@@ -21,9 +21,10 @@ from .executors import Backends
 from .llm.base import LLM
 from .records import RunResult
 from .recovery import EscalationHandler, Recovery
+from .resume import Decisions, ResumeState, prepare
 from .session import check_approve, modes, plan_cache, run_session, trace
 from .settings import Mode, RunSettings, SettingsKeywords, make_llm, recovery_policy
-from .store import Decisions, Journal, ResumeState, prepare
+from .store import Journal
 from .tools import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:

@@ -66,9 +66,10 @@ from .records import Recorded, RecordedItem, RunResult, TaskRecord
 from .recoverer import TaskRecoverer
 from .recovery import EscalationHandler, Recovery, SubplanAnswer
 from .redaction import encodable, redact
+from .resume import ResumeState
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings
-from .store import Journal, ResumeState, RunRecorder, encode
+from .store import Journal, RunRecorder, encode
 from .tools import ToolRegistry
 
 if TYPE_CHECKING:

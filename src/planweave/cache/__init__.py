@@ -4,7 +4,7 @@ values in the slots, without a planner call.
 `PlanCache.consult` looks a question up before planning (emitting `CacheHit` or `CacheMiss`);
 `PlanCache.learner` is a run's subscriber that makes a template from a run that went well and
 judges a template by the runs it served.  Templates live in the journal's SQLite file
-(`store.templates`), keyed by the tool registry's signature; `template` says what a template
+(`table`), keyed by the tool registry's signature; `template` says what a template
 is and when a question may use one.
 """
 
@@ -37,8 +37,8 @@ from ..parser import parse_call
 from ..plan import Task
 from ..redaction import redact
 from ..store import Journal
-from ..store.templates import StoredTemplate, TemplateTable
 from ..tools import JOIN, ToolRegistry
+from .table import StoredTemplate, TemplateTable
 from .template import Fill, NotATemplate, PlanTemplate, Slot, extract, registry_signature
 
 __all__ = ["PlanCache", "PlanTemplate", "registry_signature", "resumed_start"]

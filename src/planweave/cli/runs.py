@@ -20,9 +20,10 @@ from ..errors import DecisionNeeded, PlanweaveError, ResumeError
 from ..events import (
     Event,
 )
+from ..resume import ResumeDecision
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, reach_differences
-from ..store import Journal, ResumeDecision
+from ..store import Journal
 from .app import DbOption, open_journal, print_json, read_journal, runs_app, when
 from .options import OtelOption, start_tracing
 from .run import build_runtime, execute_and_report

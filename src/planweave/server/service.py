@@ -17,9 +17,10 @@ from ..approval import ApproveMode
 from ..errors import UserError
 from ..events import Event, RunResumed, RunStarted
 from ..redaction import redact
+from ..resume import ResumeDecision
 from ..runtime import RunResult, Runtime
 from ..settings import Mode
-from ..store import Journal, ResumeDecision
+from ..store import Journal
 from .live import Live
 
 __all__ = ["RunService"]

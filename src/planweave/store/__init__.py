@@ -1,19 +1,17 @@
-"""The durable journal (SQLite): runs, plan lines, tasks, LLM calls and events; resuming runs."""
+"""The durable journal (SQLite): runs, plan lines, tasks, LLM calls and events, and the storage
+interface other tables in its file use (`base.Storage`)."""
 
+from .base import Storage
 from .codec import Unstorable, decode, encode
 from .journal import Journal, default_path
 from .recorder import RunRecorder
-from .resume import Decisions, ResumeDecision, ResumeState, prepare
 
 __all__ = [
-    "Decisions",
     "Journal",
-    "ResumeDecision",
-    "ResumeState",
     "RunRecorder",
+    "Storage",
     "Unstorable",
     "decode",
     "default_path",
     "encode",
-    "prepare",
 ]

@@ -4,6 +4,8 @@ Plain JSON data is stored as it is.  Anything else is wrapped in a small tagged 
 `{"__pw__": "tuple", "v": [...]}`, `{"__pw__": "model", "cls": "pkg.mod:Name", "v": {...}}` and
 so on.  A value with no faithful encoding (an open file, a lambda, a class defined inside a
 function) raises `Unstorable` naming its type, before anything is written.
+
+`dumps` and `loads` are the text of the journal's JSON columns.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import json
 import math
 import sys
 import uuid
@@ -22,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Unstorable", "decode", "encode"]
+__all__ = ["Unstorable", "decode", "dumps", "encode", "loads"]
 
 TAG = "__pw__"
 
@@ -190,3 +193,14 @@ def _decode(data: Any) -> Any:
         case _ if tag in _PARSE:
             return _PARSE[tag](raw)
     raise Unstorable(f"unknown stored value tag {tag!r}: written by a newer planweave?")
+
+
+def dumps(value: Any) -> str:
+    """A JSON column's text.  ASCII with escapes: valid JSON whatever the text holds (a lone
+    surrogate included)."""
+    return json.dumps(value, default=str)
+
+
+def loads(text: str | None) -> Any:
+    """A JSON column's value (None for NULL)."""
+    return None if text is None else json.loads(text)

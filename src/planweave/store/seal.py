@@ -8,6 +8,10 @@ anything is replayed; so does each of the plan cache's templates, which a new qu
 without asking the planner, and which the cache uses only when its seal checks.  Editing the
 file without the key cannot make a valid seal.
 
+Each run's row also keeps a tally: the fold of the seals of all its rows (`fold`), so a row
+removed, or put back as an older sealed copy, is seen.  `seal_rows` and `unseal_rows` keep the
+tallies in step inside the writer's transaction; `unsealed` names the records that fail.
+
 The key is 32 random bytes in a file of its own, made on first use, readable by its owner only:
 PLANWEAVE_JOURNAL_KEY_FILE, else `journal.key` in the user data directory.  Journals copied to
 another user or machine verify there only with the key copied along.
@@ -21,6 +25,7 @@ import hmac
 import json
 import os
 import secrets
+import sqlite3
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,7 +33,19 @@ from typing import Any
 
 from ..errors import JournalError
 
-__all__ = ["KEY_ENV", "SEALED", "TEMPLATE_SEALED", "Sealer", "fold", "key_path"]
+__all__ = [
+    "KEY_ENV",
+    "SEALED",
+    "TEMPLATE_SEALED",
+    "Sealer",
+    "fold",
+    "key_path",
+    "run_column",
+    "seal_rows",
+    "seal_run",
+    "unseal_rows",
+    "unsealed",
+]
 
 KEY_ENV = "PLANWEAVE_JOURNAL_KEY_FILE"
 
@@ -128,6 +145,93 @@ def fold(macs: Iterable[object]) -> int:
     return folded
 
 
+def run_column(table: str) -> str:
+    """The column of `table` (one of `SEALED`) that names a row's run."""
+    return "id" if table == "runs" else "run_id"
+
+
+def seal_rows(
+    conn: sqlite3.Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
+) -> None:
+    """Seal the rows of `table` that `where` selects, as they now are, and keep their runs'
+    tallies in step: each old seal out, each new one in."""
+    cursor = conn.execute(f"SELECT rowid AS rowid_, * FROM {table} WHERE {where}", params)
+    names = [d[0] for d in cursor.description]
+    changed: dict[str, int] = {}
+    for values in cursor.fetchall():
+        row = dict(zip(names, values, strict=True))
+        rowid = row.pop("rowid_")
+        mac = sealer.seal(table, row)
+        conn.execute(f"UPDATE {table} SET mac = ? WHERE rowid = ?", (mac, rowid))
+        run_id = row[run_column(table)]
+        changed[run_id] = changed.get(run_id, 0) ^ fold([row.get("mac"), mac])
+    for run_id, delta in changed.items():
+        _retally(conn, sealer, run_id, delta, new_run=table == "runs")
+
+
+def unseal_rows(
+    conn: sqlite3.Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
+) -> None:
+    """Take the seals of the rows `where` selects out of their runs' tallies: call it just
+    before those rows are deleted or replaced."""
+    changed: dict[str, int] = {}
+    for run_id, mac in conn.execute(f"SELECT run_id, mac FROM {table} WHERE {where}", params):
+        changed[run_id] = changed.get(run_id, 0) ^ fold([mac])
+    for run_id, delta in changed.items():
+        _retally(conn, sealer, run_id, delta, new_run=False)
+
+
+def _retally(
+    conn: sqlite3.Connection, sealer: Sealer, run_id: str, delta: int, *, new_run: bool
+) -> None:
+    """Apply `delta` to the run's tally.  A tally that is missing (a run from before seals;
+    only a new run or `seal_run` starts one) or not this key's is left as it is, so `unsealed`
+    still names the run: a write never launders an edited tally."""
+    found = conn.execute("SELECT tally FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if found is None:
+        return
+    folded = sealer.read_tally(run_id, found[0])
+    if folded is None:
+        if found[0] is not None or not new_run:
+            return
+        folded = 0
+    conn.execute(
+        "UPDATE runs SET tally = ? WHERE id = ?", (sealer.tally(run_id, folded ^ delta), run_id)
+    )
+
+
+def seal_run(conn: sqlite3.Connection, sealer: Sealer, run_id: str) -> None:
+    """Seal every record of run `run_id` as it is now, and its tally."""
+    macs: list[object] = []
+    for table in SEALED:
+        seal_rows(conn, sealer, table, f"{run_column(table)} = ?", (run_id,))
+        query = f"SELECT mac FROM {table} WHERE {run_column(table)} = ?"
+        macs += [r[0] for r in conn.execute(query, (run_id,))]
+    conn.execute(
+        "UPDATE runs SET tally = ? WHERE id = ?", (sealer.tally(run_id, fold(macs)), run_id)
+    )
+
+
+def unsealed(
+    sealer: Sealer, run_id: str, records: Iterable[tuple[str, Mapping[str, Any]]]
+) -> list[str]:
+    """How a person finds each of run `run_id`'s records (`records`: every row of it, by
+    table) whose seal does not check under `sealer`; with none, whether its tally does (a
+    record removed, or put back as an older copy)."""
+    bad: list[str] = []
+    macs: list[object] = []
+    tally: object = None
+    for table, row in records:
+        macs.append(row.get("mac"))
+        if table == "runs":
+            tally = row.get("tally")
+        if not sealer.verify(table, row):
+            bad.append(_record_name(table, row))
+    if not bad and sealer.read_tally(run_id, tally) != fold(macs):
+        bad.append("the run's set of records (some were removed, or put back as older copies)")
+    return bad
+
+
 def _read_key(path: Path) -> bytes:
     """The key in `path`, which must be a plain file of this user's that nobody else may read
     or write (a key others can read forges seals; a link may point at anything, the journal
@@ -168,3 +272,17 @@ def _unusable(path: Path, exc: OSError) -> JournalError:
         "write",
         path=str(path),
     )
+
+
+def _record_name(table: str, row: Mapping[str, Any]) -> str:
+    """How a person finds a record of a run: `task 3`, `LLM call 2 (planner)`..."""
+    match table:
+        case "runs":
+            return "the run's question and settings"
+        case "tasks":
+            return f"task {row['id']}"
+        case "task_items":
+            return f"fan-out element {row['task_id']}.{row['item']}"
+        case "llm_calls":
+            return f"LLM call {row['call']} of session {row['session']} ({row['purpose']})"
+    return f"event {row['seq']} ({row['kind']})"

@@ -1,21 +1,21 @@
 """The plan cache's table in the journal's file: templates by tool-registry signature, with
-their use and standing.  Shared by every process that opens the file, bounded by LRU.
+their use and standing.  Shared by every process that opens the file, bounded by LRU; read and
+written through the journal's storage interface (`store.base.Storage`).
 
-Each row is sealed with this user's journal key (`seal.TEMPLATE_SEALED`) when it is stored;
+Each row is sealed with this user's journal key (`store.seal.TEMPLATE_SEALED`) when it is stored;
 `TemplateTable.verified` checks that seal on a row read back.  The file is untrusted, and a
 template is a plan run without asking the planner, so the cache uses no row that fails it."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import JournalError
-from .journal import Journal
-from .seal import Sealer
+from ..store.base import Connection, Row, Storage
+from ..store.seal import Sealer
 
 __all__ = ["StoredTemplate", "TemplateTable"]
 
@@ -60,28 +60,28 @@ class StoredTemplate:
 
 
 class TemplateTable:
-    """Reads and writes `plan_templates` through a journal's connection (and its lock)."""
+    """Reads and writes `plan_templates` in a journal's file."""
 
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
 
     def candidates(self, tools: str) -> list[StoredTemplate]:
         """The templates made with tools of signature `tools`, most recently used first, not yet
         verified (`verified`: a look-up checks only those its question reads as)."""
-        rows = self.journal._read(
+        rows = self.storage.read(
             "SELECT * FROM plan_templates WHERE tools = ? ORDER BY used DESC", (tools,)
         )
         return [_stored(r) for r in rows]
 
     def others(self, tools: str) -> list[StoredTemplate]:
         """The templates made with tools of another signature than `tools`."""
-        rows = self.journal._read(
+        rows = self.storage.read(
             "SELECT * FROM plan_templates WHERE tools != ? ORDER BY used DESC", (tools,)
         )
         return [_stored(r) for r in rows]
 
     def all(self, limit: int | None = None) -> list[StoredTemplate]:
-        rows = self.journal._read(
+        rows = self.storage.read(
             "SELECT * FROM plan_templates ORDER BY used DESC LIMIT ?",
             (-1 if limit is None else limit,),
         )
@@ -90,7 +90,7 @@ class TemplateTable:
     def find(self, prefix: str) -> list[StoredTemplate]:
         """Templates whose id starts with `prefix`."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self.journal._read(
+        rows = self.storage.read(
             "SELECT * FROM plan_templates WHERE id LIKE ? ESCAPE '\\' ORDER BY used DESC",
             (escaped + "%",),
         )
@@ -101,7 +101,7 @@ class TemplateTable:
         edited in the file, stored before templates were sealed or by another user's key, and
         for all where the key cannot be read or made."""
         try:
-            sealer = self.journal._sealing()
+            sealer = self.storage.sealer()
         except JournalError:
             return False
         return _verified(template.stored, sealer)
@@ -112,8 +112,8 @@ class TemplateTable:
         """Store a template unless one with its key is already there and in good standing;
         evict the least recently used past `bound`.  Returns whether it was stored."""
         now = time.time()
-        sealer = self.journal._sealing()
-        with self.journal._write() as conn:
+        sealer = self.storage.sealer()
+        with self.storage.transaction() as conn:
             row = _row(conn, tools, template["id"])
             # One in good standing stays; one whose seal does not check (edited, or stored
             # before seals) gives way to this run's, like one that failed.
@@ -155,7 +155,7 @@ class TemplateTable:
 
     def used(self, tools: str, template_id: str) -> None:
         """A run was served this template."""
-        with self.journal._write() as conn:
+        with self.storage.transaction() as conn:
             conn.execute(
                 "UPDATE plan_templates SET used = ?, hits = hits + 1 WHERE tools = ? AND id = ?",
                 (time.time(), tools, template_id),
@@ -165,7 +165,7 @@ class TemplateTable:
         """Count how a run served by this template ended: a good run clears its failures, a
         bad one adds one; `evict_after` failures in a row remove it.  Returns whether it was
         removed."""
-        with self.journal._write() as conn:
+        with self.storage.transaction() as conn:
             if good:
                 conn.execute(
                     "UPDATE plan_templates SET good = good + 1, bad = 0 WHERE tools = ? AND id = ?",
@@ -184,13 +184,13 @@ class TemplateTable:
 
     def delete(self, template_id: str | None = None) -> int:
         """Remove one template (every signature's), or all of them; returns how many."""
-        with self.journal._write() as conn:
+        with self.storage.transaction() as conn:
             if template_id is None:
                 return conn.execute("DELETE FROM plan_templates").rowcount
             return conn.execute("DELETE FROM plan_templates WHERE id = ?", (template_id,)).rowcount
 
 
-def _row(conn: sqlite3.Connection, tools: str, template_id: str) -> dict[str, Any] | None:
+def _row(conn: Connection, tools: str, template_id: str) -> dict[str, Any] | None:
     cursor = conn.execute(
         "SELECT * FROM plan_templates WHERE tools = ? AND id = ?", (tools, template_id)
     )
@@ -209,7 +209,7 @@ def _verified(row: dict[str, Any], sealer: Sealer) -> bool:
         return False
 
 
-def _stored(r: sqlite3.Row) -> StoredTemplate:
+def _stored(r: Row) -> StoredTemplate:
     row = dict(r)
     try:  # the file is not trusted: a damaged row reads as a template without slots
         slots = json.loads(row.get("slots") or "")

@@ -8,15 +8,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..approval import ApproveMode
-from ..errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
-from ..events import PlanApproved
-from ..parser import PlanParser, parse_call
-from ..plan import Task
-from ..records import Recorded, RecordedItem, RecordedTask, Replay
-from ..tools import ToolRegistry
-from .codec import Unstorable, decode
-from .journal import Journal
+from .approval import ApproveMode
+from .errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
+from .events import PlanApproved
+from .parser import PlanParser, parse_call
+from .plan import Task
+from .records import Recorded, RecordedItem, RecordedTask, Replay
+from .store import Journal, Unstorable, decode
+from .tools import ToolRegistry
 
 __all__ = ["Decisions", "ResumeDecision", "ResumeState", "prepare"]
 

@@ -1,0 +1,352 @@
+"""The journal's records read back: as records for a resume (`recorded_tasks`, `recorded_calls`
+...) and as the dicts the CLI and the HTTP API show (`runs`, `show`, `events`), in the shapes of
+`records` (one serializer for every view).  Each takes the journal to read (`Journal` delegates
+its reading methods here).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ResumeError, RunNotFound
+from ..events import timings
+from ..records import (
+    RecordedItem,
+    RecordedTask,
+    Replay,
+    item_dict,
+    jsonable,
+    run_dict,
+    task_dict,
+)
+from ..redaction import redact_endpoints
+from .codec import Unstorable, decode, loads
+from .owner import alive
+
+__all__ = [
+    "Source",
+    "approvals",
+    "awaiting",
+    "cache_decision",
+    "elapsed",
+    "events",
+    "find",
+    "items",
+    "last_seq",
+    "recorded_calls",
+    "recorded_items",
+    "recorded_tasks",
+    "runs",
+    "show",
+]
+
+
+class Source(Protocol):
+    """What the views read: a journal."""
+
+    @property
+    def path(self) -> Path: ...
+
+    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]: ...
+
+
+def find(journal: Source, run_id: str) -> str:
+    """The full id of the run `run_id` names (a unique prefix is enough)."""
+    rows = journal.read(
+        "SELECT id FROM runs WHERE id >= ? AND id < ? LIMIT 2", (run_id, run_id + "\uffff")
+    )
+    if not rows:
+        raise RunNotFound(f"no run {run_id!r} in the journal {journal.path}", run_id=run_id)
+    if len(rows) > 1:
+        raise ResumeError(f"{run_id!r} names more than one run; give more of the id")
+    return str(rows[0]["id"])
+
+
+def recorded_tasks(journal: Source, run_id: str) -> dict[int, RecordedTask]:
+    rows = journal.read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
+    return {
+        r["id"]: RecordedTask(
+            id=r["id"],
+            tool=r["tool"],
+            call=r["call"],
+            status=r["status"],
+            side_effects=bool(r["side_effects"]),
+            started=r["started"],
+            ended=r["ended"],
+            attempts=r["attempts"],
+            result=loads(r["result"]),
+            error=loads(r["error"]),
+        )
+        for r in rows
+    }
+
+
+def recorded_items(journal: Source, run_id: str) -> dict[int, dict[int, RecordedItem]]:
+    """The fan-out elements that finished, by task id and item; `result` is left to the
+    caller to decode from `stored`."""
+    rows = journal.read(
+        "SELECT * FROM task_items WHERE run_id = ? AND status = 'done' ORDER BY task_id, item",
+        (run_id,),
+    )
+    found: dict[int, dict[int, RecordedItem]] = {}
+    for r in rows:
+        found.setdefault(r["task_id"], {})[r["item"]] = RecordedItem(
+            call=r["call"],
+            stored=loads(r["result"]),
+            start=r["started"],
+            end=r["ended"],
+            attempts=r["attempts"],
+        )
+    return found
+
+
+def items(journal: Source, run_id: str) -> dict[int, list[dict[str, Any]]]:
+    """Each fan-out task's elements as `--json` shows them, by task id."""
+    rows = journal.read(
+        "SELECT * FROM task_items WHERE run_id = ? ORDER BY task_id, item", (run_id,)
+    )
+    found: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        found.setdefault(r["task_id"], []).append(
+            item_dict(
+                item=r["item"],
+                call=r["call"],
+                status=r["status"],
+                start=r["started"],
+                end=r["ended"],
+                attempts=r["attempts"],
+                result=_shown_result(r["status"], r["result"]),
+                error=loads(r["error"]),
+                recovery=loads(r["recovery"]),
+            )
+        )
+    return found
+
+
+def recorded_calls(journal: Source, run_id: str) -> dict[int, Replay]:
+    """Each call number's latest finished response, to replay."""
+    rows = journal.read(
+        "SELECT * FROM llm_calls WHERE run_id = ? AND status = 'done' ORDER BY session",
+        (run_id,),
+    )
+    return {
+        r["call"]: Replay(
+            purpose=r["purpose"],
+            request_hash=r["request_hash"],
+            text=r["text"] or "",
+            prompt_tokens=r["prompt_tokens"] or 0,
+            completion_tokens=r["completion_tokens"] or 0,
+            duration=r["duration"] or 0.0,
+        )
+        for r in rows
+    }
+
+
+def cache_decision(journal: Source, run_id: str) -> dict[str, Any] | None:
+    """What the plan cache gave run `run_id` when it began: the `cache_hit` or
+    `cache_adapted` event's data, or None."""
+    rows = journal.read(
+        "SELECT kind, data FROM events WHERE run_id = ? AND kind IN ('cache_hit', "
+        "'cache_adapted') ORDER BY seq LIMIT 1",
+        (run_id,),
+    )
+    try:
+        data = json.loads(rows[0]["data"]) if rows else None
+    except ValueError:
+        return None
+    return {"kind": rows[0]["kind"], **data} if isinstance(data, dict) else None
+
+
+def awaiting(journal: Source, run_id: str) -> dict[str, Any]:
+    """What run `run_id` waits for (its last `plan_awaiting_approval` event's data: the
+    mode and the waiting tasks) and every task it planned, with the tasks each uses
+    (`planned`); ResumeError unless it awaits approval."""
+    run_id = find(journal, run_id)
+    status = journal.read("SELECT status FROM runs WHERE id = ?", (run_id,))[0][0]
+    rows = journal.read(
+        "SELECT data FROM events WHERE run_id = ? AND kind = 'plan_awaiting_approval' "
+        "ORDER BY seq DESC LIMIT 1",
+        (run_id,),
+    )
+    if status != "awaiting_approval" or not rows:
+        raise ResumeError(f"run {run_id} is not awaiting approval (it is {status})")
+    planned = {
+        r["id"]: loads(r["deps"]) or []
+        for r in journal.read("SELECT id, deps FROM tasks WHERE run_id = ?", (run_id,))
+    }
+    return {"id": run_id, **json.loads(rows[0]["data"]), "planned": planned}
+
+
+def approvals(journal: Source, run_id: str) -> list[dict[str, Any]]:
+    """The approvals run `run_id` got (`plan_approved` events' data), oldest first."""
+    rows = journal.read(
+        "SELECT data FROM events WHERE run_id = ? AND kind = 'plan_approved' ORDER BY seq",
+        (run_id,),
+    )
+    return [json.loads(r["data"]) for r in rows]
+
+
+def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
+    """The newest runs first, as summaries; `before` (a run's id) pages on: the runs that
+    began before that one."""
+    if before is None:
+        rows = journal.read("SELECT * FROM runs ORDER BY created DESC, id DESC LIMIT ?", (limit,))
+    else:
+        rows = journal.read(
+            "SELECT * FROM runs WHERE (created, id) < (SELECT created, id FROM runs WHERE "
+            "id = ?) ORDER BY created DESC, id DESC LIMIT ?",
+            (find(journal, before), limit),
+        )
+    ids = [r["id"] for r in rows]
+    counts = {
+        (r["run_id"], r["status"]): r["n"]
+        for r in journal.read(
+            "SELECT run_id, status, count(*) AS n FROM tasks WHERE run_id IN "
+            f"({', '.join('?' * len(ids))}) GROUP BY run_id, status",
+            tuple(ids),
+        )
+    }
+    out = []
+    for r in rows:
+        tasks = {status: n for (rid, status), n in counts.items() if rid == r["id"]}
+        summary = _run_dict(r, tasks, {})
+        del summary["timings"]
+        out.append(summary)
+    return out
+
+
+def show(journal: Source, run_id: str) -> dict[str, Any]:
+    """Run `run_id` in the shape of `planweave run --json`, plus its LLM calls (and, while
+    it awaits approval, `awaiting`: the mode and the waiting tasks)."""
+    run_id = find(journal, run_id)
+    run = journal.read("SELECT * FROM runs WHERE id = ?", (run_id,))[0]
+    elements = items(journal, run_id)
+    tasks = [
+        _task_dict(r, elements.get(r["id"]))
+        for r in journal.read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
+    ]
+    calls = [
+        {
+            "call": r["call"],
+            "session": r["session"],
+            "purpose": r["purpose"],
+            "model": r["model"],
+            "status": r["status"],
+            "prompt_tokens": r["prompt_tokens"],
+            "completion_tokens": r["completion_tokens"],
+            "duration": r["duration"],
+            "text": r["text"],
+            **({"error": loads(r["error"])} if r["error"] else {}),
+        }
+        for r in journal.read(
+            "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY session, call", (run_id,)
+        )
+    ]
+    spent = timings(
+        ((c["purpose"], c["duration"] or 0.0) for c in calls),
+        ((t["start"], t["end"]) for t in tasks),
+    )
+    shown = _run_dict(run, tasks, spent) | {"llm_calls": calls}
+    if run["status"] == "awaiting_approval":
+        waiting = awaiting(journal, run_id)
+        shown["awaiting"] = {"approve": waiting["approve"], "tasks": waiting["tasks"]}
+    return shown
+
+
+def elapsed(journal: Source, run_id: str) -> float:
+    """How long run `run_id` has run, on its own clock: its latest recorded event's time
+    (0.0: none yet).  Time between a crash or a pause and a resume is not in it."""
+    rows = journal.read("SELECT coalesce(max(t), 0.0) FROM events WHERE run_id = ?", (run_id,))
+    return float(rows[0][0])
+
+
+def last_seq(journal: Source, run_id: str) -> int:
+    """The sequence number of the run's latest recorded event (0: none yet)."""
+    rows = journal.read("SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?", (run_id,))
+    return int(rows[0][0])
+
+
+def events(
+    journal: Source, run_id: str, *, after: int = 0, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The run's recorded events in order, each with its `seq`; `after` a sequence number,
+    only the events that came after it (at most `limit`)."""
+    run_id = find(journal, run_id)
+    return [
+        {
+            "seq": r["seq"],
+            "session": r["session"],
+            "t": r["t"],
+            "kind": r["kind"],
+            **json.loads(r["data"]),
+        }
+        for r in journal.read(
+            "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after, -1 if limit is None else limit),
+        )
+    ]
+
+
+def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
+    """The run row in `run_dict`'s shape, plus the journal's own bookkeeping."""
+    status = r["status"]
+    if status == "running" and not alive(r["pid"], r["host"]):
+        status = "interrupted"
+    return run_dict(
+        id=r["id"],
+        question=r["question"],
+        answer=r["answer"],
+        mode=r["mode"],
+        status=status,
+        tasks=tasks,
+        llm=loads(r["llm"]),
+        wall_s=r["wall_s"],
+        replans=r["replans"],
+        timings=timings,
+        error=loads(r["error"]),
+        partial=r["partial"],
+        cache=loads(r["cache"]),
+    ) | {
+        "created": r["created"],
+        "updated": r["updated"],
+        "sessions": r["sessions"],
+        "settings": _shown_settings(r["settings"]),
+    }
+
+
+def _shown_settings(text: str) -> Any:
+    """The stored settings, their URLs masked again (a journal from before that was done)."""
+    settings = loads(text)
+    return redact_endpoints(settings) if isinstance(settings, dict) else settings
+
+
+def _shown_result(status: str, text: str | None) -> Any:
+    if status != "done":
+        return None
+    try:
+        return jsonable(decode(loads(text)))
+    except Unstorable:
+        return loads(text)
+
+
+def _task_dict(r: sqlite3.Row, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return task_dict(
+        id=r["id"],
+        tool=r["tool"],
+        args=loads(r["args"]),
+        call=r["call"],
+        dependencies=loads(r["deps"]),
+        status=r["status"],
+        start=r["started"],
+        end=r["ended"],
+        plan_round=r["plan_round"],
+        attempts=r["attempts"],
+        result=_shown_result(r["status"], r["result"]),
+        error=loads(r["error"]),
+        thought=r["thought"],
+        recovery=loads(r["recovery"]),
+        items=items,
+    )
