@@ -220,7 +220,7 @@ def test_max_fanout_total_is_a_setting_and_an_option(tmp_path: Path) -> None:
     fan = next(r for r in result.tasks if r.task.id == 2)
     assert fan.error is not None
     assert fan.error.cause == "fan_out_total"
-    shown = run_cli("run", "--help").stdout
+    shown = invoke_cli("run", "--help").stdout
     assert "--max-fanout-total" in shown
 
 
@@ -358,9 +358,9 @@ def test_a_token_a_tool_returns_is_neither_journaled_nor_printed(tmp_path: Path)
     with ScriptedServer(script) as server:
         env = {"PLANWEAVE_DB": str(tmp_path / "runs.db"), "ROUND2_SERVICE_TOKEN": TOKEN}
         args = ["--tools", "round2_tools:SECRETS", "--base-url", server.base_url, "--model", "m"]
-        shown = run_cli("run", "What is the service token?", *args, "--json", env=env)
+        shown = invoke_cli("run", "What is the service token?", *args, "--json", env=env)
         assert shown.returncode == 0, shown.stderr
-        plain = run_cli("run", "What is the service token?", *args, "--no-cache", env=env)
+        plain = invoke_cli("run", "What is the service token?", *args, "--no-cache", env=env)
     data = json.loads(shown.stdout)
     assert data["tasks"][0]["result"] == "[redacted]"
     assert data["answer"] == "The token is [redacted]."
@@ -458,7 +458,7 @@ def test_a_tool_whose_package_is_missing_fails_the_run_naming_the_extra(
     with ScriptedServer(script) as server:
         env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
         args = ["--tools", "round2_tools:EXTRA", "--base-url", server.base_url, "--model", "m"]
-        proc = run_cli("run", "How many live in Lyon?", *args, "--executor", executor, env=env)
+        proc = invoke_cli("run", "How many live in Lyon?", *args, "--executor", executor, env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     hint = "pip install 'planweave[tools]'"
     said = [line for line in proc.stderr.splitlines() if hint in line]
