@@ -1,5 +1,6 @@
-"""The package's layout holds: no import circle, the journal depends on records, not on the
-scheduler or an LLM backend, and the runtime is its API, with one run's session beside it."""
+"""The package's layout holds: no import circle, the store is storage only (it depends on records,
+not on policy, the scheduler or an LLM backend, and nobody reaches into a journal's private
+parts), and the runtime is its API, with one run's session beside it."""
 
 from __future__ import annotations
 
@@ -68,12 +69,77 @@ def test_the_import_graph_has_no_circle() -> None:
         visit(name, [])
 
 
-def test_the_journal_reads_records_not_the_scheduler_or_a_backend() -> None:
-    graph = _graph()
-    for name, deps in graph.items():
-        if name.startswith("planweave.store"):
-            assert "planweave.scheduler" not in deps, name
-            assert not any(d.startswith("planweave.llm") for d in deps), name
+# What store/ may never import: it stores what the rest decides (issue 29).
+STORAGE_NEVER_IMPORTS = (
+    "planweave.parser",
+    "planweave.approval",
+    "planweave.tools",
+    "planweave.cache",
+    "planweave.resume",
+    "planweave.scheduler",
+    "planweave.session",
+    "planweave.runtime",
+    "planweave.llm",
+    "planweave.server",
+    "planweave.cli",
+)
+
+
+def _every_import(name: str, path: Path) -> set[str]:
+    """Every module `name` imports anywhere in its file (inside functions too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            target = ".".join([*base, node.module] if node.module else base)
+            target = target if node.level else node.module or ""
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+            found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_the_store_holds_storage_only() -> None:
+    """store/ holds the journal's connection and rows, the event projection and the views: no
+    policy (resume, the plan cache), no plan language, tools, scheduler, session or backend."""
+    for name, path in _modules().items():
+        if not name.startswith("planweave.store"):
+            continue
+        for dep in _every_import(name, path):
+            forbidden = [f for f in STORAGE_NEVER_IMPORTS if dep == f or dep.startswith(f + ".")]
+            assert not forbidden, f"{name} imports {dep}"
+
+
+def _private_names(path: Path, cls: str) -> set[str]:
+    """The private methods and attributes of class `cls` in `path` (`_x`, not `__x__`)."""
+    tree = ast.parse(path.read_text())
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    names = {
+        node.attr if isinstance(node, ast.Attribute) else node.name
+        for node in ast.walk(body)
+        if isinstance(node, ast.FunctionDef)
+        or (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name))
+    }
+    return {n for n in names if n.startswith("_") and not n.endswith("__")}
+
+
+def test_nothing_outside_the_store_reaches_into_a_journal() -> None:
+    """Code outside store/ (the package and the benchmarks) uses the journal's public interface
+    (`Journal`'s methods, `store.base.Storage`), never a private method or attribute of it."""
+    private = _private_names(ROOT / "store" / "journal.py", "Journal")
+    assert {"_conn", "_lock", "_sqlite_errors"} <= private
+    files = [p for p in ROOT.rglob("*.py") if "store" not in p.relative_to(ROOT).parts]
+    files += list((ROOT.parents[1] / "benchmarks").rglob("*.py"))
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                raise AssertionError(f"{path}:{node.lineno} uses {ast.unparse(node)}")
 
 
 def _longest_function(path: Path) -> tuple[int, str]:
