@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli
 from planweave import (
     Recovery,
     Reply,
@@ -446,9 +446,9 @@ def test_the_cli_reuses_plans_and_lists_shows_and_clears_templates(tmp_path: Pat
     env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
     base = ["--tools", "test_cache:TOOLS", "--model", "m"]
     with ScriptedServer(script) as server:
-        first = run_cli("run", COMPARE, *base, "--base-url", server.base_url, "--json", env=env)
+        first = invoke_cli("run", COMPARE, *base, "--base-url", server.base_url, "--json", env=env)
         assert first.returncode == 0, first.stderr
-        second = run_cli(
+        second = invoke_cli(
             "run", "Which has more people, Spain or Peru?", *base, "--base-url",
             server.base_url, env=env,
         )  # fmt: skip
@@ -457,17 +457,17 @@ def test_the_cli_reuses_plans_and_lists_shows_and_clears_templates(tmp_path: Pat
     assert "plan from the cache (template" in second.stderr
     assert script.purposes == ["planner", "joiner", "joiner"]
 
-    listed = json.loads(run_cli("cache", "list", "--json", env=env).stdout)
+    listed = json.loads(invoke_cli("cache", "list", "--json", env=env).stdout)
     assert [t["key"] for t in listed] == ["which has more people, ⟦0⟧ or ⟦1⟧"]
     assert listed[0]["hits"] == 1
-    shown = run_cli("cache", "show", listed[0]["id"][:6], env=env)
+    shown = invoke_cli("cache", "show", listed[0]["id"][:6], env=env)
     assert shown.returncode == 0, shown.stderr
     assert "which has more people, {0} or {1}" in shown.stdout
     assert 'population("⟦0⟧")' in shown.stdout
-    assert run_cli("cache", "show", "zzz", env=env).returncode == 2
-    cleared = run_cli("cache", "clear", "--json", env=env)
+    assert invoke_cli("cache", "show", "zzz", env=env).returncode == 2
+    cleared = invoke_cli("cache", "clear", "--json", env=env)
     assert json.loads(cleared.stdout) == {"removed": 1}
-    assert json.loads(run_cli("cache", "list", "--json", env=env).stdout) == []
+    assert json.loads(invoke_cli("cache", "list", "--json", env=env).stdout) == []
 
 
 def test_the_cli_can_turn_the_cache_off(tmp_path: Path) -> None:
@@ -475,7 +475,7 @@ def test_the_cli_can_turn_the_cache_off(tmp_path: Path) -> None:
     env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
     with ScriptedServer(script) as server:
         for question in (COMPARE, "Which has more people, Spain or Peru?"):
-            proc = run_cli(
+            proc = invoke_cli(
                 "run", question, "--tools", "test_cache:TOOLS", "--model", "m", "--base-url",
                 server.base_url, "--no-cache", "--json", env=env,
             )  # fmt: skip

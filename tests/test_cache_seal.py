@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli
 from planweave import Runtime, Script, ScriptedLLM, ScriptedServer, tool
 from planweave.cache import PlanCache, registry_signature
 from planweave.events import CacheAdapted, CacheHit, CacheMiss
@@ -233,28 +233,28 @@ def test_the_cli_shows_unverified_templates_as_such(tmp_path: Path) -> None:
         "PLANWEAVE_DB": str(tmp_path / "runs.db"),
         "PLANWEAVE_JOURNAL_KEY_FILE": str(tmp_path / "keys" / "journal.key"),
     }
-    listed = json.loads(run_cli("cache", "list", "--json", env=env).stdout)
+    listed = json.loads(invoke_cli("cache", "list", "--json", env=env).stdout)
     assert [t["verified"] for t in listed] == [True]
-    assert "unverified" not in run_cli("cache", "list", env=env).stdout
+    assert "unverified" not in invoke_cli("cache", "list", env=env).stdout
     edit(tmp_path, "UPDATE plan_templates SET plan = ?", FORGED["another tool"])
-    listed = json.loads(run_cli("cache", "list", "--json", env=env).stdout)
+    listed = json.loads(invoke_cli("cache", "list", "--json", env=env).stdout)
     assert [t["verified"] for t in listed] == [False]
-    table = run_cli("cache", "list", env=env)
+    table = invoke_cli("cache", "list", env=env)
     assert table.returncode == 0, table.stderr
     assert "unverified" in table.stdout
-    shown = run_cli("cache", "show", listed[0]["id"][:6], env=env)
+    shown = invoke_cli("cache", "show", listed[0]["id"][:6], env=env)
     assert shown.returncode == 0, shown.stderr
     assert "not verified" in shown.stdout
     # Another user's key (or none yet) verifies nothing, and that is no error.
     other = {**env, "PLANWEAVE_JOURNAL_KEY_FILE": str(tmp_path / "other" / "journal.key")}
     edit(tmp_path, "UPDATE plan_templates SET plan = ?", listed[0]["plan"])
     assert [
-        t["verified"] for t in json.loads(run_cli("cache", "list", "--json", env=other).stdout)
+        t["verified"] for t in json.loads(invoke_cli("cache", "list", "--json", env=other).stdout)
     ] == [False]
     with ScriptedServer(
         Script.by_purpose(planner=[SECOND_PLAN], joiner=["Action: Finish(x)"])
     ) as srv:
-        ran = run_cli(
+        ran = invoke_cli(
             "run", SECOND, "--tools", "test_cache_seal:TOOLS", "--model", "m",
             "--base-url", srv.base_url, "--json", env=other,
         )  # fmt: skip

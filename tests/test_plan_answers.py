@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli
 from demo_tools import TOOLS
 from gbnf import Grammar
 from planweave import (
@@ -217,12 +217,12 @@ def test_plan_answers_are_chosen_on_the_command_line_and_recorded(
     db = str(tmp_path / "runs.db")
     with ScriptedServer(script) as srv:
         tools = ("--tools", "demo_tools:TOOLS", "--model", "m")
-        ran = run_cli("run", "q", *tools, "--base-url", srv.base_url, "--db", db, "--json", flag)
+        ran = invoke_cli("run", "q", *tools, "--base-url", srv.base_url, "--db", db, "--json", flag)
     assert ran.returncode == 0, ran.stderr
     assert "France has" in json.loads(ran.stdout)["answer"]
     assert script.purposes == (["planner"] if on else ["planner", "joiner"])
     shown = json.loads(
-        run_cli("runs", "show", json.loads(ran.stdout)["id"], "--db", db, "--json").stdout
+        invoke_cli("runs", "show", json.loads(ran.stdout)["id"], "--db", db, "--json").stdout
     )
     assert shown["settings"]["plan_answers"] is on
 
