@@ -748,6 +748,27 @@ def test_rank_with_both_bounds_lists_and_counts_the_names_between_them() -> None
     assert (empty["between"], empty["count_between"]) == ([], 0)  # bounds the wrong way round
 
 
+def test_rank_ranks_lists_by_their_items_and_says_how_they_compare() -> None:
+    # "Which countries border the Czech Republic but not Belarus", "how many languages do
+    # Singapore and Germany have between them": a small model writes rank over the two lists.
+    czechia = ["Austria", "Germany", "Poland", "Slovakia"]
+    belarus = ["Latvia", "Lithuania", "Poland", "Russia", "Ukraine", "Latvia"]
+    ranked = rank.invoke({"names": ["Czech Republic", "Belarus"], "values": [czechia, belarus]})
+    assert ranked["largest"] == "Belarus"  # five distinct neighbours (Latvia once)
+    assert ranked["values"] == {"Belarus": 5.0, "Czech Republic": 4.0}
+    assert ranked["common"] == ["Poland"]
+    assert ranked["only"]["Czech Republic"] == ["Austria", "Germany", "Slovakia"]
+    assert ranked["only"]["Belarus"] == ["Latvia", "Lithuania", "Russia", "Ukraine"]
+    assert ranked["count_all"] == 8
+    assert ranked["all"][:4] == czechia
+    languages = rank.invoke(
+        {"names": ["Ukraine", "Germany"], "values": [["Ukrainian"], ["German"]], "above": 0}
+    )
+    assert languages["largest"] == ["Ukraine", "Germany"]  # a tie names both
+    assert (languages["count_all"], languages["count_common"]) == (2, 0)
+    assert languages["count_above"] == 2
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -755,12 +776,11 @@ def test_rank_with_both_bounds_lists_and_counts_the_names_between_them() -> None
         ({"names": [], "values": []}, "at least one name"),
         ({"names": ["a"], "values": [float("nan")]}, "not a finite number"),
         ({"names": ["x"] * 1001, "values": [1] * 1001}, "at most 1000"),
-        (
-            {"names": ["a", "b"], "values": [["x"], ["y"]]},
-            r"is a list; to test whether a list holds",
-        ),
+        ({"names": ["a", "b"], "values": [["x"], "y"]}, "not a mix"),
+        ({"names": ["a", "b"], "values": [["x"], [{"y": 1}]]}, "lists of names or numbers"),
+        ({"names": ["a", "b"], "values": [["x"] * 1001, []]}, "at most 1000 items"),
         ({"names": ["a", "b"], "values": [1, "2024"]}, "not a mix"),
-        ({"names": ["a"], "values": [{"population": 3}]}, "pass one number per name"),
+        ({"names": ["a"], "values": [{"population": 3}]}, "pass one value per name"),
         ({"names": ["a"], "values": ["2024-01-01"], "below": 3}, r"below= compares numbers"),
         ({"names": ["a", "b"], "values": [10**400, 1]}, r"too large to rank"),
         ({"names": ["a", "a", "b"], "values": [3, 1, 2]}, r"each name once; repeated: a"),

@@ -85,10 +85,11 @@ def finish(text: str) -> str:
 
 
 def test_an_ungrounded_answer_is_withdrawn_and_the_joiner_asked_again() -> None:
+    # In the last round there is nothing left to plan: the joiner is asked once more.
     wrong = finish("Together 97,300,000 people.")  # added in prose, and wrong
     right = finish(f"France has {POPULATION['France']:,}, Belgium {POPULATION['Belgium']:,}.")
     script = Script.by_purpose(planner=[PLAN], joiner=[wrong, right])
-    runtime = Runtime(TOOLS, ScriptedLLM(script), grounding=True)
+    runtime = Runtime(TOOLS, ScriptedLLM(script), grounding=True, max_replans=0)
     result = runtime.run("How many people live in France and Belgium?")
     assert result.answer == right.split("Finish(")[1][:-1]
     withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
@@ -118,11 +119,19 @@ def test_a_placeholder_left_in_the_answer_is_withdrawn(placeholder: str) -> None
 def test_twice_ungrounded_answers_with_what_was_found_and_what_was_not() -> None:
     plan = '1. population("France")\n2. population("Atlantis")\n3. join()\n<END_OF_PLAN>'
     invented = finish("Atlantis has 42% of France's population.")
-    # Asked again after task 2's error, the planner gives up: the joiner answers.
-    script = Script.by_purpose(planner=[plan, "4. join()"], joiner=[invented, invented])
+    # Asked again after task 2's error, and again for what the answer lacked, the planner gives
+    # up each time: the joiner answers, is withdrawn, asked once more, withdrawn.
+    script = Script.by_purpose(
+        planner=[plan, "4. join()", "5. join()"], joiner=[invented, invented, invented]
+    )
     result = Runtime(TOOLS, ScriptedLLM(script), grounding=True).run("Atlantis vs France?")
     withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
-    assert [(e.numbers, e.retry) for e in withdrawn] == [(["42%"], True), (["42%"], False)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [
+        (["42%"], True),
+        (["42%"], True),
+        (["42%"], False),
+    ]
+    assert result.replans == 2
     answer = result.answer or ""
     assert answer.startswith("I could not give an answer supported by the results")
     assert f'population("France") -> {POPULATION["France"]}' in answer
@@ -130,7 +139,26 @@ def test_twice_ungrounded_answers_with_what_was_found_and_what_was_not() -> None
     assert "42" not in answer  # the invented number is not repeated, not even to disown it
 
 
+def test_what_an_ungrounded_answer_lacked_is_planned_while_rounds_are_left() -> None:
+    # The 1.5B joiner adds in prose (wrong); asked again it re-types.  The planner, told which
+    # number no result gives, plans the missing calculation, and the next answer quotes it.
+    wrong = finish("Together 97,300,000 people.")
+    second = "4. add($1, $2)\n5. join()\n<END_OF_PLAN>"
+    right = finish(f"Together {TOTAL:,} people.")
+    script = Script.by_purpose(planner=[PLAN, second], joiner=[wrong, right])
+    result = Runtime([*TOOLS, add], ScriptedLLM(script), grounding=True).run("Total?")
+    assert result.answer == f"Together {TOTAL:,} people."
+    assert result.replans == 1
+    assert result.results[4] == TOTAL
+    replan_prompt = "\n".join(m.content for m in script.requests[2])
+    assert "no result gives the numbers 97,300,000" in replan_prompt
+    assert "Plan only what is missing" in replan_prompt
+    withdrawn = [e for e in result.events if isinstance(e, AnswerUngrounded)]
+    assert [(e.numbers, e.retry) for e in withdrawn] == [(["97,300,000"], True)]
+
+
 def test_the_asked_again_joiner_may_replan_to_compute_the_number() -> None:
+    # Misnaming is the joiner's to mend; a joiner asked again may still replan itself.
     wrong = finish("Together 97,300,000 people.")
     second = "4. add($1, $2)\n5. join()\n<END_OF_PLAN>"
     right = finish(f"Together {TOTAL:,} people.")
@@ -138,7 +166,8 @@ def test_the_asked_again_joiner_may_replan_to_compute_the_number() -> None:
         planner=[PLAN, second],
         joiner=[wrong, "Thought: add them\nAction: Replan(add the two with a tool)", right],
     )
-    result = Runtime([*TOOLS, add], ScriptedLLM(script), grounding=True).run("Total?")
+    runtime = Runtime([*TOOLS, add], ScriptedLLM(script), grounding=True, max_replans=1)
+    result = runtime.run("Total?")
     assert result.answer == f"Together {TOTAL:,} people."
     assert result.replans == 1
     assert result.results[4] == TOTAL
@@ -183,7 +212,7 @@ def test_a_tool_error_is_not_a_source() -> None:
 
     plan = '1. lookup("x")\n2. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(
-        planner=[plan, "3. join()"], joiner=[finish("It is 4242."), finish("It is 4242.")]
+        planner=[plan, "3. join()", "4. join()"], joiner=[finish("It is 4242.")] * 3
     )
     result = Runtime([lookup], ScriptedLLM(script), grounding=True).run("q")
     assert (result.answer or "").startswith("I could not give an answer supported")
@@ -392,7 +421,7 @@ def test_an_answer_withdrawn_for_its_numbers_still_leads_with_the_ranking_s_answ
     plan = ranked_plan("Belgium", "France")
     made_up = finish("France has more people, by 12,345,678.")
     script = Script.by_purpose(planner=[plan], joiner=[made_up] * 2)
-    result = Runtime(tools, ScriptedLLM(script), grounding=True).run(
+    result = Runtime(tools, ScriptedLLM(script), grounding=True, max_replans=0).run(
         "Which has more people, Belgium or France?"
     )
     assert result.answer is not None
@@ -702,3 +731,28 @@ def test_a_sum_answered_for_a_count_is_withdrawn_then_the_joiner_asked_for_the_c
     answer = Runtime(BUILTIN, ScriptedLLM(twice), grounding=True).run(question).answer or ""
     assert answer.startswith("I could not give an answer supported by the results: it gives no")
     assert "countries." not in answer.split("What was found")[0]
+
+
+def test_an_answer_leaving_out_one_the_ranking_listed_above_the_mark_is_withdrawn() -> None:
+    # "Which of Mongolia, Colombia, Indonesia, Poland and Iceland are more populous than Sao
+    # Paulo?": rank(..., above=$6) listed three; the 1.5B joiner named only the first.
+    from planweave.grounding import check
+
+    listed = {
+        "largest": "Indonesia",
+        "order": ["Indonesia", "Colombia", "Poland", "Mongolia", "Iceland"],
+        "above": ["Indonesia", "Colombia", "Poland"],
+        "count_above": 3,
+    }
+    records = [TaskRecord(task=Task(id=7, tool="rank"), status=TaskStatus.DONE, result=listed)]
+    question = "Of Mongolia, Colombia, Indonesia, Poland and Iceland, which are more populous?"
+    short = check("Indonesia is more populous.", question, records)
+    assert short.wrong is not None
+    assert short.wrong.expected == "Indonesia, Colombia and Poland"
+    assert short.wrong.named == "Indonesia"
+    assert "naming Indonesia, Colombia and Poland first" in short.note()
+    whole = check("Indonesia, Poland and Colombia; not Mongolia or Iceland.", question, records)
+    assert whole.ok
+    # A question for one end names one: "which is the largest of those above" is not checked.
+    largest = "Which is the largest of those more populous than Sao Paulo?"
+    assert check("Indonesia.", largest, records).ok

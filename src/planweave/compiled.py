@@ -4,7 +4,9 @@ One round (stream a plan into the scheduler, let every task finish, ask the join
 the run's top level and the sub-goal of a decomposed task.  With `join_replan`, a joiner that
 replans writes the next plan in the same reply, and its tasks start while that reply streams:
 a replan then costs no planner call.  With `grounding`, an answer stating numbers that no
-result gives is withdrawn and the joiner asked once more (see `grounding`).  With
+result gives is withdrawn; while rounds are left the planner is asked, once, for what it lacked
+(a lookup or a calculation no task made), else the joiner is asked once more (see
+`grounding`).  With
 `plan_answers`, a plan may end with its answer (`join("... ${3} ...")`): when every task of
 its round finished and the answer fills in (and, with grounding, states no number the results
 do not give), that is the answer and the joiner is not asked.  `react.py` is its
@@ -67,6 +69,7 @@ class Compiled:
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
         redone = False  # the joiner is asked again at most once for an ungrounded answer
+        replanned = False  # ... after the planner was asked once for what the answer lacked
         asked_again = False  # ... and once for a directive where the last round must answer
         for round_ in range(self.max_replans + 1):
             if messages is not None:
@@ -97,18 +100,33 @@ class Compiled:
             else:
                 decision = await self._join(llm, question, records, last_round, notes, bus)
                 planned = None
+            replan = None
             while self.grounding and decision.action == "finish":
                 # The answer as the user gets it: a `${N}` it quotes is the result itself.
                 answer = fill_answer(decision.text, records)
                 found = check(answer, question, records)
                 if found.ok:
                     break
-                bus.emit(found.withdrawn(retry=not redone))
+                # What the answer needed is in no result: a lookup or a calculation is
+                # missing, which the planner plans (the joiner, asked again, re-types).
+                plan_more = not last_round and not replanned and found.missing_facts
+                bus.emit(found.withdrawn(retry=plan_more or not redone))
+                if plan_more:
+                    replan = found.replan_reason()
+                    break
                 if redone:
                     return found.fallback(records)
                 redone, planned = True, None
                 again = [*notes, found.note()]
                 decision = await self._join(llm, question, records, last_round, again, bus)
+            if replan is not None:
+                replanned = True
+                bus.emit(ReplanEvent(reason=replan, plan_round=round_ + 1))
+                parser.remember_failures(records)
+                messages = self.planner.replan_messages(
+                    question, records, replan, parser.last_id + 1
+                )
+                continue
             if decision.action == "finish":
                 return fill_answer(decision.text, records)
             if last_round and not asked_again:

@@ -358,11 +358,49 @@ def _rankings_asked(
 def misnamed(answer: str, question: str, records: Iterable[TaskRecord]) -> Misnamed | None:
     """The first ranking among the finished results whose end the question asks for and the
     answer names wrongly (another candidate first); None when none does, or nothing tells."""
+    records = list(records)
     for rec, order, expected in _rankings_asked(question, records):
         named = _first_named(answer, order)
         if named is not None and named != expected:
             return Misnamed(rec.task.id, expected, named)
+    return _left_out(answer, question, records)
+
+
+# A question that asks for one end ("which is the largest of those above ...") names one.
+_SUPERLATIVE = re.compile(
+    r"\b(?:most|least|fewest|largest|biggest|greatest|highest|longest|smallest|lowest"
+    r"|shortest|densest|richest|poorest|oldest|youngest|hottest|coldest|warmest|tallest"
+    r"|deepest|widest|heaviest|lightest|busiest|\w+ernmost)\b",
+    re.IGNORECASE,
+)
+
+
+def _left_out(answer: str, question: str, records: list[TaskRecord]) -> Misnamed | None:
+    """Where the question asks which ones pass a mark ("which of these are more populous than
+    Sydney?") and a ranking listed them (`above=` or `below=`), an answer that leaves one of
+    them out: the listed names are expected, those it named were given."""
+    if not re.search(r"\bwhich\b", question, re.I) or _SUPERLATIVE.search(question):
+        return None
+    if re.search(r"\bhow many\b", question, re.I):
+        return None
+    low = answer[:_NAMED_WITHIN].lower()
+    for rec in reversed(records):
+        result = rec.result
+        if rec.status is not TaskStatus.DONE or not isinstance(result, Mapping):
+            continue
+        keys = [k for k in ("above", "below") if isinstance(result.get(k), list)]
+        if len(keys) != 1 or "between" in result:
+            continue
+        listed = [n for n in result[keys[0]] if isinstance(n, str)]
+        said = [n for n in listed if re.search(rf"(?<!\w){re.escape(n.lower())}(?!\w)", low)]
+        if listed and said != listed:
+            return Misnamed(rec.task.id, _joined(listed), _joined(said) or "none of them")
+        return None  # the last ranking with a mark is the one the answer reads
     return None
+
+
+def _joined(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -591,6 +629,7 @@ class Findings:
     names: list[str] = field(default_factory=list)
     opposite: Contradicted | None = None
     among: int | None = None  # the question counts among this many names; no count was given
+    lacking: list[str] = field(default_factory=list)  # of `numbers`, those no result's digits
 
     @property
     def ok(self) -> bool:
@@ -617,6 +656,24 @@ class Findings:
                 else None
             ),
             names=self.names,
+        )
+
+    @property
+    def missing_facts(self) -> bool:
+        """The answer states numbers that no result gives, nor a result's digits mistyped:
+        the results lack something (a lookup or a calculation no task made).  A placeholder
+        left in it, a retyped number or a name from memory is the joiner's slip."""
+        return bool(self.lacking) and not any(n.startswith("${") for n in self.names)
+
+    def replan_reason(self) -> str:
+        """Why the next round is planned, for the planner: what the withdrawn answer stated
+        from nowhere, and what to plan for it."""
+        return (
+            f"an answer was written ({self.answer[:200]!r}) but no result gives the numbers "
+            f"{', '.join(self.lacking)}: the results do not answer the question yet. Plan "
+            "only what is missing: the next lookup (a tool whose argument is an earlier "
+            "result, $<id>) or the calculation that gives it; reuse $<id> of the tasks that "
+            "worked."
         )
 
     def note(self, *, react: bool = False) -> str:
@@ -664,7 +721,25 @@ def check(answer: str, question: str, records: Iterable[TaskRecord]) -> Findings
     leader = ranked(question, records) if missing or names or wrong else None
     opposite = contradicted(answer, question, records)
     among = overcounted(answer, question)
-    return Findings(answer, missing, wrong, leader, names, opposite, among)
+    lacking = _lacking(missing, question, records) if missing else []
+    return Findings(answer, missing, wrong, leader, names, opposite, among, lacking)
+
+
+def _leading_digits(value: float) -> str:
+    """A number's first two significant digits: 68,373,090 and 6,837,309 give "68"."""
+    return f"{abs(value):.1e}".replace(".", "")[:2]
+
+
+def _lacking(missing: list[str], question: str, records: list[TaskRecord]) -> list[str]:
+    """Of the numbers no source gives, those that are not a source's digits retyped (a
+    dropped digit, a shifted comma): what no task found or computed."""
+    leading = {_leading_digits(v) for v in _sources(question, records) if v}
+    lacking = []
+    for text in missing:
+        written = numbers(text)
+        if not written or _leading_digits(written[0].value) not in leading:
+            lacking.append(text)
+    return lacking
 
 
 # Names: capitalized words (a run of them is one name: "New Delhi") and codes ("EUR").  Words

@@ -2,6 +2,9 @@
 
 A small model shown two coordinates or three populations still names the wrong one now and
 then; a plan that ranks them with a tool hands the joiner the answer's name, not a comparison.
+Lists are ranked by how many items each holds, and their comparison comes with the ranking
+(the items they share, those only one has, all of them once): a small model reaches for `rank`
+to compare two neighbour lists or two countries' languages, and gets what it meant.
 """
 
 from __future__ import annotations
@@ -22,14 +25,11 @@ def _value(value: Any, name: str) -> float | str:
     """A value to rank: a number (finite) or a text (ranked alphabetically, as dates written
     2024-05-01 are); anything else is refused with what to use instead."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        hint = (
-            "; to test whether a list holds a value use calculator(\"'x' in ${1}\"), to see "
-            'which items two lists share calculator("common(${1}, ${2})")'
-            if isinstance(value, list | tuple)
-            else '; pass one number per name, as in rank(["A", "B"], [$1, $2])'
+        kind = type(value).__name__
+        raise ToolFailed(
+            f"rank ranks one number, text or list per name; the value of {name!r} is {kind}; "
+            'pass one value per name, as in rank(["A", "B"], [$1, $2])'
         )
-        kind = "a list" if isinstance(value, list | tuple) else type(value).__name__
-        raise ToolFailed(f"rank ranks one number per name; the value of {name!r} is {kind}{hint}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolFailed(f"the value of {name!r} is not a finite number: {value}")
     try:
@@ -46,14 +46,16 @@ def rank(
     above: float | None = None,
     below: float | None = None,
 ) -> dict[str, Any]:
-    """Which of several named values is largest or smallest: rank(["Lyon", "Bergen"], [$1,
-    $2]) gives {"largest": "Bergen", ...}; above=$3 (or below=, or both) adds the names above
-    it and their count.
+    """Which named value is largest or smallest: rank(["Lyon", "Bergen"], [$1, $2]) gives
+    {"largest": "Bergen", ...}; above=$3 (or below=) lists those above. Lists: by size,
+    with "common", "only", "all".
 
     Args:
         names: the names of the things compared, such as countries or cities
         values: their values, in the same order as the names (results such as $1, $2):
-            numbers, or texts such as dates, ranked alphabetically
+            numbers, texts such as dates (ranked alphabetically), or lists (ranked by
+            their number of items, and compared: "common" holds the items in every list,
+            "only" each name's items no other list has, "all" and "count_all" every item once)
         order: "largest" to put the largest first, "smallest" for the smallest first; the
             result's "order" lists every name so ranked ($3.order[1] is the second)
         above: a number: list the names whose value is greater, and count them
@@ -71,6 +73,12 @@ def rank(
     twice = sorted(n for n, k in Counter(map(str, names)).items() if k > 1)
     if twice:
         raise ToolFailed(f"rank needs each name once; repeated: {', '.join(twice)}")
+    lists = [isinstance(v, list | tuple) for v in values]
+    if any(lists) and not all(lists):
+        raise ToolFailed("rank compares numbers, texts or lists, not a mix of them")
+    compared = _compared([str(n) for n in names], values) if all(lists) else {}
+    if compared:
+        values = [len(compared["items"][str(n)]) for n in names]
     pairs = [(str(n), _value(v, str(n))) for n, v in zip(names, values, strict=True)]
     if len({isinstance(v, str) for _, v in pairs}) > 1:
         raise ToolFailed("rank compares numbers, or texts, not a mix of the two")
@@ -96,4 +104,38 @@ def rank(
         inside = set(result["above"]) & set(result["below"])
         result["between"] = [n for n, _ in ordered if n in inside]
         result["count_between"] = len(result["between"])
+    if compared:
+        del compared["items"]
+        result.update(compared)
     return result
+
+
+def _compared(names: list[str], lists: list[Any]) -> dict[str, Any]:
+    """How lists of names or numbers compare: each one's distinct items, those in every list,
+    those only one list has, and all of them once (in order of first appearance)."""
+    items: dict[str, list[Any]] = {}
+    for name, values in zip(names, lists, strict=True):
+        if len(values) > MAX_ITEMS:
+            raise ToolFailed(f"rank compares lists of at most {MAX_ITEMS} items each")
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ToolFailed(
+                    f"rank compares lists of names or numbers; {name!r} holds "
+                    f"{type(value).__name__}"
+                )
+        items[name] = list(dict.fromkeys(values))
+    every = list(dict.fromkeys(v for held in items.values() for v in held))
+    sets = {name: set(held) for name, held in items.items()}
+    common = [v for v in every if all(v in s for s in sets.values())]
+    only = {
+        name: [v for v in held if not any(v in sets[o] for o in sets if o != name)]
+        for name, held in items.items()
+    }
+    return {
+        "items": items,
+        "common": common,
+        "count_common": len(common),
+        "only": only,
+        "all": every,
+        "count_all": len(every),
+    }
