@@ -756,3 +756,26 @@ def test_an_answer_leaving_out_one_the_ranking_listed_above_the_mark_is_withdraw
     # A question for one end names one: "which is the largest of those above" is not checked.
     largest = "Which is the largest of those more populous than Sao Paulo?"
     assert check("Indonesia.", largest, records).ok
+
+
+def test_a_yes_that_the_quoted_result_puts_below_the_question_s_mark_is_withdrawn() -> None:
+    # "Does Germany have more than 500 people per km²?": the plan divided (226.211), the
+    # 1.5B joiner answered "Yes ... (226.211 against 500)".
+    from planweave.grounding import check
+
+    density = TaskRecord(task=Task(id=3, tool="calculator"), status=TaskStatus.DONE, result=226.211)
+    question = "Does Germany have more than 500 people per square kilometre?"
+    found = check("Yes, Germany has 226.211 people/km² against 500.", question, [density])
+    assert found.opposite is not None
+    assert (found.opposite.expected, found.opposite.task_id) == ("No", 3)
+    assert "226.211, not more than 500" in found.note()
+    assert found.fallback([density]).startswith("No: by task 3")
+    assert check("No: 226.211 people per km².", question, [density]).ok
+    under = "Does Germany have fewer than 500 people per square kilometre?"
+    assert check("Yes, 226.211 per km².", under, [density]).ok
+    assert check("No, 226.211 per km².", under, [density]).opposite is not None
+    # Two quoted results, or no mark: nothing tells.
+    area = TaskRecord(task=Task(id=2, tool="country_info"), status=TaskStatus.DONE, result=357114)
+    two = check("Yes: 226.211 people on 357,114 km².", question, [area, density])
+    assert two.opposite is None
+    assert check("Yes, 226.211.", "Is Germany dense?", [density]).opposite is None
