@@ -66,6 +66,8 @@ def find(journal: Source, run_id: str) -> str:
 
 
 def recorded_tasks(journal: Source, run_id: str) -> dict[int, RecordedTask]:
+    """The run's tasks as recorded, by id; `result` is the stored form, left to the caller to
+    decode."""
     rows = journal.read("SELECT * FROM tasks WHERE run_id = ? ORDER BY id", (run_id,))
     return {
         r["id"]: RecordedTask(
@@ -99,29 +101,6 @@ def recorded_items(journal: Source, run_id: str) -> dict[int, dict[int, Recorded
             start=r["started"],
             end=r["ended"],
             attempts=r["attempts"],
-        )
-    return found
-
-
-def items(journal: Source, run_id: str) -> dict[int, list[dict[str, Any]]]:
-    """Each fan-out task's elements as `--json` shows them, by task id."""
-    rows = journal.read(
-        "SELECT * FROM task_items WHERE run_id = ? ORDER BY task_id, item", (run_id,)
-    )
-    found: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        found.setdefault(r["task_id"], []).append(
-            item_dict(
-                item=r["item"],
-                call=r["call"],
-                status=r["status"],
-                start=r["started"],
-                end=r["ended"],
-                attempts=r["attempts"],
-                result=_shown_result(r["status"], r["result"]),
-                error=loads(r["error"]),
-                recovery=loads(r["recovery"]),
-            )
         )
     return found
 
@@ -187,6 +166,29 @@ def approvals(journal: Source, run_id: str) -> list[dict[str, Any]]:
         (run_id,),
     )
     return [json.loads(r["data"]) for r in rows]
+
+
+def items(journal: Source, run_id: str) -> dict[int, list[dict[str, Any]]]:
+    """Each fan-out task's elements as `--json` shows them, by task id."""
+    rows = journal.read(
+        "SELECT * FROM task_items WHERE run_id = ? ORDER BY task_id, item", (run_id,)
+    )
+    found: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        found.setdefault(r["task_id"], []).append(
+            item_dict(
+                item=r["item"],
+                call=r["call"],
+                status=r["status"],
+                start=r["started"],
+                end=r["ended"],
+                attempts=r["attempts"],
+                result=_shown_result(r["status"], r["result"]),
+                error=loads(r["error"]),
+                recovery=loads(r["recovery"]),
+            )
+        )
+    return found
 
 
 def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
