@@ -11,9 +11,13 @@ the test's own (`conftest.py` points XDG_DATA_HOME at a temporary folder)."""
 from __future__ import annotations
 
 import os
+import queue
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO
 
 from typer.testing import CliRunner
 
@@ -47,3 +51,45 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     return subprocess.CompletedProcess(
         ["planweave", *args], result.exit_code, result.stdout, result.stderr
     )
+
+
+class Announced:
+    """A server process started with `--port 0`: the port is the one it bound itself, read from
+    the line uvicorn writes once it listens ("Uvicorn running on http://HOST:PORT"), so no other
+    process can take it between a probe and the bind.  Every line of its stderr is kept
+    (`lines`) by a reader thread, to the end."""
+
+    def __init__(self, proc: subprocess.Popen[str], *, timeout: float = 30) -> None:
+        assert proc.stderr is not None
+        self.proc = proc
+        self.lines: list[str] = []
+        self._url: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self._reader.start()
+        try:
+            url = self._url.get(timeout=timeout)
+        except queue.Empty:
+            url = None
+        if url is None:
+            raise AssertionError("the server never said where it listens:\n" + self.stderr)
+        self.url = url
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line)
+            if found := re.search(r"Uvicorn running on (http://\S+)", line):
+                self._url.put(found[1])
+        self._url.put(None)  # the process ended (or closed stderr) without saying
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self, timeout: float = 15) -> str:
+        """Terminate the process; its whole stderr."""
+        self.proc.terminate()
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=timeout)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+        return self.stderr

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ import openai
 import pytest
 
 import live_server
-from cli_process import run_cli
+from cli_process import Announced, invoke_cli
 from demo_tools import TOOLS
 from live_server import events
 from planweave import (
@@ -43,18 +44,43 @@ PLAN = (
     '1. population("Netherlands")\n2. area("Netherlands")\n3. divide($1, $2)\n'
     "4. join()\n<END_OF_PLAN>"
 )
-NAP_S = [30.0]  # how long `nap` sleeps; a test shortens it before resuming
 
 
-@tool
-async def nap(label: str) -> str:
-    """Sleeps a while, then returns its label.
+class Naps:
+    """A test's own `nap` tool: it sleeps until woken (`wake`, from any thread; with `together`,
+    once that many naps are under way at once) or for `seconds`, then returns its label.  It
+    counts how many naps were under way at once (`most`)."""
 
-    Args:
-        label: what to return
-    """
-    await anyio.sleep(NAP_S[0])
-    return label
+    def __init__(self, seconds: float = 30.0, *, together: int = 0) -> None:
+        self.seconds = seconds
+        self.together = together
+        self.woken = threading.Event()
+        self.under_way = 0
+        self.most = 0
+
+        @tool
+        async def nap(label: str) -> str:
+            """Sleeps a while, then returns its label.
+
+            Args:
+                label: what to return
+            """
+            self.under_way += 1  # on the server's event loop: no lock needed
+            self.most = max(self.most, self.under_way)
+            if self.together and self.under_way >= self.together:
+                self.woken.set()
+            try:
+                await anyio.to_thread.run_sync(
+                    self.woken.wait, self.seconds, abandon_on_cancel=True
+                )
+            finally:
+                self.under_way -= 1
+            return label
+
+        self.tool = nap
+
+    def wake(self) -> None:
+        self.woken.set()
 
 
 def _reply(messages: list[Message], purpose: Purpose) -> Reply | str:
@@ -80,11 +106,20 @@ def _reply(messages: list[Message], purpose: Purpose) -> Reply | str:
 
 
 @contextmanager
-def serving(journal: Path, config: ServerConfig) -> Iterator[str]:
+def serving(journal: Path, config: ServerConfig, naps: Naps | None = None) -> Iterator[str]:
     """A real server on a free loopback port; yields its base URL."""
+    nap = (naps or Naps()).tool
     runtime = Runtime([*TOOLS, nap], ScriptedLLM(Script.routed(_reply)), journal=journal)
     with live_server.serving(runtime, config) as url:
         yield url
+
+
+@pytest.fixture
+def naps() -> Iterator[Naps]:
+    """The served runtime's `nap` tool; a test may change it before it is first called."""
+    naps = Naps()
+    yield naps
+    naps.wake()  # no sleeping thread outlives the test
 
 
 @pytest.fixture
@@ -93,10 +128,9 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def base(db: Path) -> Iterator[str]:
-    with serving(
-        db, ServerConfig(token=TOKEN, max_body_bytes=100_000, max_question_chars=500)
-    ) as url:
+def base(db: Path, naps: Naps) -> Iterator[str]:
+    config = ServerConfig(token=TOKEN, max_body_bytes=100_000, max_question_chars=500)
+    with serving(db, config, naps) as url:
         yield url
 
 
@@ -188,11 +222,10 @@ def test_reconnecting_with_last_event_id_gets_exactly_the_rest(http: httpx.Clien
     assert bad.json()["error"]["type"] == "invalid_event_id"
 
 
-def test_cancel_a_running_run_then_resume_it(http: httpx.Client) -> None:
-    NAP_S[0] = 30.0
+def test_cancel_a_running_run_then_resume_it(http: httpx.Client, naps: Naps) -> None:
     run_id = start(http, "a slow question")
     seen: list[dict[str, Any]] = []
-    cancelled_at = 0.0
+    cancelled = False
     with http.stream("GET", f"/runs/{run_id}/events") as response:
         event: dict[str, str] = {}
         for line in response.iter_lines():
@@ -203,18 +236,20 @@ def test_cancel_a_running_run_then_resume_it(http: httpx.Client) -> None:
             elif not line and event:
                 seen.append({"id": event.get("id"), "data": json.loads(event["data"])})
                 event = {}
-                if seen[-1]["data"]["kind"] == "task_started" and not cancelled_at:
+                if seen[-1]["data"]["kind"] == "task_started" and not cancelled:
                     answer = http.post(f"/runs/{run_id}/cancel")
                     assert answer.json() == {"id": run_id, "status": "cancelling"}
-                    cancelled_at = time.monotonic()
-    assert cancelled_at
-    assert time.monotonic() - cancelled_at < 5
+                    cancelled = True
+    assert cancelled
     assert seen[-1]["data"]["kind"] == "run_finished"
     assert seen[-1]["data"]["status"] == "cancelled"
+    # Stopped mid-nap, on the run's own clock: not after the 30 s nap it was in.
+    assert seen[-1]["data"]["t"] < naps.seconds
+    assert naps.under_way == 0
     assert http.get(f"/runs/{run_id}").json()["status"] == "cancelled"
     assert http.post(f"/runs/{run_id}/cancel").json()["status"] == "cancelled"
 
-    NAP_S[0] = 0.01
+    naps.wake()  # the nap, run again, returns at once
     resumed = http.post(f"/runs/{run_id}/resume")
     assert resumed.status_code == 202
     assert resumed.json() == {"id": run_id, "status": "running"}
@@ -270,7 +305,7 @@ def test_off_loopback_without_a_token_is_refused(db: Path) -> None:
     runtime = Runtime(TOOLS, ScriptedLLM([]), journal=db)
     with pytest.raises(UserError, match="token"):
         serve(runtime, host="192.0.2.1", port=0)
-    proc = run_cli("serve", "--host", "0.0.0.0", "--db", str(db), "--tools", "demo_tools:TOOLS")
+    proc = invoke_cli("serve", "--host", "0.0.0.0", "--db", str(db), "--tools", "demo_tools:TOOLS")
     assert proc.returncode == 2
     assert "give a token" in proc.stderr
     assert "Uvicorn running" not in proc.stderr
@@ -393,29 +428,18 @@ def test_a_run_without_an_answer_is_an_error_for_the_sdk(sdk: openai.OpenAI) -> 
 def test_the_serve_command_serves_the_run_options(tmp_path: Path) -> None:
     """`planweave serve` in its own process, configured like `planweave run`."""
     script = Script.by_purpose(planner=[PLAN], joiner=[f"Action: Finish({ANSWER})"])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     with ScriptedServer(script) as llm:
-        command = [sys.executable, "-m", "planweave", "serve", "--port", str(port)]
+        command = [sys.executable, "-m", "planweave", "serve", "--port", "0"]
         command += ["--tools", "demo_tools:TOOLS", "--base-url", llm.base_url, "--model", "m"]
         command += ["--db", str(tmp_path / "runs.db"), "--max-question-chars", "50"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
         env["PLANWEAVE_TOKEN"] = TOKEN
-        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        server = Announced(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
         try:
             headers = {"authorization": f"Bearer {TOKEN}"}
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as http:
-                deadline = time.monotonic() + 30
-                while True:
-                    try:
-                        assert http.get("/healthz").json()["model"] == "m"
-                        break
-                    except httpx.TransportError:
-                        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                        assert time.monotonic() < deadline
-                        time.sleep(0.1)
+            with httpx.Client(base_url=server.url, headers=headers) as http:
+                assert http.get("/healthz").json()["model"] == "m"
                 run_id = start(http, "density of the Netherlands?")
                 assert events(http, run_id)[-1]["data"]["status"] == "finished"
                 run = http.get(f"/runs/{run_id}").json()
@@ -423,13 +447,11 @@ def test_the_serve_command_serves_the_run_options(tmp_path: Path) -> None:
                 assert run["settings"]["tools"] == ["demo_tools:TOOLS"]
                 assert http.post("/runs", json={"question": "q" * 51}).status_code == 422
         finally:
-            proc.terminate()
-            _, err = proc.communicate(timeout=15)
+            err = server.stop()
         assert TOKEN not in err
 
 
-def test_reconnecting_mid_run_misses_nothing(http: httpx.Client, db: Path) -> None:
-    NAP_S[0] = 1.0
+def test_reconnecting_mid_run_misses_nothing(http: httpx.Client, db: Path, naps: Naps) -> None:
     run_id = start(http, "a slow question")
     seen: list[dict[str, Any]] = []
     with http.stream("GET", f"/runs/{run_id}/events") as response:
@@ -443,7 +465,8 @@ def test_reconnecting_mid_run_misses_nothing(http: httpx.Client, db: Path) -> No
                 event = {}
                 if seen[-1]["data"]["kind"] == "task_started":
                     break
-    assert http.get(f"/runs/{run_id}").json()["status"] == "running"
+    assert http.get(f"/runs/{run_id}").json()["status"] == "running"  # napping till woken
+    naps.wake()
     rest = events(http, run_id, **{"Last-Event-ID": seen[-1]["id"]})
     assert rest[-1]["data"]["kind"] == "run_finished"
     with Journal(db) as journal:
@@ -457,14 +480,15 @@ def test_reconnecting_mid_run_misses_nothing(http: httpx.Client, db: Path) -> No
     ] == ["run_finished"]
 
 
-def test_many_runs_at_once_are_kept_apart(http: httpx.Client) -> None:
-    NAP_S[0] = 0.3
+def test_many_runs_at_once_are_kept_apart(http: httpx.Client, naps: Naps) -> None:
+    # Each nap waits until all six are under way at once: runs taken one at a time would
+    # each nap the full 10 s alone.
+    naps.seconds, naps.together = 10.0, 6
     questions = [f"a slow question, number {i}" for i in range(6)]
     questions += [f"density of the Netherlands, number {i}?" for i in range(6)]
-    started = time.monotonic()
     ids = [start(http, q) for q in questions]
     finals = [events(http, run_id)[-1]["data"] for run_id in ids]
-    assert time.monotonic() - started < 0.3 * 6  # the naps overlapped
+    assert naps.most == 6  # the naps overlapped
     assert [f["answer"] for f in finals] == ["napped"] * 6 + [ANSWER] * 6
     listed = http.get("/runs", params={"limit": 100}).json()["runs"]
     assert {r["id"]: r["question"] for r in listed} == dict(zip(ids, questions, strict=True))
@@ -476,7 +500,6 @@ def test_a_chat_client_that_hangs_up_cancels_its_run(
 ) -> None:
     """A real socket asks for a completion and closes once the run is under way: nobody
     wants that answer any more, so the run ends `cancelled`, keeping what it found."""
-    NAP_S[0] = 30.0
     messages = [{"role": "user", "content": "hang up"}]
     body = json.dumps({"model": "planweave", "stream": stream, "messages": messages}).encode()
     host, port = base.removeprefix("http://").split(":")
