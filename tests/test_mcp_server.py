@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -18,7 +16,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from cli_process import TESTS, run_cli
+from cli_process import TESTS, Announced, invoke_cli
 from demo_tools import TOOLS
 from planweave import Budget, Runtime, Script, ScriptedLLM, ScriptedServer, Tool, tool
 from planweave.mcp_server import MAX_TOOL_LINE, MAX_TOOL_LINES, ask_description, create_server
@@ -244,32 +242,21 @@ def test_planweave_mcp_over_stdio(tmp_path: Path) -> None:
     # Notifications on the wire, one a task (the total: what was planned by then).
     assert [done for done, _ in progress] == [1, 2]
     assert progress[-1] == (2, 2)
-    shown = run_cli("runs", "show", str(answer["run_id"]), "--json", "--db", str(db))
+    shown = invoke_cli("runs", "show", str(answer["run_id"]), "--json", "--db", str(db))
     assert json.loads(shown.stdout) == run
     assert run["settings"]["tools"] == ["demo_tools:TOOLS"]  # type: ignore[index]
 
 
 def test_planweave_mcp_over_streamable_http_needs_the_token(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/mcp"
     with ScriptedServer(script()) as llm:
         command = [sys.executable, "-m", "planweave", "mcp", "--transport", "http"]
-        command += ["--port", str(port), "--tools", "demo_tools:TOOLS", "--model", "m"]
+        command += ["--port", "0", "--tools", "demo_tools:TOOLS", "--model", "m"]
         command += ["--base-url", llm.base_url, "--db", str(tmp_path / "runs.db")]
         env = environment() | {"PLANWEAVE_TOKEN": TOKEN}
-        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        server = Announced(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
+        url = f"{server.url}/mcp"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-                    break
-                except httpx.TransportError:
-                    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                    assert time.monotonic() < deadline
-                    time.sleep(0.1)
+            refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert refused.status_code == 401
             assert refused.json()["error"]["type"] == "unauthorized"
 
@@ -283,15 +270,14 @@ def test_planweave_mcp_over_streamable_http_needs_the_token(tmp_path: Path) -> N
 
             answer, run = anyio.run(main)
         finally:
-            proc.terminate()
-            _, err = proc.communicate(timeout=15)
+            err = server.stop()
     assert answer["answer"] == "France"
     assert run["id"] == answer["run_id"]
     assert TOKEN not in err
 
 
 def test_planweave_mcp_refuses_other_addresses_without_a_token(tmp_path: Path) -> None:
-    proc = run_cli(
+    proc = invoke_cli(
         "mcp", "--transport", "http", "--host", "0.0.0.0", "--db", str(tmp_path / "runs.db")
     )
     assert proc.returncode == 2
