@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from cli_process import invoke_cli
 from demo_tools import TOOLS
 from planweave import (
     Journal,
@@ -35,7 +34,6 @@ from planweave.events import LLMRetry
 from planweave.llm.base import Deadlines, LLMRequest, Message
 from planweave.recovery import classify
 
-TESTS = Path(__file__).parent
 PLAN = '1. population("Netherlands")\n2. join()\n<END_OF_PLAN>'
 FINISH = "Thought: Done.\nAction: Finish(17.9 million)"
 KEY = "sk-planweave-test-0123456789abcdef"
@@ -162,7 +160,9 @@ def test_a_slow_endpoint_meets_its_deadline(reply: Reply, deadlines: Deadlines, 
         started = time.monotonic()
         with pytest.raises(LLMTimeout) as info:
             stream_all(llm)
-        assert time.monotonic() - started < 2.0
+        # Cut when the deadline passed, not noticed once what it waited for came: the first
+        # token or the next chunk at 3 s, the reply's end at 10 s.
+        assert time.monotonic() - started < 3.0
     assert info.value.limit == limit
     assert classify(info.value) == "llm.timeout"
 
@@ -174,7 +174,7 @@ def test_keep_alives_do_not_count_as_a_first_token(raw_endpoint: Callable[[Handl
     with pytest.raises(LLMTimeout) as info:
         stream_all(llm)
     assert info.value.limit == "first_token"
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # before the 5 s of keep-alives ran out
 
 
 def test_a_first_token_timeout_is_retried_by_default() -> None:
@@ -247,16 +247,9 @@ def test_an_echoed_api_key_is_in_no_journal_and_no_json(
 ) -> None:
     base_url = raw_endpoint(echo_key)
     db = tmp_path / "runs.db"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    environ |= {
-        "PYTHONPATH": os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")]),
-        "PLANWEAVE_API_KEY": KEY,
-        "PLANWEAVE_DB": str(db),
-    }
 
     def planweave(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "planweave", *args]
-        return subprocess.run(command, capture_output=True, text=True, env=environ, timeout=60)
+        return invoke_cli(*args, env={"PLANWEAVE_API_KEY": KEY, "PLANWEAVE_DB": str(db)})
 
     run = planweave("run", "q", "-t", "demo_tools:TOOLS", "--base-url", base_url, "--model", "m")
     assert run.returncode == 1
@@ -290,27 +283,19 @@ def test_a_key_given_in_python_is_redacted_too(
 
 def test_the_cli_deadline_is_kept_for_resume(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
     script = Script.by_purpose(planner=[Reply(PLAN, ttft=3)])
     with ScriptedServer(script) as server:
-        command = [sys.executable, "-m", "planweave", "run", "q", "-t", "demo_tools:TOOLS"]
+        command = ["run", "q", "-t", "demo_tools:TOOLS"]
         command += ["--base-url", server.base_url, "--model", "m", "--db", str(db), "--json"]
         command += ["--recovery", "none", "--llm-first-token-timeout", "0.4"]
-        proc = subprocess.run(command, capture_output=True, text=True, env=environ, timeout=60)
+        proc = invoke_cli(*command)
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert data["error"]["type"] == "LLMTimeout"
     assert data["error"]["limit"] == "first_token"
     settings = Journal(db).show(data["id"])["settings"]
     assert settings["llm_first_token_timeout"] == 0.4
-    bad = subprocess.run(
-        [*command[:-2], "--llm-first-token-timeout", "nan"],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-    )
+    bad = invoke_cli(*command[:-2], "--llm-first-token-timeout", "nan")
     assert bad.returncode == 2
     assert "llm_first_token_timeout must be a number of seconds > 0" in bad.stderr
 
