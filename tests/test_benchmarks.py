@@ -383,9 +383,13 @@ def test_the_executors_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
          "--out", str(out)]
     )  # fmt: skip
     result = json.loads(out.read_text())
-    assert set(result["backends"]) == {"thread", "process"}
-    assert result["backends"]["thread"]["cpu_speedup_x"] == 1.0
-    for row in result["backends"].values():
+    rows = result["backends"]
+    assert set(rows) == {"thread", "process"}
+    for row in rows.values():
         assert row["cpu_wall_s"] > 0
+        assert len(row["cpu_walls_s"]) == 1  # one repeat
+        assert row["cpu_loop_median_s"] > 0  # the calls burned in that backend
         assert row["noop_per_task_ms"] > 0
+        # Each backend's speed-up is over the thread backend's wall time for the same calls.
+        assert row["cpu_speedup_x"] == round(rows["thread"]["cpu_wall_s"] / row["cpu_wall_s"], 2)
     assert "| process |" in executors.table(result)
