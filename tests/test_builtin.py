@@ -754,8 +754,10 @@ def test_rank_ranks_lists_by_their_items_and_says_how_they_compare() -> None:
     czechia = ["Austria", "Germany", "Poland", "Slovakia"]
     belarus = ["Latvia", "Lithuania", "Poland", "Russia", "Ukraine", "Latvia"]
     ranked = rank.invoke({"names": ["Czech Republic", "Belarus"], "values": [czechia, belarus]})
-    assert ranked["largest"] == "Belarus"  # five distinct neighbours (Latvia once)
-    assert ranked["values"] == {"Belarus": 5.0, "Czech Republic": 4.0}
+    assert "largest" not in ranked  # compared, not crowned: "which" asks for items
+    assert ranked["sizes"] == {"Belarus": 5.0, "Czech Republic": 4.0}  # Latvia counted once
+    assert ranked["order"] == ["Belarus", "Czech Republic"]
+    assert next(iter(ranked)) == "only"  # what a reader of the result sees first
     assert ranked["common"] == ["Poland"]
     assert ranked["only"]["Czech Republic"] == ["Austria", "Germany", "Slovakia"]
     assert ranked["only"]["Belarus"] == ["Latvia", "Lithuania", "Russia", "Ukraine"]
@@ -764,7 +766,7 @@ def test_rank_ranks_lists_by_their_items_and_says_how_they_compare() -> None:
     languages = rank.invoke(
         {"names": ["Ukraine", "Germany"], "values": [["Ukrainian"], ["German"]], "above": 0}
     )
-    assert languages["largest"] == ["Ukraine", "Germany"]  # a tie names both
+    assert languages["sizes"] == {"Ukraine": 1.0, "Germany": 1.0}
     assert (languages["count_all"], languages["count_common"]) == (2, 0)
     assert languages["count_above"] == 2
 

@@ -46,16 +46,16 @@ def rank(
     above: float | None = None,
     below: float | None = None,
 ) -> dict[str, Any]:
-    """Which named value is largest or smallest: rank(["Lyon", "Bergen"], [$1, $2]) gives
-    {"largest": "Bergen", ...}; above=$3 (or below=) lists those above. Lists: by size,
-    with "common", "only", "all".
+    """Which is largest or smallest: rank(["Lyon", "Bergen"], [$1, $2]) gives
+    {"largest": "Bergen", ...}; above=$3 (or below=) lists those above. Lists give "only"
+    (each one's own items), "common", "all".
 
     Args:
         names: the names of the things compared, such as countries or cities
         values: their values, in the same order as the names (results such as $1, $2):
-            numbers, texts such as dates (ranked alphabetically), or lists (ranked by
-            their number of items, and compared: "common" holds the items in every list,
-            "only" each name's items no other list has, "all" and "count_all" every item once)
+            numbers, texts such as dates (ranked alphabetically), or lists (compared:
+            "only" holds each name's items no other list has, "common" the items in every
+            list, "all" and "count_all" every item once, "sizes" and "order" their sizes)
         order: "largest" to put the largest first, "smallest" for the smallest first; the
             result's "order" lists every name so ranked ($3.order[1] is the second)
         above: a number: list the names whose value is greater, and count them
@@ -105,8 +105,11 @@ def rank(
         result["between"] = [n for n, _ in ordered if n in inside]
         result["count_between"] = len(result["between"])
     if compared:
-        del compared["items"]
-        result.update(compared)
+        # Lists are compared, not crowned: a plan answer that quotes `${3.largest}` for
+        # "which border A but not B" names no list, and the joiner reads "only" instead.
+        del compared["items"], result[order], result["value"]
+        result["sizes"] = result.pop("values")
+        result = {**compared, **result}
     return result
 
 
@@ -133,9 +136,9 @@ def _compared(names: list[str], lists: list[Any]) -> dict[str, Any]:
     }
     return {
         "items": items,
+        "only": only,
         "common": common,
         "count_common": len(common),
-        "only": only,
         "all": every,
         "count_all": len(every),
     }
