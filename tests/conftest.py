@@ -17,3 +17,10 @@ def _own_user_data(
     """The user data directory (the default journal, the seal key) is each test's own, for the
     CLI in this process and in the subprocesses it starts: never the user's."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # What needs a model, a browser or Ray takes seconds: `-m "not slow"` leaves it out too.
+    for item in items:
+        if any(item.get_closest_marker(name) for name in ("model", "browser", "ray")):
+            item.add_marker(pytest.mark.slow)

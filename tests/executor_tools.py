@@ -34,6 +34,21 @@ def nap(seconds: float) -> list[float]:
 
 
 @tool
+def meet(folder: str, label: str, of: int) -> list[float]:
+    """Arrives at a meeting in `folder` (a file named `label`) and waits there, up to 30 s,
+    until `of` calls have arrived, wherever they run; returns [pid, wall-clock arrival,
+    wall-clock departure] as seen where it ran."""
+    start = time.time()
+    Path(folder, label).touch()
+    deadline = time.monotonic() + 30
+    while (arrived := len(os.listdir(folder))) < of:
+        if time.monotonic() > deadline:
+            raise ToolFailed(f"{arrived} of {of} calls met in 30 s")
+        time.sleep(0.01)
+    return [float(os.getpid()), start, time.time()]
+
+
+@tool
 def square(x: int) -> int:
     """x squared."""
     return x * x

@@ -37,7 +37,8 @@ from planweave.scheduler import Scheduler
 pytestmark = pytest.mark.anyio
 
 TESTS = Path(__file__).parent
-ISOLATED: list[ExecutorName] = ["process", "ray"]
+RAY = pytest.param("ray", marks=pytest.mark.ray)
+ISOLATED = ["process", RAY]
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def ray_cluster() -> Iterator[Any]:
             os.environ["PYTHONPATH"] = before
 
 
-@pytest.fixture(params=["thread", "process", "ray"])
+@pytest.fixture(params=["thread", "process", RAY])
 def executor(request: pytest.FixtureRequest) -> ExecutorName:
     name: ExecutorName = request.param
     return name
@@ -96,10 +97,16 @@ async def run_plan(plan: str, backends: Backends, tools: list[Any] | None = None
 
 
 async def test_wide_calls_run_at_the_same_time(
-    request: pytest.FixtureRequest, executor: ExecutorName
+    request: pytest.FixtureRequest, executor: ExecutorName, tmp_path: Path
 ) -> None:
     backends = make_backends(request, executor)
-    s = await run_plan("1. nap(1.5)\n2. nap(1.5)\n3. nap(1.5)\n4. join()\n", backends)
+    # Each call waits where it runs until all three have arrived: calls run one at a time
+    # would never all meet, however slow the machine.
+    plan = "".join(f'{i}. meet("{tmp_path}", "{i}", 3)\n' for i in (1, 2, 3)) + "4. join()\n"
+    s = await run_plan(plan, backends, [executor_tools.meet])
+    assert all(s.records[i].error is None for i in (1, 2, 3)), [
+        s.records[i].error for i in (1, 2, 3)
+    ]
     seen = [s.records[i].result for i in (1, 2, 3)]
     # Every call began, where it ran, before any of them ended.
     assert max(start for _, start, _ in seen) < min(end for _, _, end in seen)
@@ -281,6 +288,7 @@ async def test_the_process_pool_bounds_a_calls_memory(request: pytest.FixtureReq
     assert err.cause == "MemoryError"
 
 
+@pytest.mark.ray
 async def test_a_task_needing_a_resource_of_the_second_ray_node_lands_there(
     request: pytest.FixtureRequest,
 ) -> None:
@@ -294,6 +302,7 @@ async def test_a_task_needing_a_resource_of_the_second_ray_node_lands_there(
     assert s.records[1].result == s.records[2].result == node2.node_id
 
 
+@pytest.mark.ray
 async def test_a_task_no_ray_node_can_hold_fails_at_once(request: pytest.FixtureRequest) -> None:
     s = await run_plan(
         "1. on_node3()\n2. node_id()\n3. join()\n",

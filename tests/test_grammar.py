@@ -54,6 +54,7 @@ def vocab_model(request: pytest.FixtureRequest) -> Iterator[Engine]:
     engine.close()
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", sorted(REGISTRIES))
 def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     registry = REGISTRIES[name]
@@ -63,6 +64,7 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     vocab_model.check_grammar(joiner_grammar("compact", registry, answers=True))  # and bare
 
 
+@pytest.mark.model
 def test_joiner_grammar_parses(vocab_model: Any) -> None:
     vocab_model.check_grammar(joiner_grammar())
     vocab_model.check_grammar(joiner_grammar("compact", finish_only=True))
@@ -129,6 +131,7 @@ def test_the_joiner_is_held_to_yes_or_no_on_a_yes_no_question_only() -> None:
         assert llm.grammars[0].accepts(reply) is not held
 
 
+@pytest.mark.model
 def test_a_broken_grammar_is_a_clear_error(vocab_model: Any) -> None:
     with pytest.raises(UserError, match="does not parse"):
         vocab_model.check_grammar('root ::= "a" undefined-rule')

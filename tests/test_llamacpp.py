@@ -44,6 +44,7 @@ def _text(engine: Engine, tokens: list[int]) -> str:
     return b"".join(engine.piece(t) for t in tokens).decode()
 
 
+@pytest.mark.model
 def test_a_grammar_shapes_greedy_decoding_alike_on_both_bindings(engine: Engine) -> None:
     prompt = engine.tokenize(engine.render(MESSAGES))
     outcome: dict[str, object] = {}
@@ -67,6 +68,7 @@ line ::= "country_info(\"" [a-z]+ "\", field=\"" ("area" | "capital") "\", n=" [
 """
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("grammar", [GRAMMAR, REFUSING])
 def test_the_guide_decodes_what_llama_cpp_s_grammar_sampler_decodes(
     engine: Engine, grammar: str, monkeypatch: pytest.MonkeyPatch
@@ -87,6 +89,7 @@ def test_the_guide_decodes_what_llama_cpp_s_grammar_sampler_decodes(
     assert "refused" not in outcomes["0"]
 
 
+@pytest.mark.model
 def test_drafts_keep_the_text_and_save_passes(engine: Engine) -> None:
     prompt = engine.tokenize(engine.render(MESSAGES))
     engine.evaluate([])  # an empty cache: both runs read the whole prompt
@@ -100,6 +103,7 @@ def test_drafts_keep_the_text_and_save_passes(engine: Engine) -> None:
     assert drafted["passes"] < plain["passes"]
 
 
+@pytest.mark.model
 def test_a_saved_state_restores_the_same_continuation(engine: Engine) -> None:
     prompt = engine.tokenize(engine.render(MESSAGES))
     engine.evaluate(prompt[:-1])
@@ -115,6 +119,7 @@ def test_a_saved_state_restores_the_same_continuation(engine: Engine) -> None:
     assert engine.tokens == []
 
 
+@pytest.mark.model
 def test_a_broken_grammar_and_a_long_prompt_are_refused(engine: Engine) -> None:
     with pytest.raises(UserError, match="the grammar does not parse: expecting"):
         engine.check_grammar('root ::= "a" (')

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from countryinfo import CountryInfo
 
+pytestmark = pytest.mark.model
+
 
 @pytest.mark.timeout(900)
 def test_embedded_model_answers_from_real_data(tmp_path: Path) -> None:

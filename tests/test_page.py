@@ -113,7 +113,10 @@ def browser_page(tmp_path: Path) -> Iterator[Any]:
             context.close()
 
 
-def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) -> None:
+@pytest.mark.browser
+def test_ask_watch_the_plan_run_and_approve_one(
+    base: str, browser_page: Any, tmp_path: Path
+) -> None:
     page = browser_page
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -176,7 +179,7 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     assert shown["args"] == {"a": "$1", "b": "$2"}
     assert shown["inputs"] == {"$1": 17_900_000, "$2": 41_850}  # what $1 and $2 stood for
     assert shown["result"] == pytest.approx(17_900_000 / 41_850)
-    page.screenshot(path="/tmp/planweave-page.png", full_page=True)
+    page.screenshot(path=tmp_path / "page.png", full_page=True)
 
     # A run that waits for approval: edit an argument, approve, and it runs.
     page.locator("#approve").select_option("plan")
@@ -185,7 +188,7 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     page.locator("#approval").wait_for(state="visible")
     page.locator("#run-status").filter(has_text="awaiting approval").wait_for()
     assert page.locator("#tasks tr.task[data-status=pending]").count() == 3
-    page.screenshot(path="/tmp/planweave-page-approval.png", full_page=True)
+    page.screenshot(path=tmp_path / "page-approval.png", full_page=True)
     page.locator("input.arg[data-task='2'][data-arg='country']").fill('"Belgium"')
     page.locator("#approve-btn").click()
     page.locator("#approval").wait_for(state="hidden")
@@ -198,6 +201,7 @@ def test_ask_watch_the_plan_run_and_approve_one(base: str, browser_page: Any) ->
     assert errors == []
 
 
+@pytest.mark.browser
 def test_a_run_waiting_for_the_model_says_how_many_are_ahead(
     tmp_path: Path, browser_page: Any
 ) -> None:
@@ -232,7 +236,7 @@ def test_a_run_waiting_for_the_model_says_how_many_are_ahead(
             ).wait_for()
             assert page.locator(f"#runs li[data-id='{first}'] .badge.wait").count() == 0
             page.locator("#tasks tr.llm").filter(has_text=shown).wait_for()
-            page.screenshot(path="/tmp/planweave-page-waiting.png", full_page=True)
+            page.screenshot(path=tmp_path / "page-waiting.png", full_page=True)
             hold.set()
             page.locator("#run-status").filter(has_text="finished").wait_for()
             page.locator("#answer").filter(has_text=ANSWER).wait_for()
@@ -262,6 +266,7 @@ _SPLIT_WORDS = """() => [...document.querySelectorAll("#tasks td.call")].flatMap
 })"""
 
 
+@pytest.mark.browser
 def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
     tmp_path: Path, browser_page: Any
 ) -> None:
@@ -341,7 +346,7 @@ def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
         assert "Density of the Netherlands, and of Atlantis?" in prompt
         assert response.strip() == first["text"].strip()  # as far as the planner read it
         assert '3. population("Atlantis")\n4. divide($1, $2)' in response
-        page.screenshot(path="/tmp/planweave-page-llm.png", full_page=True)
+        page.screenshot(path=tmp_path / "page-llm.png", full_page=True)
         # And the joiner's: its response is the answer's action.
         page.locator("#tasks tr.llm").nth(2).click()
         page.locator("#detail-title").filter(has_text="(joiner)").wait_for()

@@ -211,7 +211,7 @@ _ONE_CALL = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_restored_prefix_gives_the_same_output(tmp_path: Path, binding: str) -> None:

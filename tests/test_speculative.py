@@ -94,7 +94,7 @@ _COPY = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
+@pytest.mark.model
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_drafting_decodes_the_same_text_in_fewer_forward_passes(binding: str) -> None:
