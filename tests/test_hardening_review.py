@@ -5,9 +5,6 @@ structured results without a size limit, named tuples the journal could not stor
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -15,6 +12,7 @@ from typing import NamedTuple
 import anyio
 import pytest
 
+from cli_process import invoke_cli
 from planweave import (
     Runtime,
     Script,
@@ -29,7 +27,6 @@ from planweave.errors import ToolFailed
 from planweave.redaction import MASK, redact
 from planweave.store import Journal, decode, encode
 
-TESTS = Path(__file__).parent
 FINISH = "Thought: done.\nAction: Finish(done)"
 
 
@@ -81,10 +78,10 @@ def test_an_escaped_lone_surrogate_in_a_plan_literal_is_stored_and_printed(
 
 @pytest.mark.parametrize("unit", ["9⁹⁹⁹⁹⁹⁹⁹⁹⁹ m", "(9)⁹⁹⁹⁹⁹⁹⁹ m", "m/9⁹⁹⁹⁹⁹⁹⁹⁹ "])
 def test_a_superscript_power_of_a_number_is_refused_at_once(unit: str) -> None:
-    began = time.monotonic()
+    began = time.thread_time()  # CPU time: a loaded machine's waiting is not in it
     with pytest.raises(ToolFailed, match="numbers may not be raised to powers"):
         convert_units.fn(1, unit, "m")
-    assert time.monotonic() - began < 2
+    assert time.thread_time() - began < 2
     assert convert_units.fn(2, "km²", "m²") == pytest.approx(2_000_000)  # still a unit
 
 
@@ -105,14 +102,10 @@ def test_control_characters_from_the_model_never_reach_the_terminal(tmp_path: Pa
     answer = "Thought: ok\nAction: Finish(x\x00y\x1b]0;pwn\x07 and \x1b[2J)"
     plan = '1. echo("a\\x1b[31mred")\n2. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(planner=[plan], joiner=[answer])
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    environ["PLANWEAVE_DB"] = str(tmp_path / "runs.db")
     with ScriptedServer(script) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "planweave", "run", "q", "--tools",
-             "test_hardening_review:TOOLS", "--base-url", server.base_url, "--model", "m"],
-            capture_output=True, text=True, env=environ, timeout=60,
+        proc = invoke_cli(
+            "run", "q", "--tools", "test_hardening_review:TOOLS", "--base-url", server.base_url,
+            "--model", "m", env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout + proc.stderr

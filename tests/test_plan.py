@@ -1130,14 +1130,15 @@ def test_a_long_line_in_small_chunks_parses_in_linear_time() -> None:
         best = float("inf")
         for _ in range(2):
             parser = PlanParser(TOOLS, max_line_chars=10**7)
-            start = time.perf_counter()
+            start = time.thread_time()
             for chunk in chunks:
                 parser.feed(chunk)
             parser.close()
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.thread_time() - start)
         return best
 
     # Four times the input: four times the work (sixteen when each chunk copied the buffer).
+    # Measured on this thread's CPU clock: time spent waiting on a loaded machine is not in it.
     assert seconds(800_000) / seconds(200_000) < 8
 
 
