@@ -66,10 +66,37 @@ def whoami() -> int:
     return os.getpid()
 
 
+class UnderWay:
+    """How many calls of a tool this process is serving now: a test that serves them in its
+    own process waits for one (`wait`) to act while a call is in flight."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._changed:
+            self._count -= 1
+            self._changed.notify_all()
+
+    def wait(self, timeout: float = 20) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._count > 0, timeout)
+
+
+SLOW_CALLS = UnderWay()
+
+
 @server.tool(annotations=READ_ONLY)
 async def slow(seconds: float) -> str:
     """Waits, then says so."""
-    await anyio.sleep(seconds)
+    with SLOW_CALLS:
+        await anyio.sleep(seconds)
     return f"waited {seconds} s"
 
 
