@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cli_process import run_cli
+from cli_process import invoke_cli, run_cli
 from planweave import (
     Budget,
     MCPTools,
@@ -123,7 +123,7 @@ def test_an_http_server_that_accepts_and_never_answers_is_refused_at_the_deadlin
 def test_the_cli_gives_up_on_a_stalled_server_at_mcp_timeout(tmp_path: Path) -> None:
     stalled = server(tmp_path, stall="initialize")
     started = time.monotonic()
-    proc = run_cli(
+    proc = invoke_cli(
         "run",
         "q",
         "--mcp",
@@ -185,7 +185,7 @@ def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) ->
     script = Script.by_purpose(planner=["1. ping()\n2. join()", "2. join()"], joiner=[FINISH])
     started = time.monotonic()
     with ScriptedServer(script) as llm:
-        proc = run_cli(
+        proc = invoke_cli(
             "run",
             "q",
             "--mcp",
@@ -203,7 +203,7 @@ def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) ->
             "--json",
             env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
         )
-    assert time.monotonic() - started < 20  # 8 s, the CLI's start, the stalled server's stop
+    assert time.monotonic() - started < 20  # 8 s, then the stalled server's stop
     assert "Traceback" not in proc.stderr
     data = json.loads(proc.stdout)
     assert data["answer"] == "done"
@@ -213,7 +213,7 @@ def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) ->
 def test_max_wall_bounds_the_listing_of_the_cli(tmp_path: Path) -> None:
     stalled = server(tmp_path, stall="initialize")
     started = time.monotonic()
-    proc = run_cli(
+    proc = invoke_cli(
         "run",
         "q",
         "--mcp",
@@ -347,6 +347,8 @@ def test_the_cli_runs_over_a_server_with_unusual_names(tmp_path: Path) -> None:
     plan = '1. hostile_echo(self="me", _1x=3)\n2. join()'  # demo_tools has an echo
     script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(echoed)"])
     with ScriptedServer(script) as llm:
+        # A real process: the left-out tool's warning reaches its stderr through logging's
+        # default handler, which a test's own logging capture would take in this one.
         proc = run_cli(
             "run",
             "q",
