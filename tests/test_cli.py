@@ -180,6 +180,7 @@ def test_bad_options_are_clear_errors(args: list[str], message: str, planweave: 
     assert message in proc.stderr
 
 
+@pytest.mark.slow  # a real process
 def test_isolated_builtin_tools_run_in_worker_processes_of_the_cli(tmp_path: Path) -> None:
     plan = '1. calculator("6 * 7")\n2. convert_units(5, "km", "m")\n3. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(42)"])

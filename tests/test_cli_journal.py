@@ -55,6 +55,7 @@ def test_model_text_is_printed_as_it_is_never_as_markup_or_emoji(
     assert "❌" not in shown.stdout
 
 
+@pytest.mark.slow  # a real process
 def test_the_install_hint_keeps_its_brackets(tmp_path: Path) -> None:
     # The embedded backend without its bindings, cyllama and llama-cpp-python (hidden here by
     # modules that fail to import) names the extra to install; Rich markup used to eat the

@@ -10,6 +10,7 @@ from pathlib import Path
 from subprocess import CompletedProcess
 
 import anyio
+import pytest
 from rich.console import Console
 
 from cli_process import invoke_cli, run_cli
@@ -125,6 +126,7 @@ def test_runs_show_prints_the_results_and_the_llm_s_text_and_lists_say_what_fail
     assert " 1/2 " in row
 
 
+@pytest.mark.slow  # a real process
 def test_a_resumed_run_s_time_leaves_out_the_time_it_lay_dead(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     script = Script.by_purpose(planner=[PLAN, "3. join()"] * 2, joiner=[FINISH] * 2)

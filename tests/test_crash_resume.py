@@ -56,6 +56,7 @@ def ledger(tmp: Path) -> Counter[str]:
         ("llm_call_started:2", "joining"),  # every task done, the joiner just asked
     ],
 )
+@pytest.mark.slow  # a real process
 def test_killed_run_resumes_without_lost_or_repeated_work(
     tmp_path: Path, server: ScriptedServer, fault: str, stage: str
 ) -> None:
@@ -104,6 +105,7 @@ def test_killed_run_resumes_without_lost_or_repeated_work(
     assert [t["status"] for t in shown["tasks"]] == ["done"] * 4
 
 
+@pytest.mark.slow  # a real process
 def test_a_side_effect_in_flight_is_only_rerun_when_asked(
     tmp_path: Path, server: ScriptedServer
 ) -> None:
@@ -131,6 +133,7 @@ def test_a_side_effect_in_flight_is_only_rerun_when_asked(
     assert "send" in shown.stdout
 
 
+@pytest.mark.slow  # a real process
 def test_runs_cancel_marks_a_stopped_run(tmp_path: Path, server: ScriptedServer) -> None:
     args = ["--tools", "ledger_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
     assert planweave(tmp_path, "run", QUESTION, *args, fault="task_finished:1").returncode == -9
@@ -146,6 +149,7 @@ def test_runs_cancel_marks_a_stopped_run(tmp_path: Path, server: ScriptedServer)
     assert "no run 'zzzz'" in unknown.stderr
 
 
+@pytest.mark.slow  # a real process
 def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServer) -> None:
     killed = planweave(
         tmp_path, "run", QUESTION, "--tools", "ledger_tools:TOOLS", "--base-url",
@@ -209,6 +213,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
     assert len(server.bodies) == 1  # only the first session's planner reached the server
 
 
+@pytest.mark.slow  # a real process
 def test_resume_overrides_the_recorded_endpoint_and_model(
     tmp_path: Path, server: ScriptedServer
 ) -> None:

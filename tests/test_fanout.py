@@ -263,6 +263,7 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> Any:
     return run_cli(*args, env=env, fault=fault) if fault else invoke_cli(*args, env=env)
 
 
+@pytest.mark.slow  # a real process
 def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
     tmp_path: Path, server: ScriptedServer
 ) -> None:

@@ -75,6 +75,7 @@ def _killed_run(tmp: Path, server: ScriptedServer, fault: str) -> tuple[str, lis
     return run_id, args
 
 
+@pytest.mark.slow  # a real process
 def test_an_element_waiting_for_its_slot_is_not_in_flight_after_a_kill(
     tmp_path: Path, letters: ScriptedServer
 ) -> None:
@@ -91,6 +92,7 @@ def test_an_element_waiting_for_its_slot_is_not_in_flight_after_a_kill(
     assert _elements(tmp_path, run_id) == ["done"] * 4
 
 
+@pytest.mark.slow  # a real process
 def test_failing_an_element_in_flight_leaves_no_row_running(
     tmp_path: Path, letters: ScriptedServer
 ) -> None:

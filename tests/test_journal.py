@@ -184,6 +184,7 @@ def test_many_runs_at_once_in_one_process_share_the_journal(journal: Journal) ->
     assert all(runs[i]["status"] == "finished" and runs[i]["tasks"] == {"done": 4} for i in ids)
 
 
+@pytest.mark.slow  # a real process
 def test_several_processes_write_one_journal_without_losing_writes(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     worker = (

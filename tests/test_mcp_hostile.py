@@ -343,6 +343,7 @@ def test_names_that_are_not_identifiers_work_and_one_bad_tool_is_left_out(tmp_pa
     assert result.results[3]["tool"] == "1tool"
 
 
+@pytest.mark.slow  # a real process
 def test_the_cli_runs_over_a_server_with_unusual_names(tmp_path: Path) -> None:
     plan = '1. hostile_echo(self="me", _1x=3)\n2. join()'  # demo_tools has an echo
     script = Script.by_purpose(planner=[plan], joiner=["Thought: ok\nAction: Finish(echoed)"])

@@ -225,6 +225,7 @@ def test_a_run_without_an_answer_is_a_tool_error_naming_the_run(tmp_path: Path) 
     anyio.run(main)
 
 
+@pytest.mark.slow  # a real process
 def test_planweave_mcp_over_stdio(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with ScriptedServer(script()) as llm:
@@ -247,6 +248,7 @@ def test_planweave_mcp_over_stdio(tmp_path: Path) -> None:
     assert run["settings"]["tools"] == ["demo_tools:TOOLS"]  # type: ignore[index]
 
 
+@pytest.mark.slow  # a real process
 def test_planweave_mcp_over_streamable_http_needs_the_token(tmp_path: Path) -> None:
     with ScriptedServer(script()) as llm:
         command = [sys.executable, "-m", "planweave", "mcp", "--transport", "http"]

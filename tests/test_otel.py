@@ -392,6 +392,7 @@ def receiver() -> Iterator[type[_Receiver]]:
         server.server_close()
 
 
+@pytest.mark.slow  # a real process
 def test_the_cli_sends_the_run_over_otlp_http(receiver: type[_Receiver], tmp_path: Path) -> None:
     script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
     port = receiver.port  # type: ignore[attr-defined]
@@ -450,6 +451,7 @@ def test_the_cli_sends_the_run_over_otlp_http(receiver: type[_Receiver], tmp_pat
     assert "gen_ai.tool.call.arguments" not in attrs(france)
 
 
+@pytest.mark.slow  # a real process
 def test_the_cli_prints_spans_on_stderr_with_otel_console(tmp_path: Path) -> None:
     script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
     with ScriptedServer(script) as server:

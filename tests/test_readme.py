@@ -78,6 +78,7 @@ def test_the_readme_has_its_blocks() -> None:
     assert len(blocks()) >= 8
 
 
+@pytest.mark.slow  # a real process
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("index", range(len(blocks())))
 def test_a_readme_block_runs_as_written(index: int, endpoint: str, tmp_path: Path) -> None:

@@ -425,6 +425,7 @@ def test_a_run_without_an_answer_is_an_error_for_the_sdk(sdk: openai.OpenAI) -> 
         list(stream)
 
 
+@pytest.mark.slow  # a real process
 def test_the_serve_command_serves_the_run_options(tmp_path: Path) -> None:
     """`planweave serve` in its own process, configured like `planweave run`."""
     script = Script.by_purpose(planner=[PLAN], joiner=[f"Action: Finish({ANSWER})"])
