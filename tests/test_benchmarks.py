@@ -41,6 +41,7 @@ def test_critical_path_limit_follows_the_slowest_chain() -> None:
     assert limit > lookups + 2 * oracle.ttft  # a pure chain: every latency adds up
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_every_contestant_answers_every_shape_on_the_oracle() -> None:
     questions = generate(6, seed=3)
@@ -117,6 +118,7 @@ def test_native_calling_reads_the_capital_before_it_asks_for_its_population() ->
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_prefill_and_the_new_columns_on_every_shape() -> None:
     """With a prefill rate, every request's first token waits for its whole prompt (the tools'
@@ -230,6 +232,7 @@ def test_plots_are_written(tmp_path: Path) -> None:
         assert png.stat().st_size > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_prompt_levers_alone_and_together() -> None:
     """Each lever variant answers every shape; the oracle serves the compact joiner its answer
@@ -265,6 +268,7 @@ def test_the_prompt_levers_alone_and_together() -> None:
     assert "| replan | compiled |" in table
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_answer_levers_alone_and_together() -> None:
     """Each answer lever variant answers every shape right: plan answers drop the joiner call
@@ -347,6 +351,7 @@ def test_the_answer_eval_rescores_a_saved_run(tmp_path: Path) -> None:
     assert rows[0]["correct"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_fan_out_benchmark_answers_every_list_shape_and_item_count() -> None:
     from benchmarks import fanout
