@@ -204,11 +204,12 @@ async def test_per_tool_concurrency_limit_is_respected() -> None:
 
 
 async def test_cancelling_the_run_cancels_tools_in_flight_and_keeps_finished_results() -> None:
-    cancelled = anyio.Event()
+    cancelled, under_way, first_done = anyio.Event(), anyio.Event(), anyio.Event()
 
     @tool
     async def slow(x: int) -> int:
         """Takes a long time."""
+        under_way.set()
         try:
             await anyio.sleep(3600)
         except anyio.get_cancelled_exc_class():
@@ -217,14 +218,29 @@ async def test_cancelling_the_run_cancels_tools_in_flight_and_keeps_finished_res
         return x
 
     registry = ToolRegistry([slow, *TOOLS])
-    scheduler = Scheduler(registry, Executor(), EventBus())
-    with anyio.move_on_after(0.5):
-        async with scheduler.running():
-            for task in parse_plan(
-                '1. population("France", delay=0.01)\n2. slow(1)\n3. divide($2, 1)\n4. join()\n',
-                registry,
-            ):
-                scheduler.add(task)
+    bus = EventBus()
+    bus.subscribe(
+        lambda e: first_done.set() if isinstance(e, TaskFinished) and e.task_id == 1 else None
+    )
+    scheduler = Scheduler(registry, Executor(), bus)
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+
+            async def cancel_once_under_way() -> None:
+                # Cancelled from outside once the lookup is done and `slow` runs, however long
+                # a loaded machine takes to get there.
+                await first_done.wait()
+                await under_way.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(cancel_once_under_way)
+            async with scheduler.running():
+                for task in parse_plan(
+                    '1. population("France", delay=0.01)\n2. slow(1)\n3. divide($2, 1)\n'
+                    "4. join()\n",
+                    registry,
+                ):
+                    scheduler.add(task)
     assert cancelled.is_set()
     assert scheduler.records[1].status is TaskStatus.DONE
     assert scheduler.records[1].result == POPULATION["France"]

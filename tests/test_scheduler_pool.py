@@ -90,11 +90,14 @@ async def test_tool_at_its_own_limit_does_not_hold_back_other_tools() -> None:
 
 async def test_cancelling_marks_running_parked_and_queued_tasks_and_the_scheduler_runs_on() -> None:
     called: list[int] = []
+    both = anyio.Event()  # both slots taken
 
     @tool(max_concurrency=1)
     async def slow(x: int) -> int:
         """Never returns."""
         called.append(x)
+        if len(called) == 2:
+            both.set()
         await anyio.sleep(3600)
         return x
 
@@ -102,6 +105,8 @@ async def test_cancelling_marks_running_parked_and_queued_tasks_and_the_schedule
     async def hang(x: int) -> int:
         """Never returns."""
         called.append(x)
+        if len(called) == 2:
+            both.set()
         await anyio.sleep(3600)
         return x
 
@@ -113,11 +118,19 @@ async def test_cancelling_marks_running_parked_and_queued_tasks_and_the_schedule
         '4. population("France")\n5. area("France")\n6. population("Belgium")\n7. join()\n',
         registry,
     )
-    # 1 and 3 take both slots, 2 waits for `slow`, and 4 and 5 wait for a slot.
-    with anyio.move_on_after(0.3):
-        async with scheduler.running():
-            for task in tasks[:5]:
-                scheduler.add(task)
+    # 1 and 3 take both slots, 2 waits for `slow`, and 4 and 5 wait for a slot: cancelled
+    # once both slots are taken, however long a loaded machine takes to get there.
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+
+            async def cancel_once_both_run() -> None:
+                await both.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(cancel_once_both_run)
+            async with scheduler.running():
+                for task in tasks[:5]:
+                    scheduler.add(task)
     assert called == [1, 3]
     for i in (1, 3):
         assert scheduler.records[i].status is TaskStatus.CANCELLED
