@@ -270,6 +270,13 @@ def test_a_city_asked_of_country_info_and_a_country_of_city_info(geo: Any) -> No
     assert city_info("Luxembourg", "country") == "Luxembourg"  # and a city of its own
     with pytest.raises(ToolFailed, match=r"^'Chile' is a country \(Chile\), not a city"):
         city_info("Chile")  # not the town of that name in Turkey
+    # The country a country is in is itself: the first link of "the capital of Mexico" as a
+    # small model chains it; any other fact of a country stays country_info's.
+    assert city_info("Mexico", "country") == "Mexico"
+    assert city_info("Kingdom of Saudi Arabia", "country") == "Saudi Arabia"
+    assert city_info("Chile", "country") == "Chile"
+    with pytest.raises(ToolFailed, match=r"^'Portugal' is a country"):
+        city_info("Portugal", "population")
     # What only a country has, asked of a city, is its country's: "the capital of Nice".
     assert country_info("Nice", "capital") == country_info("France", "capital")
     assert country_info("Ghent", "neighbours") == country_info("Belgium", "neighbours")

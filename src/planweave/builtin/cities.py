@@ -251,6 +251,14 @@ def city_info(
         country: the country (or US state) to look in
     """
     data = _cities()
+    if field == "country" and country is None:
+        from .countries import country_called
+
+        # "Which country is Mexico in?": a small model asks the way it asks of a city, as
+        # the first link of a chain (its capital next); a country is its own country.
+        itself = country_called(name)
+        if itself is not None:
+            return itself
     best, *others = find_city(name, country)
     if country is None:
         from .countries import country_called
