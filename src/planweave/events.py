@@ -106,7 +106,8 @@ class RunAdmitted(Event):
 @dataclass(slots=True, kw_only=True)
 class LLMCallStarted(Event):
     """An LLM call begins; `messages` is its prompt ({role, content} each, known secrets
-    masked), which the journal keeps with the event (the page shows it)."""
+    masked), which the journal keeps with the event (the page shows it).  `max_tokens`,
+    `temperature` and `stop` are the request's parameters (None: not known, as for a replay)."""
 
     kind: ClassVar[str] = "llm_call_started"
     call: int
@@ -115,10 +116,16 @@ class LLMCallStarted(Event):
     request_hash: str = ""
     replayed: bool = False
     messages: list[dict[str, str]] = field(default_factory=list, repr=False)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
 class LLMCallFinished(Event):
+    """An LLM call ends.  `response_id` and `response_model` are what the backend said of its
+    response (its id, the model that answered), where it said."""
+
     kind: ClassVar[str] = "llm_call_finished"
     call: int
     purpose: Purpose
@@ -130,6 +137,8 @@ class LLMCallFinished(Event):
     error: dict[str, Any] | None = None
     replayed: bool = False
     finish_reason: str | None = None
+    response_id: str | None = None
+    response_model: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

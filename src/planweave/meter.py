@@ -124,16 +124,24 @@ class MeteredLLM:
             return
         self.bus.emit(
             LLMCallStarted(
-                call=call, purpose=purpose, model=model, request_hash=fingerprint, messages=prompt
+                call=call,
+                purpose=purpose,
+                model=model,
+                request_hash=fingerprint,
+                messages=prompt,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                stop=list(request.stop),
             )
         )
         started = time.monotonic()
         parts: list[str] = []
         usage: list[Usage] = []
         finish: list[str] = []
+        named: dict[str, str] = {}
         error: dict[str, Any] | None = None
         try:
-            async with aclosing(self._sent(request, call, parts, usage, finish)) as texts:
+            async with aclosing(self._sent(request, call, parts, usage, finish, named)) as texts:
                 told = started
                 async for text in texts:
                     now = time.monotonic()
@@ -159,6 +167,8 @@ class MeteredLLM:
                 text,
                 error=error,
                 finish_reason=finish[-1] if finish else None,
+                response_id=named.get("id"),
+                response_model=named.get("model"),
             )
 
     async def _sent(
@@ -168,10 +178,11 @@ class MeteredLLM:
         parts: list[str],
         usage: list[Usage],
         finish: list[str],
+        named: dict[str, str],
     ) -> AsyncGenerator[str, None]:
         """Send `request`, again after a failure the recovery policy retries; collect the
-        text in `parts`, the backend's usage report in `usage` and why the model stopped in
-        `finish` as they arrive."""
+        text in `parts`, the backend's usage report in `usage`, why the model stopped in
+        `finish` and the response's id and model in `named` as they arrive."""
         retries = 0
         heard = self._waits(call, request.purpose)
         while True:
@@ -188,6 +199,10 @@ class MeteredLLM:
                             usage.append(delta.usage)
                         if delta.finish_reason is not None:
                             finish.append(delta.finish_reason)
+                        if delta.response_id is not None:
+                            named["id"] = delta.response_id
+                        if delta.response_model is not None:
+                            named["model"] = delta.response_model
                         piece = text.feed(delta.text)
                         if piece:
                             parts.append(piece)
@@ -269,6 +284,8 @@ class MeteredLLM:
         error: dict[str, Any] | None = None,
         replayed: bool = False,
         finish_reason: str | None = None,
+        response_id: str | None = None,
+        response_model: str | None = None,
     ) -> None:
         """Count a call's tokens into the run's usage and report the call as finished."""
         self.usage.prompt_tokens += used.prompt_tokens
@@ -285,6 +302,8 @@ class MeteredLLM:
                 error=error,
                 replayed=replayed,
                 finish_reason=finish_reason,
+                response_id=response_id,
+                response_model=response_model,
             )
         )
 

@@ -9,12 +9,21 @@ Spans follow the GenAI semantic conventions:
     │                               linked to the spans of the tasks whose results it used ($N)
     └── ...
 
-Recovery and plan-cache decisions are span events; failures set the span's status and
-`error.type` to planweave's failure class (`tool.timeout`, `llm.rate_limit`, ...).  Tool
-arguments and results, the question, the answer, the models' replies and error messages (a
-tool's error often quotes its arguments) are recorded only when content capture is asked for
-(`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): without it a failure's status
-says its error's type and `exception.message` is left out.
+A chat span has the provider, the endpoint's `server.address` and `server.port`, the request's
+parameters, the response's model, id and finish reason, and its token usage; a tool span the
+tool's name, description and call id.  Recovery and plan-cache decisions are span events;
+failures set the span's status and `error.type` to planweave's failure class (`tool.timeout`,
+`llm.rate_limit`, ...).
+
+The same spans carry OpenInference's attributes too (`openinference.span.kind` AGENT, LLM or
+TOOL, `llm.*`, `tool.*`, `input.value`, `output.value`), which Arize Phoenix reads; set
+`PLANWEAVE_OTEL_OPENINFERENCE=false` to leave them out.
+
+Content (the prompts and the models' replies, tool arguments and results, the question, the
+answer, error messages: a tool's error often quotes its arguments) is recorded only when
+content capture is asked for (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`), in
+both conventions' attributes, known secrets masked: without it a failure's status says its
+error's type and `exception.message` is left out.
 
 Timestamps are the events' own: the run's clock (seconds since the run began) is anchored to
 the wall clock once, at the run's first event, so spans keep the order and the overlaps the run
@@ -27,9 +36,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 try:
     from opentelemetry import trace
@@ -65,10 +75,22 @@ from .events import (
     TaskStarted,
 )
 from .recovery import classify_type
+from .redaction import redact, redact_value
+from .tools import Tool
 
-__all__ = ["CAPTURE_CONTENT_ENV", "Exporter", "RunTrace", "capture_content", "configure", "tracer"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "OPENINFERENCE_ENV",
+    "Exporter",
+    "RunTrace",
+    "capture_content",
+    "configure",
+    "openinference_attributes",
+    "tracer",
+]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+OPENINFERENCE_ENV = "PLANWEAVE_OTEL_OPENINFERENCE"
 AGENT = "planweave"
 
 Exporter = Literal["console", "otlp"]
@@ -78,6 +100,13 @@ def capture_content() -> bool:
     """Whether content capture is asked for (the GenAI instrumentations' switch)."""
     value = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower()
     return value in ("1", "true", "yes", "span_only", "span_and_event")
+
+
+def openinference_attributes() -> bool:
+    """Whether spans carry OpenInference's attributes beside the GenAI ones: yes unless
+    `PLANWEAVE_OTEL_OPENINFERENCE` says 0, false, no or off."""
+    value = os.environ.get(OPENINFERENCE_ENV, "").strip().lower()
+    return value not in ("0", "false", "no", "off")
 
 
 def tracer(provider: trace.TracerProvider | None = None) -> trace.Tracer | None:
@@ -137,14 +166,32 @@ class _Task:
 
 class RunTrace:
     """The spans of one run session, from its events.  Make one per run: events carry no run
-    id, so one instance must not see two runs' events."""
+    id, so one instance must not see two runs' events.
+
+    `model`, `provider` and `endpoint` describe the run's LLM (`LLM.model`, `LLM.provider`,
+    `LLM.endpoint`), `tools` its tools (for their descriptions and parameters).  `content` and
+    `openinference` default to what the environment says (`capture_content`,
+    `openinference_attributes`).
+    """
 
     def __init__(
-        self, tracer: trace.Tracer, *, model: str = "", content: bool | None = None
+        self,
+        tracer: trace.Tracer,
+        *,
+        model: str = "",
+        provider: str = "",
+        endpoint: str | None = None,
+        tools: Mapping[str, Tool] | None = None,
+        content: bool | None = None,
+        openinference: bool | None = None,
     ) -> None:
         self.tracer = tracer
         self.model = model
         self.content = capture_content() if content is None else content
+        self.openinference = openinference_attributes() if openinference is None else openinference
+        self._llm = _served(provider, endpoint, self.openinference)
+        self._tools = tools or {}
+        self._described: dict[str, dict[str, Any]] = {}
         self._epoch_ns = 0
         self._run: Span | None = None
         self._calls: dict[int, Span] = {}
@@ -174,10 +221,19 @@ class RunTrace:
         }
         if self.model:
             attributes["gen_ai.request.model"] = self.model
+        if self.openinference:
+            attributes |= {
+                "openinference.span.kind": "AGENT",
+                "agent.name": AGENT,
+                "session.id": event.run_id,
+            }
         if isinstance(event, RunStarted):
             attributes["planweave.mode"] = event.mode
             if self.content:
-                attributes["gen_ai.input.messages"] = _messages("user", event.question)
+                question = redact(event.question)
+                attributes["gen_ai.input.messages"] = _messages([("user", question)])
+                if self.openinference:
+                    attributes |= {"input.value": question, "input.mime_type": "text/plain"}
         else:
             attributes["planweave.run.session"] = event.session
             attributes["planweave.run.reused_tasks"] = event.reused
@@ -226,9 +282,12 @@ class RunTrace:
 
     def _answer(self, event: AnswerEvent) -> None:
         if self.content and self._run is not None:
+            answer = redact(event.answer)
             self._run.set_attribute(
-                "gen_ai.output.messages", _messages("assistant", event.answer, "stop")
+                "gen_ai.output.messages", _messages([("assistant", answer)], "stop")
             )
+            if self.openinference:
+                self._run.set_attributes({"output.value": answer, "output.mime_type": "text/plain"})
 
     def _note(self, event: Event) -> None:
         """A decision of the run's (plan cache, invalid plan, replan, skipped task) as an event
@@ -274,11 +333,38 @@ class RunTrace:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": event.model,
+            "gen_ai.output.type": "text",
+            **self._llm,
             "planweave.llm.purpose": event.purpose,
             "planweave.llm.call": event.call,
         }
+        parameters: dict[str, Any] = {}
+        if event.max_tokens is not None:
+            parameters["max_tokens"] = event.max_tokens
+        if event.temperature is not None:
+            parameters["temperature"] = event.temperature
+        if event.stop:
+            parameters["stop"] = list(event.stop)
+        attributes |= {
+            f"gen_ai.request.{'stop_sequences' if name == 'stop' else name}": value
+            for name, value in parameters.items()
+        }
         if event.replayed:
             attributes["planweave.llm.replayed"] = True
+        # The prompt is masked where the event is made; masking again costs little.
+        messages = [(m.get("role", ""), redact(m.get("content", ""))) for m in event.messages]
+        if self.content:
+            attributes["gen_ai.input.messages"] = _messages(messages)
+        if self.openinference:
+            attributes |= {"openinference.span.kind": "LLM", "llm.model_name": event.model}
+            if parameters:
+                attributes["llm.invocation_parameters"] = _json(parameters)
+            if self.content:
+                attributes |= _flat("llm.input_messages", messages)
+                attributes |= {
+                    "input.value": _json([{"role": r, "content": c} for r, c in messages]),
+                    "input.mime_type": "application/json",
+                }
         self._calls[event.call] = self.tracer.start_span(
             f"chat {event.model}",
             context=self._parent(),
@@ -314,19 +400,35 @@ class RunTrace:
         span = self._calls.pop(event.call, None)
         if span is None:
             return
-        span.set_attributes(
-            {
-                "gen_ai.usage.input_tokens": event.prompt_tokens,
-                "gen_ai.usage.output_tokens": event.completion_tokens,
-            }
-        )
+        attributes: dict[str, Any] = {
+            "gen_ai.usage.input_tokens": event.prompt_tokens,
+            "gen_ai.usage.output_tokens": event.completion_tokens,
+        }
+        if event.response_id:
+            attributes["gen_ai.response.id"] = event.response_id
+        if event.response_model:
+            attributes["gen_ai.response.model"] = event.response_model
         if event.finish_reason is not None:
-            span.set_attribute("gen_ai.response.finish_reasons", [event.finish_reason])
+            attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
+        text = redact(event.text) if self.content else ""
         if self.content:
-            span.set_attribute(
-                "gen_ai.output.messages",
-                _messages("assistant", event.text, event.finish_reason or ""),
+            attributes["gen_ai.output.messages"] = _messages(
+                [("assistant", text)], event.finish_reason or ""
             )
+        if self.openinference:
+            attributes |= {
+                "llm.token_count.prompt": event.prompt_tokens,
+                "llm.token_count.completion": event.completion_tokens,
+                "llm.token_count.total": event.prompt_tokens + event.completion_tokens,
+            }
+            if event.response_model:
+                attributes["llm.model_name"] = event.response_model
+            if event.finish_reason is not None:
+                attributes["llm.finish_reason"] = event.finish_reason
+            if self.content:
+                attributes |= _flat("llm.output_messages", [("assistant", text)])
+                attributes |= {"output.value": text, "output.mime_type": "text/plain"}
+        span.set_attributes(attributes)
         if event.error is not None:
             _fail(span, _error_type(event.error), self._told(event.error))
         span.end(self._ns(event.t))
@@ -386,7 +488,12 @@ class RunTrace:
         match event:
             case TaskFinished():
                 if self.content:
-                    span.set_attribute("gen_ai.tool.call.result", _json(event.result))
+                    result = _json(redact_value(event.result))
+                    span.set_attribute("gen_ai.tool.call.result", result)
+                    if self.openinference:
+                        span.set_attributes(
+                            {"output.value": result, "output.mime_type": "application/json"}
+                        )
             case TaskFailed():
                 kind = _error_type(event.error)
                 raised: dict[str, Any] = {"exception.type": str(event.error.get("type", kind))}
@@ -412,10 +519,14 @@ class RunTrace:
             "gen_ai.tool.name": tool,
             "gen_ai.tool.call.id": str(task_id),
             "gen_ai.tool.type": "function",
+            **self._described_tool(tool),
             "planweave.task.attempt": attempt,
         }
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = _json(task.arguments)
+            arguments = _json(redact_value(task.arguments))
+            attributes["gen_ai.tool.call.arguments"] = arguments
+            if self.openinference:
+                attributes |= {"input.value": arguments, "input.mime_type": "application/json"}
         span = self.tracer.start_span(
             f"execute_tool {tool}",
             context=self._parent(),
@@ -436,6 +547,26 @@ class RunTrace:
         if attempt > task.attempt and task.resumed_at is not None:
             return self._call(task_id, task, task.calling, attempt, task.resumed_at)
         return None
+
+    def _described_tool(self, name: str) -> dict[str, Any]:
+        """The attributes that describe tool `name` (none for a tool the run's registry does
+        not hold), made once per tool."""
+        found = self._described.get(name)
+        if found is None:
+            found = {}
+            known = self._tools.get(name)
+            if known is not None:
+                if known.description:
+                    found["gen_ai.tool.description"] = known.description
+                if self.openinference:
+                    found |= {"openinference.span.kind": "TOOL", "tool.name": name}
+                    if known.description:
+                        found["tool.description"] = known.description
+                    found["tool.parameters"] = _json(known.json_schema())
+            elif self.openinference:
+                found = {"openinference.span.kind": "TOOL", "tool.name": name}
+            self._described[name] = found
+        return found
 
     # ------------------------------------------------------------------ helpers
 
@@ -503,11 +634,46 @@ def _error_type(error: dict[str, Any]) -> str:
     return name or "_OTHER"
 
 
-def _messages(role: str, text: str, finish: str = "") -> str:
-    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
-    if finish:
-        message["finish_reason"] = finish
-    return json.dumps([message], ensure_ascii=False)
+def _served(provider: str, endpoint: str | None, openinference: bool) -> dict[str, Any]:
+    """The attributes every chat span of a run shares: who serves the model, and where."""
+    attributes: dict[str, Any] = {}
+    if provider:
+        attributes["gen_ai.provider.name"] = provider
+        if openinference:
+            attributes |= {"llm.provider": provider, "llm.system": provider}
+    if endpoint:
+        try:
+            parts = urlsplit(endpoint)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        # The host alone: a user and password before it never reach an attribute.
+        if host:
+            attributes["server.address"] = host
+            port = port or {"https": 443, "http": 80}.get(parts.scheme)
+            if port:
+                attributes["server.port"] = port
+    return attributes
+
+
+def _messages(messages: Sequence[tuple[str, str]], finish: str = "") -> str:
+    """Messages in the GenAI conventions' JSON form (`gen_ai.input.messages`); `finish` is the
+    last one's finish reason."""
+    shown: list[dict[str, Any]] = [
+        {"role": role, "parts": [{"type": "text", "content": text}]} for role, text in messages
+    ]
+    if finish and shown:
+        shown[-1]["finish_reason"] = finish
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _flat(prefix: str, messages: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Messages as OpenInference spells them: one attribute per field of each message."""
+    attributes: dict[str, str] = {}
+    for i, (role, text) in enumerate(messages):
+        attributes[f"{prefix}.{i}.message.role"] = role
+        attributes[f"{prefix}.{i}.message.content"] = text
+    return attributes
 
 
 def _json(value: Any) -> str:

@@ -264,7 +264,14 @@ def trace(setup: Setup) -> list[Callable[[Event], None]]:
     from .otel import RunTrace, tracer
 
     found = tracer(setup.tracing)
-    return [] if found is None else [RunTrace(found, model=setup.llm.model)]
+    if found is None:
+        return []
+    llm = setup.llm
+    return [
+        RunTrace(
+            found, model=llm.model, provider=llm.provider, endpoint=llm.endpoint, tools=setup.tools
+        )
+    ]
 
 
 @dataclass(slots=True, eq=False)

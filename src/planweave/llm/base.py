@@ -76,11 +76,15 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Delta:
     """A piece of streamed text; the last deltas of a response may carry only `usage`, or
-    `finish_reason`, why the model stopped ("stop", "length", ...), where the backend says."""
+    `finish_reason`, why the model stopped ("stop", "length", ...), where the backend says.
+    A delta may also name the response (`response_id`) and the model that answered
+    (`response_model`, which an endpoint may spell otherwise than the one asked for)."""
 
     text: str = ""
     usage: Usage | None = None
     finish_reason: str | None = None
+    response_id: str | None = None
+    response_model: str | None = None
 
 
 class LLM(ABC):
@@ -92,6 +96,12 @@ class LLM(ABC):
     """
 
     model: str
+    # Who serves the model, as traces name it (`gen_ai.provider.name`): "openai" for whatever
+    # speaks OpenAI's API, as OpenTelemetry's conventions ask; "" where nothing fits.
+    provider: ClassVar[str] = ""
+    # The URL requests go to, for backends that send them over the network (traces show its
+    # host and port; credentials in it are never shown).
+    endpoint: str | None = None
     # The prompts a runtime uses with this backend unless told otherwise: small models keep the
     # full ones (their accuracy was measured with them), capable endpoints get the compact ones.
     prompt_style: ClassVar[PromptStyle] = "full"

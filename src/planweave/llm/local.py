@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 
@@ -132,6 +132,7 @@ class LocalLLM(LLM):
     `binding` chooses llama.cpp's binding (`planweave.llm.llamacpp`; None: auto)."""
 
     embedded = True
+    provider: ClassVar[str] = "llama.cpp"
 
     def __init__(
         self,

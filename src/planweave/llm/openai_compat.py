@@ -110,6 +110,8 @@ class _ChunkUsage(_Wire):
 class _Chunk(_Wire):
     """The fields of a `chat.completion.chunk` planweave reads, checked before use."""
 
+    id: str | None = None
+    model: str | None = None
     choices: list[_Choice] = Field(default_factory=list)
     usage: _ChunkUsage | None = None
 
@@ -141,6 +143,7 @@ class OpenAICompatible(LLM):
     """
 
     prompt_style: ClassVar[PromptStyle] = "compact"
+    provider: ClassVar[str] = "openai"
 
     def __init__(
         self,
@@ -161,6 +164,8 @@ class OpenAICompatible(LLM):
             raise UserError("no model given: pass --model or set PLANWEAVE_MODEL")
         self.model = model
         self.base_url = base_url
+        # Where the SDK sends requests: OPENAI_BASE_URL is its own fallback.
+        self.endpoint = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         # As errors and logs name it: a credential in the URL masked.
         self._where = None if base_url is None else redact_url(base_url)
         self.grammar_field = grammar_field
@@ -230,11 +235,17 @@ class OpenAICompatible(LLM):
         kwargs = self._arguments(request)
         received = False
         finished = False
+        named = False
         try:
             response = await self._opened().chat.completions.create(**kwargs)
             async with response:
                 async for event in response:
                     chunk = _Chunk.model_validate(event)
+                    if not named and (chunk.id or chunk.model):
+                        named = True
+                        yield Delta(
+                            response_id=chunk.id or None, response_model=chunk.model or None
+                        )
                     if chunk.choices:
                         choice = chunk.choices[0]
                         text = choice.delta.content if choice.delta is not None else None

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import anyio
 
@@ -136,6 +136,8 @@ class Script:
 
 class ScriptedLLM(LLM):
     """Plays a `Script` in-process (no HTTP); the fast path for scheduler and runtime tests."""
+
+    provider: ClassVar[str] = "planweave.scripted"
 
     def __init__(
         self, script: Script | Iterable[ReplySource] | Responder, *, model: str = "scripted"
