@@ -197,6 +197,7 @@ def calls(draw: st.DrawFn, tool_and_specs: tuple[Tool, list[Spec]], refs: int = 
     return f"{tool_.name}({', '.join([*positional, *keywords])})"
 
 
+@pytest.mark.slow  # 2-8 s
 @given(data=st.data(), tool_and_specs=tools())
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_valid_call_written_plainly_is_allowed_by_the_grammar(
@@ -211,6 +212,7 @@ def test_every_valid_call_written_plainly_is_allowed_by_the_grammar(
     assert Grammar(react_grammar(registry)).accepts(call, "call")
 
 
+@pytest.mark.slow  # 2-8 s
 @given(tool_and_specs=tools(), seed=st.integers(0, 2**32 - 1))
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_call_the_grammar_allows_is_accepted_by_the_parser(

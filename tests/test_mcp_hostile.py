@@ -82,6 +82,7 @@ def gone_soon(pid: int, within: float = 3.0) -> bool:
 # ---------------------------------------------------------------------- handshakes end
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_server_stalled_in_initialize_is_refused_at_the_deadline(tmp_path: Path) -> None:
     stalled = server(tmp_path, stall="initialize", child=str(tmp_path / "child"))
     started = time.monotonic()
@@ -120,6 +121,7 @@ def test_an_http_server_that_accepts_and_never_answers_is_refused_at_the_deadlin
     )
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_cli_gives_up_on_a_stalled_server_at_mcp_timeout(tmp_path: Path) -> None:
     stalled = server(tmp_path, stall="initialize")
     started = time.monotonic()
@@ -142,6 +144,7 @@ def test_the_cli_gives_up_on_a_stalled_server_at_mcp_timeout(tmp_path: Path) -> 
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_run_whose_own_handshake_stalls_fails_the_call_at_the_deadline(tmp_path: Path) -> None:
     later = server(tmp_path, stall="later", starts=str(tmp_path / "starts"), tools=[tool("ping")])
     # The first start answers; 5 s, not 1, so that a loaded machine starts it in time.
@@ -155,6 +158,7 @@ def test_a_run_whose_own_handshake_stalls_fails_the_call_at_the_deadline(tmp_pat
     assert "did not answer its handshake (initialize) within 5 s" in error.message
 
 
+@pytest.mark.slow  # 2-8 s
 @pytest.mark.parametrize("bound", ["tool_timeout", "wall"])
 def test_the_tool_timeout_and_the_wall_budget_end_a_stalled_handshake(
     tmp_path: Path, bound: str
@@ -177,6 +181,7 @@ def test_the_tool_timeout_and_the_wall_budget_end_a_stalled_handshake(
     assert time.monotonic() - started < 15
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) -> None:
     # The case, as the CLI meets it now that one session serves the listing and the
     # run: the call stalls the server, the call times out (--timeout), the run goes on to its
@@ -210,6 +215,7 @@ def test_a_cli_run_over_a_stalled_server_ends_within_max_wall(tmp_path: Path) ->
     assert data["tasks"][0]["error"]["type"] == "ToolTimeout"
 
 
+@pytest.mark.slow  # 2-8 s
 def test_max_wall_bounds_the_listing_of_the_cli(tmp_path: Path) -> None:
     stalled = server(tmp_path, stall="initialize")
     started = time.monotonic()
@@ -233,6 +239,7 @@ def test_max_wall_bounds_the_listing_of_the_cli(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- children end too
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_stdio_servers_children_end_with_its_session(tmp_path: Path) -> None:
     child = tmp_path / "child"
     spawning = server(tmp_path, child=str(child), tools=[tool("ping")])
@@ -320,6 +327,7 @@ NAMES = [
 ]
 
 
+@pytest.mark.slow  # 2-8 s
 def test_names_that_are_not_identifiers_work_and_one_bad_tool_is_left_out(tmp_path: Path) -> None:
     spec = server(tmp_path, tools=NAMES)
     tools = MCPTools.load(spec)
@@ -381,6 +389,7 @@ def test_a_schema_naming_a_parameter_self_is_called_with_it() -> None:
 # ---------------------------------------------------------------------- the prompt stays small
 
 
+@pytest.mark.slow  # 2-8 s
 def test_ten_thousand_tools_are_cut_to_max_tools(tmp_path: Path) -> None:
     many = server(tmp_path, tools=[tool(f"t{i}") for i in range(10_000)])
     tools = MCPTools.load(many)
@@ -394,6 +403,7 @@ def test_ten_thousand_tools_are_cut_to_max_tools(tmp_path: Path) -> None:
     assert list(few) == ["t0", "t1", "t2"]
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_huge_enum_is_shown_as_its_type_and_a_huge_tool_is_left_out(tmp_path: Path) -> None:
     values = [f"value-{i:07d}" for i in range(80_000)]  # about 1 MB of enum
     huge_enum = tool("pick", {"v": {"type": "string", "enum": values}}, required=["v"])

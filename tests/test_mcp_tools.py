@@ -89,6 +89,7 @@ def alive(pid: int) -> bool:
 # ---------------------------------------------------------------------- mcp-server-time, stdio
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_time_servers_tools_are_planned_and_run_with_structured_results() -> None:
     tools = MCPTools.load(TIME_SERVER)
     assert list(tools) == ["get_current_time", "convert_time"]
@@ -113,6 +114,7 @@ def test_the_time_servers_tools_are_planned_and_run_with_structured_results() ->
     assert converted["time_difference"] == "+9.0h"
 
 
+@pytest.mark.slow  # 2-8 s
 def test_an_is_error_result_is_a_permanent_tool_failure() -> None:
     tools = MCPTools.load(TIME_SERVER)
     plan = '1. get_current_time("Nowhere/Atlantis")\n2. join()\n<END_OF_PLAN>'
@@ -127,6 +129,7 @@ def test_an_is_error_result_is_a_permanent_tool_failure() -> None:
 # ---------------------------------------------------------------------- mcp-server-git, stdio
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_git_server_reads_a_repository_the_test_made(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -227,6 +230,7 @@ def test_a_hung_call_times_out_and_the_session_stays_usable(demo_http: MCPTools)
     assert result.results[3] == 4
 
 
+@pytest.mark.slow  # 2-8 s
 def test_two_servers_with_the_same_tools_get_prefixed_names(demo_url: str) -> None:
     tools = MCPTools.load(demo_url, DEMO_STDIO, reserved={"whoami"})
     assert {"demo_add", "demo_2_add", "demo_whoami"} <= set(tools)
@@ -240,6 +244,7 @@ def test_two_servers_with_the_same_tools_get_prefixed_names(demo_url: str) -> No
 # ---------------------------------------------------------------------- sessions and dead servers
 
 
+@pytest.mark.slow  # 2-8 s
 def test_one_session_per_server_per_run_and_no_process_left(demo_stdio: MCPTools) -> None:
     plan = "1. whoami()\n2. whoami()\n3. add($1, 0)\n4. join()\n<END_OF_PLAN>"
     runtime = Runtime(
@@ -288,6 +293,7 @@ def test_a_server_that_cannot_start_is_a_clear_error() -> None:
 # ---------------------------------------------------------------------- settings, journal, resume
 
 
+@pytest.mark.slow  # 2-8 s
 def test_settings_record_the_servers_and_resume_reconnects(tmp_path: Path, demo_url: str) -> None:
     settings = RunSettings(tools=("demo_tools:TOOLS",), mcp=(demo_url, TIME_SERVER))
     assert RunSettings.from_dict(settings.to_dict()) == settings
@@ -326,6 +332,7 @@ async def test_a_runtime_from_settings_can_be_built_in_async_code(
 # ---------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_cli_plans_over_mcp_tools_and_records_the_servers(tmp_path: Path) -> None:
     plan = '1. get_current_time("Europe/Amsterdam")\n2. population("Netherlands")\n3. join()'
     script = Script.by_purpose(
@@ -358,6 +365,7 @@ def test_the_cli_plans_over_mcp_tools_and_records_the_servers(tmp_path: Path) ->
     assert json.loads(shown.stdout)["settings"]["mcp"] == [TIME_SERVER]
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_cli_lists_and_calls_a_server_s_tools_in_one_session(tmp_path: Path) -> None:
     # Each start of the server adds a line to `starts`.
     starts = tmp_path / "starts"
@@ -406,6 +414,7 @@ def test_the_cli_names_a_server_it_cannot_start() -> None:
     assert "error: MCP server no-such-mcp-server could not be reached: FileNotFoundError" in error
 
 
+@pytest.mark.slow  # 2-8 s
 def test_an_http_server_that_goes_away_is_a_crash_in_flight_and_after() -> None:
     plans = ["1. slow(2)\n2. join()\n<END_OF_PLAN>", "1. add(1, 2)\n2. join()\n<END_OF_PLAN>"]
     serving = serve_http()  # a server of its own, stopped while a call is in flight

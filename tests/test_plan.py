@@ -1123,6 +1123,7 @@ def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall()
         parse('1. store("' + "x" * 100_001 + '")\n2. join()\n')
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_long_line_in_small_chunks_parses_in_linear_time() -> None:
     def seconds(size: int) -> float:
         line = '1. store("' + "x" * size + '")\n2. join()\n'

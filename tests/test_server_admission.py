@@ -182,6 +182,7 @@ def test_a_queued_run_that_is_cancelled_leaves_the_queue(tmp_path: Path) -> None
     assert ended == {ids[0]: "finished", ids[1]: "cancelled", ids[2]: "finished"}
 
 
+@pytest.mark.slow  # 2-8 s
 @pytest.mark.parametrize("served", ["app", "serve"])
 def test_a_thousand_posted_runs_keep_healthz_fast_and_the_rest_are_refused(
     tmp_path: Path, served: str
@@ -299,6 +300,7 @@ def _uvicorn(
         runtime.journal.close()
 
 
+@pytest.mark.slow  # 2-8 s
 def test_slow_clients_are_dropped_and_a_prompt_one_is_answered(tmp_path: Path) -> None:
     with _uvicorn(tmp_path / "runs.db", request_timeout_s=0.5) as base:
         # Connects and says nothing.
@@ -436,6 +438,7 @@ def test_a_start_that_fails_before_its_run_opens_lets_the_next_one_open(tmp_path
         assert events(http, again.json()["id"])[-1]["data"]["status"] == "finished"
 
 
+@pytest.mark.slow  # 2-8 s
 def test_a_client_that_never_reads_its_answers_is_dropped(tmp_path: Path) -> None:
     """200 pipelined requests for the page's script (24 KB each, served without the token),
     never read: the answers fill the connection's buffers, and the server drops it once they

@@ -120,6 +120,7 @@ def test_a_body_that_is_not_json_is_a_415(http: httpx.Client, db: Path) -> None:
     assert response.status_code == 202
 
 
+@pytest.mark.slow  # 2-8 s
 def test_huge_headers_are_refused_before_anything_reads_them(
     base: str, http: httpx.Client, db: Path
 ) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2 as httpx
+import pytest
 from benchmarks import serve_queue
 
 import live_server
@@ -209,6 +210,7 @@ def test_the_benchmark_reports_each_run_s_wait_for_the_model(tmp_path: Path) -> 
             assert r["model_wait_s"] >= 0.2
 
 
+@pytest.mark.slow  # 2-8 s
 def test_the_benchmark_runs_planweave_serve_on_an_endpoint(tmp_path: Path) -> None:
     def reply(messages: list[Message], purpose: Purpose) -> Reply:
         if purpose == "planner":
