@@ -25,6 +25,7 @@ from demo_tools import TOOLS
 from planweave import (
     Budget,
     Fallback,
+    OpenAICompatible,
     Recovery,
     Retry,
     RunFailed,
@@ -35,7 +36,7 @@ from planweave import (
     ToolFailed,
     tool,
 )
-from planweave.otel import CAPTURE_CONTENT_ENV
+from planweave.otel import CAPTURE_CONTENT_ENV, OPENINFERENCE_ENV
 from planweave.session import trace
 
 PARALLEL = (
@@ -98,6 +99,7 @@ def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
 @pytest.fixture(autouse=True)
 def _no_capture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    monkeypatch.delenv(OPENINFERENCE_ENV, raising=False)
     CALLS.clear()
 
 
@@ -221,6 +223,128 @@ def test_content_is_recorded_only_when_capture_is_asked_for(
     reply = json.loads(str(planner.attributes["gen_ai.output.messages"]))
     # The reply as far as it was read: the planner stops at the plan's end.
     assert reply[0]["parts"][0]["content"].startswith(PARALLEL.split("<END_OF_PLAN>")[0])
+
+
+SECRET = "sk-otel-0123456789abcdef"
+
+
+def every_value(spans: Sequence[ReadableSpan]) -> str:
+    """Every attribute of every span, its events' and its status's, as one text."""
+    parts: list[str] = []
+    for span in spans:
+        parts.append(json.dumps(dict(span.attributes or {}), default=str))
+        parts.extend(json.dumps(dict(e.attributes or {}), default=str) for e in span.events)
+        parts.append(span.status.description or "")
+    return "\n".join(parts)
+
+
+def test_chat_and_tool_spans_carry_the_genai_and_openinference_attributes(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    with ScriptedServer(script) as server:
+        # A credential in the endpoint's URL never reaches an attribute.
+        url = server.base_url.replace("http://", "http://weaver:hunter2-password@")
+        llm = OpenAICompatible(base_url=url, model="m")
+        result = Runtime(MORE, llm, tracing=provider).run("How many more people in France?")
+    port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+    spans = exporter.get_finished_spans()
+    assert "hunter2" not in every_value(spans)
+
+    (run,) = by_operation(spans, "invoke_agent")
+    assert run.attributes is not None
+    assert run.attributes["openinference.span.kind"] == "AGENT"
+    assert run.attributes["session.id"] == result.run_id
+    assert "input.value" not in run.attributes  # content only when asked for
+
+    planner, joiner = by_operation(spans, "chat")
+    for n, chat in enumerate((planner, joiner), 1):
+        a = chat.attributes
+        assert a is not None
+        assert a["gen_ai.provider.name"] == "openai"
+        assert (a["server.address"], a["server.port"]) == ("127.0.0.1", port)
+        assert a["gen_ai.request.temperature"] == 0.0
+        assert int(a["gen_ai.request.max_tokens"]) > 0  # type: ignore[arg-type]
+        assert a["gen_ai.request.stop_sequences"] == ("<END_OF_PLAN>",)
+        assert a["gen_ai.response.id"] == f"chatcmpl-scripted-{n}"
+        assert a["gen_ai.response.model"] == "m"
+        assert a["openinference.span.kind"] == "LLM"
+        assert (a["llm.model_name"], a["llm.provider"]) == ("m", "openai")
+        assert json.loads(str(a["llm.invocation_parameters"]))["stop"] == ["<END_OF_PLAN>"]
+        prompt, completion = a["llm.token_count.prompt"], a["llm.token_count.completion"]
+        assert (prompt, completion) == (
+            a["gen_ai.usage.input_tokens"],
+            a["gen_ai.usage.output_tokens"],
+        )
+        assert a["llm.token_count.total"] == prompt + completion  # type: ignore[operator]
+        assert not [k for k in a if "messages" in k or k in ("input.value", "output.value")]
+
+    divide = tool_spans(spans)["3"][0]
+    a = divide.attributes
+    assert a is not None
+    assert a["gen_ai.tool.description"] == "a divided by b."
+    assert a["openinference.span.kind"] == "TOOL"
+    assert (a["tool.name"], a["tool.description"]) == ("divide", "a divided by b.")
+    schema = json.loads(str(a["tool.parameters"]))["function"]
+    assert (schema["name"], sorted(schema["parameters"]["properties"])) == ("divide", ["a", "b"])
+    assert "input.value" not in a
+
+
+def test_captured_content_is_in_both_conventions_with_secrets_masked(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    monkeypatch.setenv("PLANWEAVE_OTEL_TEST_TOKEN", SECRET)
+    plan = f'1. echo("the key is {SECRET}")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=[f"Action: Finish(it is {SECRET})"])
+    runtime(provider, script).run(f"What does echo say of {SECRET}?")
+    spans = exporter.get_finished_spans()
+    assert SECRET not in every_value(spans)
+    assert "[redacted]" in every_value(spans)
+
+    (run,) = by_operation(spans, "invoke_agent")
+    assert run.attributes is not None
+    assert run.attributes["input.value"] == "What does echo say of [redacted]?"
+    assert run.attributes["output.value"] == "it is [redacted]"
+    planner = by_operation(spans, "chat")[0]
+    a = planner.attributes
+    assert a is not None
+    asked = json.loads(str(a["gen_ai.input.messages"]))
+    assert [m["role"] for m in asked] == ["system", "user"]
+    assert a["llm.input_messages.0.message.role"] == "system"
+    assert a["llm.input_messages.0.message.content"] == asked[0]["parts"][0]["content"]
+    assert a["llm.input_messages.1.message.content"] == asked[1]["parts"][0]["content"]
+    assert [m["content"] for m in json.loads(str(a["input.value"]))] == [
+        m["parts"][0]["content"] for m in asked
+    ]
+    assert a["llm.output_messages.0.message.role"] == "assistant"
+    assert str(a["llm.output_messages.0.message.content"]).startswith(
+        '1. echo("the key is [redacted]")'
+    )
+    assert a["output.value"] == a["llm.output_messages.0.message.content"]
+    echo = tool_spans(spans)["1"][0]
+    assert echo.attributes is not None
+    assert json.loads(str(echo.attributes["input.value"])) == {"text": "the key is [redacted]"}
+    assert json.loads(str(echo.attributes["output.value"])) == "the key is [redacted]"
+
+
+def test_openinference_attributes_are_left_out_when_switched_off(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    monkeypatch.setenv(OPENINFERENCE_ENV, "false")
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    runtime(provider, script).run("How many times more people in France than Belgium?")
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 6
+    theirs = ("openinference.", "llm.", "tool.", "input.", "output.", "session.", "agent.")
+    for span in spans:
+        assert span.attributes is not None
+        assert not [k for k in span.attributes if k.startswith(theirs)], span.name
+    chat = by_operation(spans, "chat")[0]
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.provider.name"] == "planweave.scripted"
+    assert "gen_ai.input.messages" in chat.attributes
 
 
 def test_each_call_of_a_retried_task_is_a_span_and_failures_carry_their_class(
