@@ -318,7 +318,7 @@ class RunTrace:
             case ReplanEvent():
                 attributes = {"planweave.plan.round": event.plan_round}
                 if self.content:
-                    attributes["planweave.replan.reason"] = event.reason
+                    attributes["planweave.replan.reason"] = redact(event.reason)
             case TaskSkipped():
                 attributes = {
                     "gen_ai.tool.call.id": str(event.task_id),
@@ -457,7 +457,7 @@ class RunTrace:
         }
         # A decomposition's sub-plan and answer, a person's answer: content, like the error.
         attributes |= {
-            f"planweave.recovery.{k}": v
+            f"planweave.recovery.{k}": redact(v) if isinstance(v, str) else v
             for k, v in event.detail.items()
             if _scalar(v) and (self.content or not isinstance(v, str) or k == "to")
         }
