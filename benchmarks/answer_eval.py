@@ -23,8 +23,8 @@ for yes/no, counts and lists too; its JSON adds accuracy per category and per te
 `--suite shapes --part fresh` runs its third part, templates written after the prompts were
 frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by another hand
 (benchmarks/shapes/fresh2.py), `--part fresh3` a third (benchmarks/shapes/fresh3.py),
-`--part fresh4` a fourth (benchmarks/shapes/fresh4.py) and `--part fresh5` a fifth
-(benchmarks/shapes/fresh5.py);
+`--part fresh4` a fourth (benchmarks/shapes/fresh4.py), `--part fresh5` a fifth
+(benchmarks/shapes/fresh5.py) and `--part fresh6` a sixth (benchmarks/shapes/fresh6.py);
 `--part all` is still the two halves without any of them.
 """
 
@@ -367,7 +367,17 @@ def print_table(results: list[dict[str, Any]]) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        for part in ("tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"):
+        for part in (
+            "tune",
+            "heldout",
+            "fresh",
+            "fresh2",
+            "fresh3",
+            "fresh4",
+            "fresh5",
+            "fresh6",
+            "all",
+        ):
             s = summary(r, part)
             if s is None:
                 continue
@@ -445,9 +455,19 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["compiled", "react"])
     parser.add_argument(
         "--part",
-        choices=["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"],
+        choices=[
+            "tune",
+            "heldout",
+            "fresh",
+            "fresh2",
+            "fresh3",
+            "fresh4",
+            "fresh5",
+            "fresh6",
+            "all",
+        ],
         default="tune",
-        help="all: tune and heldout; fresh to fresh5 (shapes suite only): the batches "
+        help="all: tune and heldout; fresh to fresh6 (shapes suite only): the batches "
         "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
@@ -471,7 +491,7 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6")
     if args.part in fresh and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:

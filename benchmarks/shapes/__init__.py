@@ -18,7 +18,9 @@ had read neither, on shapes none of the four others (nor the names suite) has.  
 `fresh4.py` (`--part fresh4`), is a fourth such batch (2026-12-03), by yet another hand that
 had read neither, on shapes none of the five others (nor the names suite) has.  A seventh,
 `fresh5.py` (`--part fresh5`), is a fifth such batch (2026-12-03), by another hand again that
-had read neither, on shapes none of the six others (nor the names suite) has.
+had read neither, on shapes none of the six others (nor the names suite) has.  An eighth,
+`fresh6.py` (`--part fresh6`), is a sixth such batch (2026-12-04), by another hand again that
+had read neither, on shapes none of the seven others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
@@ -26,6 +28,7 @@ had read neither, on shapes none of the six others (nor the names suite) has.
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh3 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh4 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh5 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh6 --per-template 2
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, fresh5, heldout, tune
+from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -45,22 +48,24 @@ __all__ = [
     "FRESH3",
     "FRESH4",
     "FRESH5",
+    "FRESH6",
     "PARTS",
     "ShapeQuestion",
     "questions",
     "templates",
 ]
 
-Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"]
+Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "all"]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
 # The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
-# `fresh4` and `fresh5` draw them.
+# `fresh4`, `fresh5` and `fresh6` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
 FRESH4: list[Template] = fresh4.TEMPLATES
 FRESH5: list[Template] = fresh5.TEMPLATES
+FRESH6: list[Template] = fresh6.TEMPLATES
 
 
 @dataclass
@@ -70,7 +75,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh5"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh6"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -88,6 +93,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh4", FRESH4)]
     if part == "fresh5":
         return [("fresh5", FRESH5)]
+    if part == "fresh6":
+        return [("fresh6", FRESH6)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
