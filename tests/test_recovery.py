@@ -400,6 +400,20 @@ def test_a_rate_limit_is_waited_out_as_retry_after_says() -> None:
     assert result.llm.calls == 2  # the retry is part of the planner's call
 
 
+def test_an_llm_request_is_sent_no_more_often_than_its_retry_allows() -> None:
+    busy = Reply(status=429, retry_after=0.01)
+    script = Script.by_purpose(planner=[busy, busy, plan('lookup("a")')], joiner=[finish("2")])
+    recovery = Recovery().on("llm.rate_limit", Retry(2))
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        with pytest.raises(RunFailed) as failed:
+            Runtime(TOOLS, llm, recovery=recovery).run("q")
+    assert classify(failed.value.cause) == "llm.rate_limit"
+    retries = [e for e in failed.value.result.events if isinstance(e, LLMRetry)]
+    assert [(e.attempt, e.category) for e in retries] == [(1, "llm.rate_limit")]
+    assert len(server.requests) == 2  # Retry(2): two requests in all, the first included
+
+
 # ---------------------------------------------------------------------- budgets
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from .errors import BudgetExceeded, LLMError, LLMRateLimitError, RunCancelled, UserError
+from .errors import BudgetExceeded, LLMError, RunCancelled, UserError
 from .events import (
     PROGRESS_EVERY,
     EventBus,
@@ -20,14 +20,14 @@ from .events import (
     LLMCallStarted,
     LLMProgress,
     LLMReplayDiverged,
-    LLMRetry,
     ModelAcquired,
     ModelWaiting,
 )
 from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_tokens, estimate_usage
 from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
-from .recovery import Budget, Recovery, Retry, classify
+from .recoverer import LLMRecoverer
+from .recovery import Budget, Recovery
 from .redaction import encodable, redact
 
 __all__ = ["MeteredLLM", "current_llm", "request_hash"]
@@ -78,9 +78,9 @@ class MeteredLLM:
         self.bus = bus
         self.usage = LLMUsage()
         self.replay = dict(replay or {})
-        self.recovery = recovery
         self.budget = budget
-        self._rng = recovery.rng() if recovery is not None else None
+        # Which failed requests are sent again is the recovery policy's, applied by its engine.
+        self._resend = LLMRecoverer(recovery, bus)
 
     def _check_budget(self) -> None:
         budget = self.budget
@@ -96,16 +96,6 @@ class MeteredLLM:
                 f"the run's budget of {budget.tokens} tokens is spent ({spent} used)",
                 limit="tokens",
             )
-
-    def _retry_delay(self, error: LLMError, retries: int) -> float | None:
-        """How long to wait before sending the request again, or None to give up."""
-        if self.recovery is None or self._rng is None:
-            return None
-        for pattern in self.recovery.patterns(classify(error)):
-            if isinstance(pattern, Retry) and retries + 1 < pattern.attempts:
-                at_least = error.retry_after if isinstance(error, LLMRateLimitError) else None
-                return pattern.delay(retries, self._rng, at_least)
-        return None
 
     async def stream(self, request: LLMRequest) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
@@ -180,55 +170,40 @@ class MeteredLLM:
         finish: list[str],
         named: dict[str, str],
     ) -> AsyncGenerator[str, None]:
-        """Send `request`, again after a failure the recovery policy retries; collect the
+        """Send `request` (again after a failure the recovery policy retries); collect the
         text in `parts`, the backend's usage report in `usage`, why the model stopped in
         `finish` and the response's id and model in `named` as they arrive."""
-        retries = 0
         heard = self._waits(call, request.purpose)
-        while True:
-            try:
-                text = _Text()
-                async with aclosing(self.llm.stream(request)) as deltas:
-                    while True:
-                        # Only the backend's own steps hear of a wait for the model.
-                        with listening(heard):
-                            delta = await anext(deltas, None)
-                        if delta is None:
-                            break
-                        if delta.usage is not None:
-                            usage.append(delta.usage)
-                        if delta.finish_reason is not None:
-                            finish.append(delta.finish_reason)
-                        if delta.response_id is not None:
-                            named["id"] = delta.response_id
-                        if delta.response_model is not None:
-                            named["model"] = delta.response_model
-                        piece = text.feed(delta.text)
-                        if piece:
-                            parts.append(piece)
-                            yield piece
-                rest = text.close()
-                if rest:
-                    parts.append(rest)
-                    yield rest
-                return
-            except LLMError as exc:
-                # Only a request that has produced no text yet can be sent again.
-                wait = None if parts else self._retry_delay(exc, retries)
-                if wait is None:
-                    raise
-                retries += 1
-                self.bus.emit(
-                    LLMRetry(
-                        call=call,
-                        purpose=request.purpose,
-                        category=classify(exc),
-                        error=exc.message,
-                        attempt=retries,
-                        delay=round(wait, 3),
-                    )
-                )
-                await anyio.sleep(wait)
+
+        async def once() -> AsyncGenerator[str, None]:
+            text = _Text()
+            async with aclosing(self.llm.stream(request)) as deltas:
+                while True:
+                    # Only the backend's own steps hear of a wait for the model.
+                    with listening(heard):
+                        delta = await anext(deltas, None)
+                    if delta is None:
+                        break
+                    if delta.usage is not None:
+                        usage.append(delta.usage)
+                    if delta.finish_reason is not None:
+                        finish.append(delta.finish_reason)
+                    if delta.response_id is not None:
+                        named["id"] = delta.response_id
+                    if delta.response_model is not None:
+                        named["model"] = delta.response_model
+                    piece = text.feed(delta.text)
+                    if piece:
+                        parts.append(piece)
+                        yield piece
+            rest = text.close()
+            if rest:
+                parts.append(rest)
+                yield rest
+
+        async with aclosing(self._resend.stream(once, call, request.purpose)) as texts:
+            async for piece in texts:
+                yield piece
 
     def _progress(self, call: int, purpose: Purpose, parts: list[str], elapsed: float) -> None:
         tokens = estimate_tokens("".join(parts))

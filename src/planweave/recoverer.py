@@ -1,8 +1,10 @@
-"""The recovery engine: calls a task's tool and applies the configured patterns to each failure.
+"""The recovery engine: applies the configured patterns to each failure, for a task's tool
+(`TaskRecoverer`) and for the run's LLM requests (`LLMRecoverer`).
 
 The policy (classes, patterns, the registry) is `recovery`; this module only runs it.  Each
-action a pattern takes is recorded once, in the task's record and as a `TaskRecovery` event, with
-everything known at that moment, so the journal and `--json` hold the same entries.
+action a pattern takes on a task is recorded once, in the task's record and as a `TaskRecovery`
+event, with everything known at that moment, so the journal and `--json` hold the same entries;
+each LLM request sent again is an `LLMRetry` event.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from .errors import TaskError, UserError
-from .events import EventBus, TaskRecovery
+from .errors import LLMError, LLMRateLimitError, TaskError, UserError
+from .events import EventBus, LLMRetry, TaskRecovery
 from .executor import Executor
+from .llm.base import Purpose
 from .records import TaskRecord
 from .recovery import (
     Action,
@@ -28,6 +32,7 @@ from .recovery import (
     Failure,
     Pattern,
     Recovery,
+    Retry,
     SubplanAnswer,
     UseResult,
     Vote,
@@ -35,7 +40,7 @@ from .recovery import (
 )
 from .tools import Tool, ToolRegistry
 
-__all__ = ["Decomposer", "TaskRecoverer"]
+__all__ = ["Decomposer", "LLMRecoverer", "TaskRecoverer"]
 
 # Runs the sub-plan for a failed task at the given depth.
 Decomposer = Callable[[TaskRecord, TaskError, int], Awaitable[SubplanAnswer]]
@@ -206,6 +211,59 @@ class TaskRecoverer:
         )
         rec.recovery.append(event.record())
         self.bus.emit(event)
+
+
+class LLMRecoverer:
+    """Sends an LLM request again after a failure the policy retries (only `Retry` applies to
+    `llm.*` classes), while the response has produced no text: text already given to the
+    caller cannot be taken back.  Each resend is an `LLMRetry` event."""
+
+    def __init__(self, recovery: Recovery | None, bus: EventBus) -> None:
+        self.recovery = recovery
+        self.bus = bus
+        self._rng = recovery.rng() if recovery is not None else None
+
+    async def stream(
+        self, send: Callable[[], AsyncGenerator[str, None]], call: int, purpose: Purpose
+    ) -> AsyncGenerator[str, None]:
+        """The text of `send()`'s response, sending it again as the policy says."""
+        retries = 0
+        while True:
+            produced = False
+            try:
+                async with aclosing(send()) as texts:
+                    async for text in texts:
+                        produced = True
+                        yield text
+                return
+            except LLMError as exc:
+                wait = None if produced else self._delay(exc, retries)
+                if wait is None:
+                    raise
+                retries += 1
+                self.bus.emit(
+                    LLMRetry(
+                        call=call,
+                        purpose=purpose,
+                        category=classify(exc),
+                        error=exc.message,
+                        attempt=retries,
+                        delay=round(wait, 3),
+                    )
+                )
+                await anyio.sleep(wait)
+
+    def _delay(self, error: LLMError, retries: int) -> float | None:
+        """How long to wait before sending the request again, or None to give up."""
+        if self.recovery is None or self._rng is None:
+            return None
+        at_least = error.retry_after if isinstance(error, LLMRateLimitError) else None
+        for pattern in self.recovery.patterns(classify(error)):
+            if isinstance(pattern, Retry):
+                wait = pattern.wait(retries, self._rng, at_least)
+                if wait is not None:
+                    return wait
+        return None
 
 
 def _check_action(pattern: Pattern, action: object, tools: ToolRegistry) -> None:

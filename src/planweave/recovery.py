@@ -22,7 +22,8 @@ classes re-sends a failed LLM request (honouring Retry-After).
     recovery = Recovery().on("tool.timeout", Retry(2), Fallback("search_mirror"), tool="search")
 
 This module is the policy: the classes, the patterns and what each decides, the registry and the
-budgets.  `recoverer.TaskRecoverer` is the engine that applies it to a task's calls.  Your own
+budgets.  `recoverer` is the engine that applies it: `TaskRecoverer` to a task's calls,
+`LLMRecoverer` to the run's LLM requests.  Your own
 pattern is a `Pattern` subclass with an async `handle(failure)`; see `Pattern`.
 """
 
@@ -268,12 +269,20 @@ class Retry(Pattern):
         wait = min(self.max_delay, self.base * self.factor**retry)
         return wait * (1 + rng.uniform(-self.jitter, self.jitter))
 
-    async def handle(self, failure: Failure) -> Action | None:
-        if failure.retries + 1 >= self.attempts:
+    def wait(self, retries: int, rng: random.Random, at_least: float | None = None) -> float | None:
+        """Seconds before the next call after `retries` retries, or None when the calls are
+        spent.  The one decision for a tool's call (`handle`) and an LLM request
+        (`recoverer.LLMRecoverer`)."""
+        if retries + 1 >= self.attempts:
             return None
+        return self.delay(retries, rng, at_least)
+
+    async def handle(self, failure: Failure) -> Action | None:
         if failure.tool.side_effects and not self.side_effects:
             return None
-        wait = self.delay(failure.retries, failure.rng)
+        wait = self.wait(failure.retries, failure.rng)
+        if wait is None:
+            return None
         return CallAgain(delay=wait, detail={"delay": round(wait, 3)})
 
 
