@@ -31,7 +31,7 @@ from planweave import (
 )
 from planweave.events import EventBus
 from planweave.executor import Executor
-from planweave.executors import Backends, ExecutorName
+from planweave.executors import EXECUTORS, SHARED, Backends, ExecutorName
 from planweave.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
@@ -259,6 +259,12 @@ def test_a_tool_no_worker_can_import_is_refused_when_the_runtime_is_built() -> N
         Runtime([tool(gpus=1)(executor_tools.square.fn)], llm, executor="process")
     with pytest.raises(UserError, match="executor must be"):
         Runtime([executor_tools.square], llm, executor="gpu")  # type: ignore[arg-type]
+
+
+def test_every_executor_name_has_its_backend() -> None:
+    # A new backend is its module, its name and one line in SHARED: the two lists agree.
+    assert EXECUTORS[0] == "thread"
+    assert sorted(SHARED) == sorted(EXECUTORS[1:])
 
 
 def _with_lambda(x: int, f: Any = lambda: 1) -> int:

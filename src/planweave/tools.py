@@ -38,8 +38,9 @@ __all__ = [
 
 # Where a tool's calls run: threads of the runtime's process, a pool of worker processes on this
 # machine, or Ray tasks on a cluster (see `planweave.executors`).
+# Where sync tools run; each name but "thread" has its factory in `executors.SHARED`.
 ExecutorName = Literal["thread", "process", "ray"]
-EXECUTORS: tuple[ExecutorName, ...] = ("thread", "process", "ray")
+EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
 
 JOIN = "join"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -209,7 +210,7 @@ class Tool:
             )
         if self.isolate and self.executor == "thread":
             raise UserError(f"tool {self.name!r}: isolate=True cannot run on executor='thread'")
-        elsewhere = self.isolate or self.executor in ("process", "ray")
+        elsewhere = self.isolate or self.executor not in (None, "thread")
         if elsewhere and (self.is_async or "<" in self.fn.__qualname__):
             raise UserError(
                 f"tool {self.name!r} cannot be isolated: only a sync function defined at the top "

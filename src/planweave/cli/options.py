@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, cast, get_args
 
 import typer
 
@@ -26,7 +26,7 @@ from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import Mode, RunSettings
-from ..tools import EXECUTORS
+from ..tools import EXECUTORS, ExecutorName
 from .view import labelled, plain_console
 
 __all__ = ["OtelOption", "settings_options", "start_tracing"]
@@ -280,7 +280,7 @@ def _settings(
         llm_first_token_timeout=llm_first_token_timeout,
         llm_chunk_timeout=llm_chunk_timeout,
         llm_call_timeout=llm_call_timeout,
-        executor="process" if executor == "process" else "ray" if executor == "ray" else "thread",
+        executor=cast(ExecutorName, executor),  # one of EXECUTORS: checked above
         ray_address=ray_address,
         **command,
     )

@@ -4,6 +4,9 @@
 - `process`: a pool of worker processes on this machine (a crash or a hang fails one task);
 - `ray`: Ray tasks on a cluster (`planweave[ray]`).
 
+A new backend is its module, its name in `tools.ExecutorName` and its factory in `SHARED`;
+settings, the CLI's `--executor` and `@tool(executor=...)` check names against `EXECUTORS`.
+
 Async tools always run on the event loop.  A sync tool runs on the executor it names
 (`@tool(executor=...)`), else on the run's; `@tool(isolate=True)` means "never in the runtime's
 process": the process pool when the run's executor is `thread`.
@@ -11,7 +14,7 @@ process": the process pool when the run's executor is `thread`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import UserError
 from ..tools import EXECUTORS, ExecutorName, Tool
@@ -21,6 +24,7 @@ from .thread import ThreadBackend
 
 __all__ = [
     "EXECUTORS",
+    "SHARED",
     "Backend",
     "Backends",
     "Call",
@@ -68,15 +72,10 @@ class Backends:
         """The shared backend `name` (not `thread`: each run has its own threads)."""
         backend = self._made.get(name)
         if backend is None:
-            if name == "process":
-                backend = ProcessBackend(self.max_processes)
-            elif name == "ray":
-                from .ray import RayBackend
-
-                backend = RayBackend(self.ray_address)
-            else:
+            make = SHARED.get(name)
+            if make is None:
                 raise ValueError(f"no shared backend {name!r}")
-            self._made[name] = backend
+            backend = self._made[name] = make(self)
         return backend
 
     def check(self, tools: Iterable[Tool]) -> None:
@@ -92,3 +91,16 @@ class Backends:
         for backend in self._made.values():
             backend.close()
         self._made.clear()
+
+
+def _ray(backends: Backends) -> Backend:
+    from .ray import RayBackend  # planweave[ray]: imported when a tool first runs there
+
+    return RayBackend(backends.ray_address)
+
+
+# The backends runs share, by executor name ("thread" is each run's own, `ThreadBackend`).
+SHARED: dict[ExecutorName, Callable[[Backends], Backend]] = {
+    "process": lambda backends: ProcessBackend(backends.max_processes),
+    "ray": _ray,
+}
