@@ -261,7 +261,7 @@ async def first_plan(runtime: Runtime, question: str) -> Planned:
     """The runtime's planner on `question`, as a run would call it, up to its first plan."""
     bus = EventBus()
     llm = MeteredLLM(runtime.llm, bus, recovery=runtime.recovery, budget=runtime.settings.budget)
-    parser = PlanParser(runtime.tools, join_answers=runtime.compiled.plan_answers)
+    parser = PlanParser(runtime.tools, plan_answers=runtime.compiled.plan_answers)
     tasks: list[Task] = []
     started = time.monotonic()
     error: str | None = None

@@ -100,7 +100,7 @@ def _spec(tokens: int, threads: int) -> dict[str, Any]:
     from planweave.planner import Planner
 
     tools = builtin_tools()
-    messages = Planner(tools, answers=True).messages(QUESTION)
+    messages = Planner(tools, plan_answers=True).messages(QUESTION)
     model = resolve_model(DEFAULT_MODEL)
     engine = Engine(model, n_ctx=512, n_batch=32)  # only its chat template
     prompt = engine.render([m.to_dict() for m in messages])
@@ -108,7 +108,7 @@ def _spec(tokens: int, threads: int) -> dict[str, Any]:
     return {
         "model": str(model),
         "prompt": prompt,
-        "grammar": plan_grammar(tools, answers=True),
+        "grammar": plan_grammar(tools, plan_answers=True),
         "tokens": tokens,
         "threads": threads,
         "n_ctx": 8192,

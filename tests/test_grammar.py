@@ -61,7 +61,7 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     vocab_model.check_grammar(plan_grammar(registry))
     vocab_model.check_grammar(react_grammar(registry))
     vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
-    vocab_model.check_grammar(joiner_grammar("compact", registry, answers=True))  # and bare
+    vocab_model.check_grammar(joiner_grammar("compact", registry, plan_answers=True))  # and bare
 
 
 @pytest.mark.model

@@ -140,7 +140,7 @@ Thought: Two lookups, then a ratio.
 
 def test_the_planner_s_own_grammar_allows_its_plans_in_any_split() -> None:
     tools = builtin_tools()
-    answers = plan_grammar(tools, answers=True)
+    answers = plan_grammar(tools, plan_answers=True)
     for split in (None, 1, 2, 4, 7):
         assert complete(answers, PLAN, split=split), split
     plain = PLAN.replace(PLAN.splitlines()[-2], "6. join()")

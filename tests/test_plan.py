@@ -514,7 +514,7 @@ def test_reference_to_the_join_task_is_invalid() -> None:
 def test_a_new_round_that_restarts_its_ids_follows_on() -> None:
     # A small model writes a replan from `1.` whatever its prompt says: its ids move up to
     # follow on, references to its own tasks with them; other references keep their meaning.
-    parser = PlanParser(TOOLS, join_answers=True)
+    parser = PlanParser(TOOLS, plan_answers=True)
     parser.feed("1. store(1)\n2. store(2)\n3. join()\n")
     parser.start_plan(renumber=True)
     tasks = parser.feed('1. store($2)\n2. store($1)\n3. join("${2} and ${1}")\n')
@@ -529,7 +529,7 @@ def test_a_new_round_that_restarts_its_ids_follows_on() -> None:
 def test_renumbering_leaves_literal_text_alone_and_refuses_a_line_reading_itself() -> None:
     # Found by a hostile review: "$1.50" in a string is money, not a reference; and `1.
     # store($1)` in a restarted round is its own line, not the earlier round's task 1.
-    parser = PlanParser(TOOLS, join_answers=True)
+    parser = PlanParser(TOOLS, plan_answers=True)
     parser.feed("1. store(1)\n2. store(2)\n3. join()\n")
     parser.start_plan(renumber=True)
     (task,) = parser.feed('1. store("price $1.50 and ${2}")\n')

@@ -151,20 +151,20 @@ def test_the_full_style_keeps_the_thought_before_a_replan() -> None:
 
 def test_the_parser_takes_one_answer_in_join_only_when_asked() -> None:
     tools = ToolRegistry(TOOLS)
-    parser = PlanParser(tools, join_answers=True)
+    parser = PlanParser(tools, plan_answers=True)
     (_, join) = parser.feed('1. population("France")\n2. join("France: ${1} people")\n')
     assert join.answer == Template(("France: ", Ref(1), " people"))
     assert join.deps == (1,)
-    (_, join) = PlanParser(tools, join_answers=True).feed('1. population("France")\n2. join($1)\n')
+    (_, join) = PlanParser(tools, plan_answers=True).feed('1. population("France")\n2. join($1)\n')
     assert join.answer == Ref(1)
     for bad in ('join("a", "b")', "join(answer='a')", "join(3)"):
         with pytest.raises(ArgumentError):
-            PlanParser(tools, join_answers=True).feed(f'1. population("France")\n2. {bad}\n')
+            PlanParser(tools, plan_answers=True).feed(f'1. population("France")\n2. {bad}\n')
     with pytest.raises(ArgumentError, match="no arguments"):
         PlanParser(tools).feed('1. population("France")\n2. join("${1}")\n')
     # An answer quoting a result the plan lacks (the join's own id) leaves a bare join: the
     # joiner answers, and no repair is asked for.
-    (_, join) = PlanParser(tools, join_answers=True).feed(
+    (_, join) = PlanParser(tools, plan_answers=True).feed(
         '1. population("France")\n2. join("${1} live in France: ${2} people.")\n'
     )
     assert (join.is_join, join.answer, join.deps) == (True, None, ())
@@ -173,13 +173,13 @@ def test_the_parser_takes_one_answer_in_join_only_when_asked() -> None:
 def test_the_grammar_allows_an_answer_in_join_only_when_asked() -> None:
     tools = ToolRegistry(TOOLS)
     plan = '1. population("France")\n2. join("France: ${1} people")\n<END_OF_PLAN>'
-    assert Grammar(plan_grammar(tools, answers=True)).accepts(plan)
-    assert Grammar(plan_grammar(tools, answers=True)).accepts(
+    assert Grammar(plan_grammar(tools, plan_answers=True)).accepts(plan)
+    assert Grammar(plan_grammar(tools, plan_answers=True)).accepts(
         plan.replace('"France: ${1} people"', "$1")
     )
     assert not Grammar(plan_grammar(tools)).accepts(plan)
     reply = "Action: Replan(the area)\n" + plan.replace("1.", "3.").replace("2.", "4.")
-    assert Grammar(joiner_grammar("compact", tools, answers=True)).accepts(
+    assert Grammar(joiner_grammar("compact", tools, plan_answers=True)).accepts(
         reply.replace("${1}", "${3}")
     )
 
@@ -188,7 +188,7 @@ def test_what_the_answer_grammar_allows_the_parser_accepts() -> None:
     """Random join lines of the answer grammar parse after a first task (those naming results
     by reference are left to the tests above: their ids must name earlier tasks)."""
     tools = ToolRegistry(TOOLS)
-    grammar = Grammar(plan_grammar(tools, answers=True))
+    grammar = Grammar(plan_grammar(tools, plan_answers=True))
     rng = random.Random(11)
     pool = 'ab "\\$n{}1()é\t'
     checked = 0
@@ -196,7 +196,7 @@ def test_what_the_answer_grammar_allows_the_parser_accepts() -> None:
         line = grammar.sample(rng, "join", pool)
         if "$" in line:
             continue
-        parser = PlanParser(tools, join_answers=True)
+        parser = PlanParser(tools, plan_answers=True)
         parser.feed('1. population("France")\n2. ' + line.split(". ", 1)[1])
         parser.close()
         assert parser.joined, line

@@ -65,7 +65,7 @@ class Compiled:
         `plan` is a first plan already written (the plan cache's): it runs without a planner
         call, and is repaired by the planner like any plan should it not be valid.  `example`
         (a question and its plan) is the planner's one worked example for the first plan."""
-        parser = PlanParser(self.tools, join_answers=self.plan_answers)
+        parser = PlanParser(self.tools, plan_answers=self.plan_answers)
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
         redone = False  # the joiner is asked again at most once for an ungrounded answer
@@ -154,7 +154,7 @@ class Compiled:
         self, goal: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
     ) -> SubplanAnswer:
         """One round for a decomposed task's sub-goal: its answer, or why there is none."""
-        parser = PlanParser(self.tools, join_answers=self.plan_answers)
+        parser = PlanParser(self.tools, plan_answers=self.plan_answers)
         notes = await self._plan_and_run(llm, self.planner.messages(goal), parser, scheduler, bus)
         records = list(scheduler.records.values())
         answer = self._plan_answer(goal, parser, records, scheduler.plan_round, notes)

@@ -187,10 +187,10 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules.rules
 
 
-def _plan_rules(tools: ToolRegistry, answers: bool = False) -> list[str]:
+def _plan_rules(tools: ToolRegistry, plan_answers: bool = False) -> list[str]:
     calls, rules = _calls(tools)
-    # With answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
-    join = '". join(" ( string | ref )? ")"' if answers else '". join()"'
+    # With plan answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
+    join = '". join(" ( string | ref )? ")"' if plan_answers else '". join()"'
     head = [
         # One thought, first: a thought after a task led the 1.5B model to write that task
         # again (BFCL: "2. <the same call>" after "Thought: <why task 1>").
@@ -203,11 +203,11 @@ def _plan_rules(tools: ToolRegistry, answers: bool = False) -> list[str]:
     return [*head, *rules]
 
 
-def plan_grammar(tools: ToolRegistry, *, answers: bool = False) -> str:
+def plan_grammar(tools: ToolRegistry, *, plan_answers: bool = False) -> str:
     """An opening thought line, numbered calls of registered tools with typed arguments, then
-    `N. join()` and `<END_OF_PLAN>`; with `answers`, the join may carry the plan's answer
+    `N. join()` and `<END_OF_PLAN>`; with `plan_answers`, the join may carry the plan's answer
     (a string with `${<id>}` where results go, or `$<id>`)."""
-    return "\n".join(["root ::= plan", *_plan_rules(tools, answers)]) + _COMMON
+    return "\n".join(["root ::= plan", *_plan_rules(tools, plan_answers)]) + _COMMON
 
 
 # What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:
@@ -238,13 +238,13 @@ def joiner_grammar(
     style: PromptStyle = "full",
     tools: ToolRegistry | None = None,
     *,
-    answers: bool = False,
+    plan_answers: bool = False,
     finish_only: bool = False,
 ) -> str:
     """`Thought: ...` then `Action: Finish(...)` or `Action: Replan(...)`; in the compact
     style the thought may be left out and the answer may come bare, as one line of plain text
     (one that does not start like an action); with `tools`, a Replan line may be followed by
-    the next plan (the plan grammar's lines, its join carrying an answer with `answers`).
+    the next plan (the plan grammar's lines, its join carrying an answer with `plan_answers`).
     `finish_only`, for the last round, when no plan can run any more: the reply must be an
     answer (saying what could not be found, if so)."""
     # With the plan's rules, whose `text` is a plan thought's, the joiner's is `reason`.
@@ -265,7 +265,7 @@ def joiner_grammar(
     ]
     if tools is None or finish_only:
         return "\n".join(head) + "\n"
-    return "\n".join([*head, *_plan_rules(tools, answers)]) + _COMMON
+    return "\n".join([*head, *_plan_rules(tools, plan_answers)]) + _COMMON
 
 
 _FINISH_ANSWER = "finish-answer ::= [^\\n]{1,600}"

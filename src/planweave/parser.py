@@ -371,7 +371,7 @@ class PlanParser:
     (earlier lines of the same chunk, the last line before a missing join) are not lost: `drain()`
     hands them out.  Replans reuse the parser: ids keep counting up and new tasks may reference
     results of earlier plans.  Work is linear in the input; a line longer than `max_line_chars`
-    (a JSON plan longer than `max_json_chars`) is a PlanSyntaxError.  With `join_answers`, a
+    (a JSON plan longer than `max_json_chars`) is a PlanSyntaxError.  With `plan_answers`, a
     plan may end with its answer: `join("<text with ${<id>} where a result goes>")`.
     """
 
@@ -381,10 +381,10 @@ class PlanParser:
         *,
         max_line_chars: int = MAX_LINE_CHARS,
         max_json_chars: int = MAX_JSON_PLAN_CHARS,
-        join_answers: bool = False,
+        plan_answers: bool = False,
     ) -> None:
         self.tools = tools
-        self.join_answers = join_answers
+        self.plan_answers = plan_answers
         self.max_line_chars = max_line_chars
         self.max_json_chars = max_json_chars
         self.tasks: dict[int, Task] = {}
@@ -616,7 +616,7 @@ class PlanParser:
             )
         if (
             task.is_join
-            and self.join_answers
+            and self.plan_answers
             and any(dep >= task.id or dep not in self._known for dep in task.deps)
         ):
             # An answer quoting a result the plan does not have (the join's own id, the 1.5B
@@ -700,8 +700,8 @@ class PlanParser:
                 ) from None
 
     def _check_join(self, task: Task) -> None:
-        """`join()`; with `join_answers`, also `join("<answer with ${<id>}>")` or `join($<id>)`."""
-        if not self.join_answers:
+        """`join()`; with `plan_answers`, also `join("<answer with ${<id>}>")` or `join($<id>)`."""
+        if not self.plan_answers:
             if task.args or task.kwargs:
                 raise ArgumentError("join() takes no arguments", line=task.line, lineno=task.lineno)
             return

@@ -25,7 +25,7 @@ _ANSWER_JOIN_RE = re.compile(r"^(\d+\.\s*)join\(.+\)[ \t]*$", re.M)
 
 class Planner:
     """Builds planner requests in the given prompt `style` and streams the plan into the
-    scheduler as it is decoded.  With `answers`, a plan may end with its answer
+    scheduler as it is decoded.  With `plan_answers`, a plan may end with its answer
     (`join("... ${3} ...")`) where the answer is its results in set words."""
 
     def __init__(
@@ -37,11 +37,11 @@ class Planner:
         max_repairs: int = 2,
         grammar: str | None = None,
         style: PromptStyle = "full",
-        answers: bool = False,
+        plan_answers: bool = False,
     ) -> None:
         self.tools = tools
         self.style: PromptStyle = style
-        self.answers = answers
+        self.plan_answers = plan_answers
         self.max_tokens = max_tokens
         self.max_repairs = max_repairs
         self.grammar = grammar
@@ -50,14 +50,14 @@ class Planner:
             # example it is shown onto tools it does not fit (on BFCL, an example built from the
             # registry's first tools cut the planner's right plans from 37 of 60 to 13).
             examples = "\n\n".join(tools.usable_examples())
-        if not answers:
+        if not plan_answers:
             # An example's answer is shown only where a plan may end with one.
             examples = _ANSWER_JOIN_RE.sub(r"\1join()", examples)
         self.examples = examples
 
     def system_prompt(self, first_id: int = 1) -> str:
         return prompts.planner_system_prompt(
-            self.tools, self.examples, first_id, self.style, answers=self.answers
+            self.tools, self.examples, first_id, self.style, plan_answers=self.plan_answers
         )
 
     def messages(self, question: str, example: tuple[str, str] | None = None) -> list[Message]:
@@ -65,7 +65,9 @@ class Planner:
         the plan cache), that is the one worked example, after instructions without any."""
         if example is None:
             return prompts.question_messages(self.system_prompt(), question)
-        system = prompts.planner_system_prompt(self.tools, "", 1, "compact", answers=self.answers)
+        system = prompts.planner_system_prompt(
+            self.tools, "", 1, "compact", plan_answers=self.plan_answers
+        )
         return prompts.one_shot_messages(system, example, question)
 
     def prompt_tokens(self, question: str, example: tuple[str, str] | None = None) -> int:

@@ -174,11 +174,11 @@ def planner_system_prompt(
     first_id: int = 1,
     style: PromptStyle = "full",
     *,
-    answers: bool = False,
+    plan_answers: bool = False,
 ) -> str:
     """The planner's instructions: the tools, the plan language's rules and, in the full style,
     worked examples (the compact style leaves them out: they teach small models the form).
-    With `answers`, a plan whose answer is its results in set words may end with it."""
+    With `plan_answers`, a plan whose answer is its results in set words may end with it."""
     join_n = len(tools) + 1
     rules = (
         _RULES.replace("{first_id}", str(first_id))
@@ -192,7 +192,7 @@ def planner_system_prompt(
         tools.render(),
         f"{join_n}. join(): collects the results of the plan; always the last task.",
         "",
-        rules + ("\n- " + _PLAN_ANSWER_RULE if answers else ""),
+        rules + ("\n- " + _PLAN_ANSWER_RULE if plan_answers else ""),
     ]
     if style == "full" and examples:
         parts += ["", "Examples:", examples]

@@ -107,16 +107,16 @@ def modes(
         tools,
         examples=settings.examples,
         max_repairs=settings.max_repairs,
-        grammar=plan_grammar(tools, answers=answers) if grammar else None,
+        grammar=plan_grammar(tools, plan_answers=answers) if grammar else None,
         style=style,
-        answers=answers,
+        plan_answers=answers,
     )
     joiner = Joiner(
         grammar=joiner_grammar(style) if grammar else None,
         style=style,
         plan_tools=tools if join_replan else None,
         plan_grammar=(
-            joiner_grammar(style, tools, answers=answers) if grammar and join_replan else None
+            joiner_grammar(style, tools, plan_answers=answers) if grammar and join_replan else None
         ),
         finish_grammar=joiner_grammar(style, finish_only=True) if grammar else None,
         plan_answers=answers,
