@@ -66,7 +66,7 @@ def calibrate(seconds: float) -> int:
 
 
 async def scheduled(plan: str, backends: Backends) -> tuple[float, Scheduler]:
-    scheduler = Scheduler(REGISTRY, Executor(default_timeout=600, backends=backends), EventBus())
+    scheduler = Scheduler(REGISTRY, Executor(tool_timeout=600, backends=backends), EventBus())
     began = time.perf_counter()
     async with scheduler.running():
         for task in parse_plan(plan, REGISTRY):

@@ -333,3 +333,17 @@ def test_react_steps_and_worked_examples_are_options_the_run_keeps(
     run_id = json.loads(shown.stdout)[0]["id"]
     settings = json.loads(planweave("runs", "show", run_id, "--json").stdout)["settings"]
     assert (settings["examples"], settings["react_max_steps"]) == (example, 10)
+
+
+@pytest.mark.parametrize(
+    "flags", [("--tool-timeout", "--max-decomposition-depth"), ("--timeout", "--max-depth")]
+)
+def test_tool_timeout_and_decomposition_depth_answer_to_their_names_and_the_old_ones(
+    server: ScriptedServer, planweave: Planweave, flags: tuple[str, str]
+) -> None:
+    args = ["--tools", "demo_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+    proc = planweave("run", "density?", *args, flags[0], "7", flags[1], "1")
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(planweave("runs", "list", "--json").stdout)[0]["id"]
+    settings = json.loads(planweave("runs", "show", run_id, "--json").stdout)["settings"]
+    assert (settings["tool_timeout"], settings["budget"]["decomposition_depth"]) == (7, 1)

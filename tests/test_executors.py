@@ -88,7 +88,7 @@ def make_backends(request: pytest.FixtureRequest, name: ExecutorName) -> Backend
 async def run_plan(plan: str, backends: Backends, tools: list[Any] | None = None) -> Scheduler:
     registry = ToolRegistry(tools or SAFE)
     backends.check(registry.values())
-    scheduler = Scheduler(registry, Executor(default_timeout=60, backends=backends), EventBus())
+    scheduler = Scheduler(registry, Executor(tool_timeout=60, backends=backends), EventBus())
     with anyio.fail_after(120):
         async with scheduler.running():
             for task in parse_plan(plan, registry):

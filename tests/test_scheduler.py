@@ -45,7 +45,7 @@ async def run_plan(
     registry = ToolRegistry(tools or TOOLS)
     scheduler = Scheduler(
         registry,
-        Executor(default_timeout=tool_timeout),
+        Executor(tool_timeout=tool_timeout),
         EventBus(),
         max_concurrency=max_concurrency,
     )

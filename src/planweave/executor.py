@@ -113,13 +113,13 @@ class Executor:
     def __init__(
         self,
         *,
-        default_timeout: float = DEFAULT_TIMEOUT,
+        tool_timeout: float = DEFAULT_TIMEOUT,
         max_threads: int = 32,
         max_output_chars: int = MAX_OUTPUT_CHARS,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
         backends: Backends | None = None,
     ) -> None:
-        self.default_timeout = default_timeout
+        self.tool_timeout = tool_timeout
         self.threads = ThreadBackend(max_threads)
         self.backends = backends if backends is not None else Backends()
         self.max_output_chars = max_output_chars
@@ -171,7 +171,7 @@ class Executor:
 
     async def execute(self, task: Task, tool: Tool, arguments: Mapping[str, Any]) -> Any:
         """Call `tool`; return its result or raise a TaskError naming the task and the cause."""
-        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        timeout = tool.timeout if tool.timeout is not None else self.tool_timeout
         try:
             positional, keywords = tool.validate(arguments)
         except ValueError as exc:

@@ -59,7 +59,7 @@ class TaskRecoverer:
     escalate: EscalationHandler | None = None
     run_id: str = ""
     depth: int = 0
-    max_depth: int = 2
+    decomposition_depth: int = 2
     _rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -166,7 +166,7 @@ class TaskRecoverer:
             tried=previous.tried if previous else {tool.name},
             acted=previous.acted if previous else set(),
             depth=self.depth,
-            max_depth=self.max_depth,
+            max_depth=self.decomposition_depth,
             decompose=decompose_at if decompose is not None else None,
             escalate=self.escalate,
         )

@@ -401,7 +401,7 @@ def _top_scheduler(
     """The run's own scheduler: its results stored in the journal when there is one, the
     outcomes a resumed run recorded reused, its tasks held at the gate of approval."""
     executor = Executor(
-        default_timeout=settings.tool_timeout,
+        tool_timeout=settings.tool_timeout,
         max_argument_chars=settings.max_argument_chars,
         backends=setup.backends,
     )
@@ -463,7 +463,7 @@ def _scheduler(
         escalate=setup.escalate,
         run_id=run_id,
         depth=depth,
-        max_depth=settings.budget.decomposition_depth,
+        decomposition_depth=settings.budget.decomposition_depth,
     )
     return Scheduler(
         setup.tools,

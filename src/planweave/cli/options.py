@@ -109,8 +109,11 @@ def _settings(
     max_replans: Annotated[
         int, typer.Option(help="How many times the joiner may ask for a new plan.")
     ] = _DEFAULT.max_replans,
-    timeout: Annotated[
-        float, typer.Option(help="Default timeout of one tool call, seconds.")
+    tool_timeout: Annotated[
+        float,
+        typer.Option(
+            "--tool-timeout", "--timeout", help="Default timeout of one tool call, seconds."
+        ),
     ] = _DEFAULT.tool_timeout,
     max_argument_chars: Annotated[
         int,
@@ -205,7 +208,14 @@ def _settings(
     max_wall: Annotated[
         float | None, typer.Option(help="Budget: end the run after this many seconds.")
     ] = None,
-    max_depth: Annotated[int, typer.Option(help="Budget: how deep decomposition may nest.")] = 2,
+    decomposition_depth: Annotated[
+        int,
+        typer.Option(
+            "--max-decomposition-depth",
+            "--max-depth",
+            help="Budget: how deep decomposition may nest.",
+        ),
+    ] = 2,
     llm_first_token_timeout: Annotated[
         float, typer.Option(help="Seconds an endpoint may take to send its first token.")
     ] = _DEADLINES.first_token or 0.0,
@@ -256,7 +266,7 @@ def _settings(
         mcp_max_tools=mcp_max_tools,
         files=None if files is None else str(files.resolve()),
         max_replans=max_replans,
-        tool_timeout=timeout,
+        tool_timeout=tool_timeout,
         max_argument_chars=max_argument_chars,
         max_fanout=max_fanout,
         max_fanout_total=max_fanout_total,
@@ -275,7 +285,7 @@ def _settings(
             llm_calls=max_llm_calls,
             tokens=max_tokens,
             wall_s=max_wall,
-            decomposition_depth=max_depth,
+            decomposition_depth=decomposition_depth,
         ),
         llm_first_token_timeout=llm_first_token_timeout,
         llm_chunk_timeout=llm_chunk_timeout,
