@@ -30,8 +30,8 @@ import anyio
 
 from planweave import ToolRegistry, parse_plan, tool
 from planweave.events import EventBus
-from planweave.executor import Executor
 from planweave.executors import Backends, ExecutorName
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler
 
 from .overhead import machine_info
@@ -66,7 +66,7 @@ def calibrate(seconds: float) -> int:
 
 
 async def scheduled(plan: str, backends: Backends) -> tuple[float, Scheduler]:
-    scheduler = Scheduler(REGISTRY, Executor(tool_timeout=600, backends=backends), EventBus())
+    scheduler = Scheduler(REGISTRY, Invoker(tool_timeout=600, backends=backends), EventBus())
     began = time.perf_counter()
     async with scheduler.running():
         for task in parse_plan(plan, REGISTRY):

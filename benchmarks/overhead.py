@@ -34,7 +34,7 @@ import anyio
 
 from planweave import ToolRegistry, parse_plan, tool
 from planweave.events import EventBus
-from planweave.executor import Executor
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler, TaskStatus
 
 SHAPES = ("wide", "deep", "random")
@@ -92,7 +92,7 @@ async def scheduled(text: str, max_concurrency: int = DEFAULT_CONCURRENCY) -> di
     began = time.perf_counter()
     tasks = parse_plan(text, REGISTRY)
     parsed = time.perf_counter()
-    scheduler = Scheduler(REGISTRY, Executor(), EventBus(), max_concurrency=max_concurrency)
+    scheduler = Scheduler(REGISTRY, Invoker(), EventBus(), max_concurrency=max_concurrency)
     async with scheduler.running():
         for task in tasks:
             scheduler.add(task)

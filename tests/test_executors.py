@@ -30,8 +30,8 @@ from planweave import (
     tool,
 )
 from planweave.events import EventBus
-from planweave.executor import Executor
 from planweave.executors import EXECUTORS, SHARED, Backends, ExecutorName
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
@@ -88,7 +88,7 @@ def make_backends(request: pytest.FixtureRequest, name: ExecutorName) -> Backend
 async def run_plan(plan: str, backends: Backends, tools: list[Any] | None = None) -> Scheduler:
     registry = ToolRegistry(tools or SAFE)
     backends.check(registry.values())
-    scheduler = Scheduler(registry, Executor(tool_timeout=60, backends=backends), EventBus())
+    scheduler = Scheduler(registry, Invoker(tool_timeout=60, backends=backends), EventBus())
     with anyio.fail_after(120):
         async with scheduler.running():
             for task in parse_plan(plan, registry):

@@ -38,7 +38,7 @@ from planweave.events import (
     TaskRecovery,
     TaskStarted,
 )
-from planweave.executor import Executor
+from planweave.invoker import Invoker
 from planweave.parser import parse_json_plan
 from planweave.scheduler import Scheduler
 from planweave.store import Journal
@@ -134,7 +134,7 @@ def test_a_failing_element_is_retried_alone(server: ScriptedServer, flaky: set[s
 
 def _scheduler(tools: list[Any], **options: Any) -> tuple[Scheduler, EventBus]:
     bus = EventBus()
-    return Scheduler(ToolRegistry(tools), Executor(), bus, **options), bus
+    return Scheduler(ToolRegistry(tools), Invoker(), bus, **options), bus
 
 
 async def _plan(plan: str, tools: list[Any], **options: Any) -> tuple[Scheduler, EventBus]:

@@ -37,7 +37,7 @@ from planweave import (
 )
 from planweave.cache.template import extract
 from planweave.events import CacheAdapted, EventBus, RunFinished, TaskPlanned, TaskStarted
-from planweave.executor import Executor
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler
 from planweave.settings import RunSettings
 from planweave.store import Journal
@@ -140,7 +140,7 @@ def test_an_ended_run_keeps_no_step_running_or_pending(tmp_path: Path) -> None:
 
 def _plan(plan: str, tools: list[Any], **options: Any) -> tuple[Scheduler, EventBus]:
     bus = EventBus()
-    scheduler = Scheduler(ToolRegistry(tools), Executor(), bus, **options)
+    scheduler = Scheduler(ToolRegistry(tools), Invoker(), bus, **options)
 
     async def go() -> None:
         with anyio.fail_after(20):

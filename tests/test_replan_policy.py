@@ -120,7 +120,7 @@ def test_an_argument_refused_for_its_type_names_the_result_it_came_from() -> Non
 def test_the_refused_argument_s_quote_is_bounded_and_never_raises() -> None:
     # Found by a hostile review: a 5,000-digit int or a list nested 5,000 deep raised inside
     # the error's own message; a 2-million-item list was written out whole first.
-    from planweave.executor import _whence
+    from planweave.invoker import _whence
     from planweave.plan import Ref, Task
 
     deep: list[object] = []

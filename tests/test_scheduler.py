@@ -24,7 +24,7 @@ from planweave import (
     tool,
 )
 from planweave.events import EventBus, TaskFinished, TaskSkipped, TaskStarted
-from planweave.executor import Executor
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +45,7 @@ async def run_plan(
     registry = ToolRegistry(tools or TOOLS)
     scheduler = Scheduler(
         registry,
-        Executor(tool_timeout=tool_timeout),
+        Invoker(tool_timeout=tool_timeout),
         EventBus(),
         max_concurrency=max_concurrency,
     )
@@ -222,7 +222,7 @@ async def test_cancelling_the_run_cancels_tools_in_flight_and_keeps_finished_res
     bus.subscribe(
         lambda e: first_done.set() if isinstance(e, TaskFinished) and e.task_id == 1 else None
     )
-    scheduler = Scheduler(registry, Executor(), bus)
+    scheduler = Scheduler(registry, Invoker(), bus)
     with anyio.fail_after(20):
         async with anyio.create_task_group() as group:
 
@@ -277,7 +277,7 @@ async def test_result_is_announced_before_any_dependent_starts() -> None:
             lambda e: order.append(("started", e.task_id)) if isinstance(e, TaskStarted) else None,
         ]
     )
-    scheduler = Scheduler(registry, Executor(), bus)
+    scheduler = Scheduler(registry, Invoker(), bus)
     async with scheduler.running():
         for task in parse_plan('1. population("France")\n2. divide($1, 2)\n3. join()\n', registry):
             scheduler.add(task)
@@ -296,7 +296,7 @@ async def test_a_task_reached_twice_by_a_failure_is_skipped_once() -> None:
     # 3 depends on 1 directly and through 2: one TaskSkipped each for 2 and 3.
     bus = EventBus()
     registry = ToolRegistry(TOOLS)
-    scheduler = Scheduler(registry, Executor(), bus)
+    scheduler = Scheduler(registry, Invoker(), bus)
     plan = '1. population("Atlantis")\n2. echo("${1}")\n3. divide($1, $2)\n4. join()\n'
     async with scheduler.running():
         for task in parse_plan(plan, registry):

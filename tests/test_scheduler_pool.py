@@ -12,7 +12,7 @@ import demo_tools
 from demo_tools import TOOLS
 from planweave import TaskStatus, ToolRegistry, parse_plan, tool
 from planweave.events import Event, EventBus, TaskCancelled, TaskFinished, TaskStarted
-from planweave.executor import Executor
+from planweave.invoker import Invoker
 from planweave.scheduler import Scheduler
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,7 @@ async def run_plan(
     plan: str, tools: list[Any], *, max_concurrency: int = 64, bus: EventBus | None = None
 ) -> Scheduler:
     registry = ToolRegistry(tools)
-    scheduler = Scheduler(registry, Executor(), bus or EventBus(), max_concurrency=max_concurrency)
+    scheduler = Scheduler(registry, Invoker(), bus or EventBus(), max_concurrency=max_concurrency)
     with anyio.fail_after(20):
         async with scheduler.running():
             for task in parse_plan(plan, registry):
@@ -112,7 +112,7 @@ async def test_cancelling_marks_running_parked_and_queued_tasks_and_the_schedule
 
     registry = ToolRegistry([slow, hang, *TOOLS])
     bus = EventBus()
-    scheduler = Scheduler(registry, Executor(), bus, max_concurrency=2)
+    scheduler = Scheduler(registry, Invoker(), bus, max_concurrency=2)
     tasks = parse_plan(
         "1. slow(1)\n2. slow(2)\n3. hang(3)\n"
         '4. population("France")\n5. area("France")\n6. population("Belgium")\n7. join()\n',

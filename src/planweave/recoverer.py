@@ -21,7 +21,7 @@ import anyio
 
 from .errors import LLMError, LLMRateLimitError, TaskError, UserError
 from .events import EventBus, LLMRetry, TaskRecovery
-from .executor import Executor
+from .invoker import Invoker
 from .llm.base import Purpose
 from .records import TaskRecord
 from .recovery import (
@@ -53,7 +53,7 @@ class TaskRecoverer:
 
     recovery: Recovery
     tools: ToolRegistry
-    executor: Executor
+    invoker: Invoker
     bus: EventBus
     decompose: Decomposer | None = None
     escalate: EscalationHandler | None = None
@@ -100,7 +100,7 @@ class TaskRecoverer:
         state: Failure | None = None
         while True:
             try:
-                return await self.executor.execute(rec.task, tool, arguments)
+                return await self.invoker.execute(rec.task, tool, arguments)
             except TaskError as err:
                 state = self._failure(rec, tool, arguments, err, state)
                 pattern, action = await self._decide(state)
@@ -130,7 +130,7 @@ class TaskRecoverer:
         self, rec: TaskRecord, tool: Tool, arguments: Mapping[str, Any], value: Any
     ) -> Any:
         """A result a pattern supplies, held to the rules for the task's own tool's results."""
-        return self.executor.checked(rec.task, self.tools[rec.task.tool], arguments, value)
+        return self.invoker.checked(rec.task, self.tools[rec.task.tool], arguments, value)
 
     def _failure(
         self,

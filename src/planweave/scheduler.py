@@ -21,8 +21,8 @@ from anyio.abc import TaskGroup
 from .approval import Gate, waiting_task
 from .errors import AwaitingApproval, DependencyFailed, TaskError
 from .events import EventBus, TaskPlanned, TaskSkipped
-from .executor import Executor
 from .fanout import FanOut, FanOutTally
+from .invoker import Invoker
 from .plan import MAX_FANOUT, MAX_FANOUT_TOTAL, Task, format_args
 from .records import BROKEN, Recorded, RecordedItem, TaskRecord, TaskStatus, plan_json
 from .step import Outcome, StepRunner
@@ -56,7 +56,7 @@ class Scheduler:
     def __init__(
         self,
         tools: ToolRegistry,
-        executor: Executor,
+        invoker: Invoker,
         bus: EventBus,
         *,
         max_concurrency: int = 64,
@@ -78,7 +78,7 @@ class Scheduler:
         self.tools = tools
         self.gate = gate
         self.recorded = dict(recorded or {})
-        self.executor = executor
+        self.invoker = invoker
         self.bus = bus
         self.records: dict[int, TaskRecord] = {}
         self.results: dict[int, Any] = {}
@@ -86,7 +86,7 @@ class Scheduler:
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._max_workers = max_concurrency
         self._steps = StepRunner(
-            tools, executor, bus, recoverer=recoverer, store=store, released=self._tool_released
+            tools, invoker, bus, recoverer=recoverer, store=store, released=self._tool_released
         )
         self._fan_out = FanOut(
             self._steps,
@@ -242,7 +242,7 @@ class Scheduler:
                 result = await self._fan_out.run(rec, tool, self.results)
                 outcome = self._steps.success(rec, {}, result)
             else:
-                arguments = self.executor.resolve_arguments(task, task.bound, self.results)
+                arguments = self.invoker.resolve_arguments(task, task.bound, self.results)
                 outcome = await self._steps.run(rec, tool, arguments)
         except TaskError as err:
             outcome = self._steps.failure(rec, err)

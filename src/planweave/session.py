@@ -52,10 +52,10 @@ from .events import (
     RunResumed,
     RunStarted,
 )
-from .executor import Executor
 from .executors import Backends
 from .fanout import FanOutTally
 from .grammar import joiner_grammar, plan_grammar, react_grammar
+from .invoker import Invoker
 from .joiner import Joiner
 from .llm.base import LLM
 from .mcp_tools import mcp_servers, mcp_sessions
@@ -400,7 +400,7 @@ def _top_scheduler(
 ) -> Scheduler:
     """The run's own scheduler: its results stored in the journal when there is one, the
     outcomes a resumed run recorded reused, its tasks held at the gate of approval."""
-    executor = Executor(
+    invoker = Invoker(
         tool_timeout=settings.tool_timeout,
         max_argument_chars=settings.max_argument_chars,
         backends=setup.backends,
@@ -411,7 +411,7 @@ def _top_scheduler(
         run_id,
         llm,
         bus,
-        executor,
+        invoker,
         store=encode if recorder is not None else None,
         recorded=resume.recorded if resume else None,
         items=resume.items if resume else None,
@@ -433,7 +433,7 @@ def _scheduler(
     run_id: str,
     llm: MeteredLLM,
     bus: EventBus,
-    executor: Executor,
+    invoker: Invoker,
     *,
     depth: int = 0,
     tally: FanOutTally | None = None,
@@ -451,13 +451,13 @@ def _scheduler(
         # The sub-plan runs on its own scheduler (its task ids are its own); its LLM calls
         # go through the run's meter, so they are counted, budgeted and journaled.
         sub_bus = EventBus(offset=bus.now())
-        sub = _scheduler(setup, settings, run_id, llm, sub_bus, executor, depth=depth, tally=tally)
+        sub = _scheduler(setup, settings, run_id, llm, sub_bus, invoker, depth=depth, tally=tally)
         return await setup.compiled.subgoal(_subgoal(setup.tools, rec, error), llm, sub, sub_bus)
 
     recoverer = TaskRecoverer(
         setup.recovery,
         setup.tools,
-        executor,
+        invoker,
         bus,
         decompose=decompose,
         escalate=setup.escalate,
@@ -467,7 +467,7 @@ def _scheduler(
     )
     return Scheduler(
         setup.tools,
-        executor,
+        invoker,
         bus,
         max_concurrency=settings.max_concurrency,
         recoverer=recoverer,

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypedDict, get_args
 
 from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
-from .executor import DEFAULT_TIMEOUT
+from .invoker import DEFAULT_TIMEOUT
 from .llm.base import LLM, Deadlines, PromptStyle
 from .mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL

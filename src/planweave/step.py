@@ -2,7 +2,7 @@
 
 A step takes the outcome an earlier session recorded for it when its call is the same (resume),
 or is recorded as running (`TaskStarted`, write-ahead: before its tool is called), goes through
-the recoverer (or the executor alone), and has its result put in the journal's form; it ends in
+the recoverer (or the invoker alone), and has its result put in the journal's form; it ends in
 one event (`TaskFinished`, `TaskFailed` or `TaskCancelled`) that carries its record's times and
 attempts.  The tools' own concurrency limits (`@tool(max_concurrency=)`) live here too: the
 scheduler's workers take a slot without waiting, a fan-out's elements wait for one.
@@ -19,7 +19,7 @@ import anyio
 
 from .errors import ResultNotStorable, TaskError
 from .events import EventBus, TaskCancelled, TaskFailed, TaskFinished, TaskStarted
-from .executor import Executor
+from .invoker import Invoker
 from .plan import format_args
 from .records import Recorded, RecordedItem, TaskRecord, TaskStatus
 from .redaction import redact_value
@@ -49,14 +49,14 @@ class StepRunner:
     def __init__(
         self,
         tools: ToolRegistry,
-        executor: Executor,
+        invoker: Invoker,
         bus: EventBus,
         *,
         recoverer: TaskRecoverer | None = None,
         store: Callable[[Any], Any] | None = None,
         released: Callable[[str], None] = lambda tool: None,
     ) -> None:
-        self.executor = executor
+        self.invoker = invoker
         self.bus = bus
         self.recoverer = recoverer
         self.store = store
@@ -105,7 +105,7 @@ class StepRunner:
         self.started(rec, arguments)
         try:
             if self.recoverer is None:
-                result = await self.executor.execute(rec.task, tool, arguments)
+                result = await self.invoker.execute(rec.task, tool, arguments)
             else:
                 result = await self.recoverer.call(rec, tool, arguments)
         except TaskError as err:

@@ -1,7 +1,7 @@
 """The executor contract: a `Backend` runs one call of a sync tool and returns its outcome.
 
 A backend only runs the callable.  Everything else about a task (argument checks, timeouts,
-cancellation, failure classes, events, recovery) is the `Executor`'s and the scheduler's, the
+cancellation, failure classes, events, recovery) is the `Invoker`'s and the scheduler's, the
 same whichever backend a call runs on.  A backend that runs calls outside the runtime's process
 (`isolated`) ships a reference to the tool's function, never the function itself, and brings back
 what the call returned or raised as an `Outcome`; when the process running the call dies, `run`

@@ -39,7 +39,7 @@ from .plan import MAX_ARGUMENT_CHARS, NO_ITEM, Ref, Task, format_args, render_te
 from .records import clip
 from .tools import Tool
 
-__all__ = ["DEFAULT_TIMEOUT", "Executor"]
+__all__ = ["DEFAULT_TIMEOUT", "Invoker"]
 
 DEFAULT_TIMEOUT = 60.0
 MAX_OUTPUT_CHARS = 1_000_000
@@ -98,7 +98,7 @@ def _whence(task: Task, arguments: Mapping[str, Any], problem: str) -> str:
     return f" ({name} was {source}, the result of task {source.task_id}: {text})"
 
 
-class Executor:
+class Invoker:
     """Runs a tool call and turns every way it can fail into a `TaskError`.
 
     Async tools run on the event loop; sync tools run on the executor `backends` route them to:
