@@ -76,3 +76,12 @@ def test_plan_error_names_the_line() -> None:
 def test_rate_limit_keeps_retry_after() -> None:
     err = pickle.loads(pickle.dumps(LLMRateLimitError("slow down", retry_after=2.5)))
     assert err.retry_after == 2.5
+
+
+def test_a_pause_is_not_a_run_failure() -> None:
+    # A handler of run failures never takes a run waiting for approval for one.
+    paused = planweave.AwaitingApproval("2 task(s) wait", tasks=[{"id": 1}], run_id="r1")
+    assert isinstance(paused, planweave.RunPaused)
+    assert not isinstance(paused, planweave.RunError)
+    back = pickle.loads(pickle.dumps(paused))
+    assert (back.tasks, back.run_id) == ([{"id": 1}], "r1")

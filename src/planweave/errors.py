@@ -11,6 +11,8 @@
     ├── ToolSignal ............... raised *by a tool* to steer the runtime
     │   ├── RetryTool ............ "try me again" (transient)
     │   └── ToolFailed ........... "I failed for good" (permanent)
+    ├── RunPaused ................ a run stops to wait, on purpose: never a failure
+    │   └── AwaitingApproval ..... tasks wait for a person's approval
     └── RunError ................. something went wrong during a run; carries run_id / task_id
         ├── PlanError ............ the planner wrote something that cannot run (names the line)
         │   ├── PlanSyntaxError
@@ -41,7 +43,6 @@
         ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
         ├── PlanDiverged ......... on resume, the plan wrote another call under a recorded step
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
-        ├── AwaitingApproval ..... paused for a person to approve its tasks (not a failure)
         ├── PlanRejected ......... a person rejected the plan
         ├── BudgetExceeded
         └── RunFailed ............ a run ended without an answer (`result`: what it found)
@@ -345,7 +346,18 @@ class RunCancelled(RunError):
     """The run was stopped on request."""
 
 
-class AwaitingApproval(RunError):
+class RunPaused(PlanweaveError):
+    """A run stops to wait, on purpose.  Raised only to unwind the run's task groups (with
+    structured concurrency a raise is how every task of the run is stopped at once); the
+    session catches it and ends the run with a status (`RunResult.status`), not an error.
+    Outside the run-failure branch so that no handler of `RunError` mistakes it for one."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class AwaitingApproval(RunPaused):
     """The run paused before `tasks` (each {id, tool, call, args, deps, side_effects}) could
     run: they wait for a person's approval (`Runtime.approve`, `POST /runs/{id}/approve`)."""
 

@@ -34,6 +34,7 @@ from .errors import (
     BudgetExceeded,
     RunCancelled,
     RunError,
+    RunPaused,
     TaskError,
     UserError,
 )
@@ -187,15 +188,19 @@ async def run_session(
         result.status = "cancelled"
         session.finish()
         raise
-    except (RunError, BaseExceptionGroup) as exc:
+    except (RunError, RunPaused, BaseExceptionGroup) as exc:
         try:
-            result.error = _run_error(exc)
+            ended = _run_error(exc)
         except BaseException as bug:
             session.finish(crash=bug)
             raise
-        result.error.run_id = result.run_id
-        if isinstance(result.error, AwaitingApproval) and session.scheduler.gate is not None:
-            return session.pause(result.error)
+        ended.run_id = result.run_id
+        if isinstance(ended, AwaitingApproval) and session.scheduler.gate is not None:
+            return session.pause(ended)
+        if isinstance(ended, RunPaused):  # only the gate pauses a run: a bug otherwise
+            session.finish(crash=ended)
+            raise
+        result.error = ended
     except Exception as exc:
         # A bug (in planweave or in a user's tool or pattern) propagates, but the run's
         # record is closed first.
@@ -488,13 +493,15 @@ async def within_budget(answering: Awaitable[str], wall_s: float | None) -> str:
     raise BudgetExceeded(f"the run's wall-time budget of {wall_s:g} s is spent", limit="wall_s")
 
 
-def _run_error(exc: RunError | BaseExceptionGroup[BaseException]) -> RunError:
+def _run_error(
+    exc: RunError | RunPaused | BaseExceptionGroup[BaseException],
+) -> RunError | RunPaused:
     """The run error that ended a run; task groups wrap what their bodies raise, and a run
     error stays a run error.  Anything else (a bug) propagates, unwrapped when it is alone (or
     the same error each time: every element of a fan-out whose tool's package is missing)."""
-    if isinstance(exc, RunError):
+    if isinstance(exc, RunError | RunPaused):
         return exc
-    errors, rest = exc.split(RunError)
+    errors, rest = exc.split((RunError, RunPaused))
     if rest is not None:
         leaves = _leaves(rest)
         first = leaves[0]
