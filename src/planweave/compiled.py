@@ -36,6 +36,16 @@ from .tools import ToolRegistry
 __all__ = ["Compiled"]
 
 
+@dataclass(slots=True, frozen=True)
+class _Grounded:
+    """What checking the joiner's answer decided (see `Compiled._ground`)."""
+
+    decision: JoinDecision  # the joiner's last decision
+    rejoined: bool  # the joiner was asked again, for the run's one retry
+    replan: str | None = None  # why the planner is asked for what the answer lacked
+    fallback: str | None = None  # the answer drawn from the results, the retries spent
+
+
 @dataclass(slots=True)
 class Compiled:
     """Answers a question by compiling it into plans of parallel tool calls."""
@@ -70,7 +80,6 @@ class Compiled:
         notes: list[str] = []
         redone = False  # the joiner is asked again at most once for an ungrounded answer
         replanned = False  # ... after the planner was asked once for what the answer lacked
-        asked_again = False  # ... and once for a directive where the last round must answer
         for round_ in range(self.max_replans + 1):
             if messages is not None:
                 scheduler.plan_round = round_
@@ -83,11 +92,7 @@ class Compiled:
             if failed and not last_round:
                 # A task failed and rounds are left: the planner gets the error, not the joiner.
                 reason = _failure_reason(failed)
-                bus.emit(ReplanEvent(reason=reason, plan_round=round_ + 1))
-                parser.remember_failures(records)
-                messages = self.planner.replan_messages(
-                    question, records, reason, parser.last_id + 1
-                )
+                messages = self._replan(question, records, reason, parser, bus, round_ + 1)
                 continue
             answer = self._plan_answer(question, parser, records, round_, notes)
             if answer is not None:
@@ -100,55 +105,85 @@ class Compiled:
             else:
                 decision = await self._join(llm, question, records, last_round, notes, bus)
                 planned = None
-            replan = None
-            while self.grounding and decision.action == "finish":
-                # The answer as the user gets it: a `${N}` it quotes is the result itself.
-                answer = fill_answer(decision.text, records)
-                found = check(answer, question, records)
-                if found.ok:
-                    break
-                # What the answer needed is in no result: a lookup or a calculation is
-                # missing, which the planner plans (the joiner, asked again, re-types).
-                plan_more = not last_round and not replanned and found.missing_facts
-                bus.emit(found.withdrawn(retry=plan_more or not redone))
-                if plan_more:
-                    replan = found.replan_reason()
-                    break
-                if redone:
-                    return found.fallback(records)
-                redone, planned = True, None
-                again = [*notes, found.note()]
-                decision = await self._join(llm, question, records, last_round, again, bus)
-            if replan is not None:
-                replanned = True
-                bus.emit(ReplanEvent(reason=replan, plan_round=round_ + 1))
-                parser.remember_failures(records)
-                messages = self.planner.replan_messages(
-                    question, records, replan, parser.last_id + 1
+            if self.grounding:
+                grounded = await self._ground(
+                    llm, question, records, decision, notes, bus, last_round, replanned, redone
                 )
-                continue
+                if grounded.rejoined:
+                    redone, planned = True, None
+                if grounded.fallback is not None:
+                    return grounded.fallback
+                if grounded.replan is not None:
+                    replanned = True
+                    messages = self._replan(
+                        question, records, grounded.replan, parser, bus, round_ + 1
+                    )
+                    continue
+                decision = grounded.decision
             if decision.action == "finish":
                 return fill_answer(decision.text, records)
-            if last_round and not asked_again:
+            if last_round:
                 # A directive where an answer must come: asked once more, told why.
-                asked_again = True
                 again = [*notes, _NO_MORE_PLANS]
                 decision = await self._join(llm, question, records, True, again, bus)
                 if decision.action == "finish":
                     return fill_answer(decision.text, records)
-            if last_round:
                 break
             if planned is not None:
                 messages, notes = None, planned
                 continue
-            bus.emit(ReplanEvent(reason=decision.text, plan_round=round_ + 1))
-            parser.remember_failures(records)
-            messages = self.planner.replan_messages(
-                question, records, decision.text, parser.last_id + 1
-            )
+            messages = self._replan(question, records, decision.text, parser, bus, round_ + 1)
         raise BudgetExceeded(
             f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
         )
+
+    async def _ground(
+        self,
+        llm: MeteredLLM,
+        question: str,
+        records: list[TaskRecord],
+        decision: JoinDecision,
+        notes: list[str],
+        bus: EventBus,
+        last_round: bool,
+        replanned: bool,
+        redone: bool,
+    ) -> _Grounded:
+        """Withdraw a finishing answer that states numbers no result gives, and say what comes
+        next: the planner asked for what it lacked (once, while rounds are left), else the
+        joiner asked again (once per run), else the answer drawn from the results."""
+        rejoined = False
+        while decision.action == "finish":
+            # The answer as the user gets it: a `${N}` it quotes is the result itself.
+            found = check(fill_answer(decision.text, records), question, records)
+            if found.ok:
+                break
+            # What the answer needed is in no result: a lookup or a calculation is
+            # missing, which the planner plans (the joiner, asked again, re-types).
+            plan_more = not last_round and not replanned and found.missing_facts
+            bus.emit(found.withdrawn(retry=plan_more or not (redone or rejoined)))
+            if plan_more:
+                return _Grounded(decision, rejoined, replan=found.replan_reason())
+            if redone or rejoined:
+                return _Grounded(decision, rejoined, fallback=found.fallback(records))
+            rejoined = True
+            again = [*notes, found.note()]
+            decision = await self._join(llm, question, records, last_round, again, bus)
+        return _Grounded(decision, rejoined)
+
+    def _replan(
+        self,
+        question: str,
+        records: list[TaskRecord],
+        reason: str,
+        parser: PlanParser,
+        bus: EventBus,
+        next_round: int,
+    ) -> list[Message]:
+        """The planner's messages for round `next_round`, planned again for `reason`."""
+        bus.emit(ReplanEvent(reason=reason, plan_round=next_round))
+        parser.remember_failures(records)
+        return self.planner.replan_messages(question, records, reason, parser.last_id + 1)
 
     async def subgoal(
         self, goal: str, llm: MeteredLLM, scheduler: Scheduler, bus: EventBus
