@@ -36,14 +36,24 @@ from .tools import ToolRegistry
 __all__ = ["Compiled"]
 
 
+@dataclass(slots=True)
+class _Retries:
+    """The run's one retry of each kind for an ungrounded answer."""
+
+    redone: bool = False  # the joiner was asked again
+    replanned: bool = False  # the planner was asked for what the answer lacked
+
+
 @dataclass(slots=True, frozen=True)
-class _Grounded:
-    """What checking the joiner's answer decided (see `Compiled._ground`)."""
+class _Decided:
+    """How a round ends (see `Compiled._decide`)."""
 
     decision: JoinDecision  # the joiner's last decision
-    rejoined: bool  # the joiner was asked again, for the run's one retry
+    planned: list[str] | None = None  # its reply carried the next plan, run: the joiner's notes
     replan: str | None = None  # why the planner is asked for what the answer lacked
-    fallback: str | None = None  # the answer drawn from the results, the retries spent
+    # The run's answer: the joiner's, filled in, or drawn from the results when the joiner's
+    # is ungrounded and the retries are spent.
+    answer: str | None = None
 
 
 @dataclass(slots=True)
@@ -78,8 +88,7 @@ class Compiled:
         parser = PlanParser(self.tools, plan_answers=self.plan_answers)
         messages: list[Message] | None = self.planner.messages(question, example)
         notes: list[str] = []
-        redone = False  # the joiner is asked again at most once for an ungrounded answer
-        replanned = False  # ... after the planner was asked once for what the answer lacked
+        retries = _Retries()
         for round_ in range(self.max_replans + 1):
             if messages is not None:
                 scheduler.plan_round = round_
@@ -98,30 +107,14 @@ class Compiled:
             if answer is not None:
                 _deltas(bus)(answer)
                 return answer
-            if self.join_replan and not last_round:
-                decision, planned = await self._join_and_plan(
-                    llm, question, records, notes, parser, scheduler, bus, round_ + 1
-                )
-            else:
-                decision = await self._join(llm, question, records, last_round, notes, bus)
-                planned = None
-            if self.grounding:
-                grounded = await self._ground(
-                    llm, question, records, decision, notes, bus, last_round, replanned, redone
-                )
-                if grounded.rejoined:
-                    redone, planned = True, None
-                if grounded.fallback is not None:
-                    return grounded.fallback
-                if grounded.replan is not None:
-                    replanned = True
-                    messages = self._replan(
-                        question, records, grounded.replan, parser, bus, round_ + 1
-                    )
-                    continue
-                decision = grounded.decision
-            if decision.action == "finish":
-                return fill_answer(decision.text, records)
+            decided = await self._decide(
+                llm, question, records, notes, parser, scheduler, bus, round_, retries
+            )
+            if decided.answer is not None:
+                return decided.answer
+            if decided.replan is not None:
+                messages = self._replan(question, records, decided.replan, parser, bus, round_ + 1)
+                continue
             if last_round:
                 # A directive where an answer must come: asked once more, told why.
                 again = [*notes, _NO_MORE_PLANS]
@@ -129,30 +122,62 @@ class Compiled:
                 if decision.action == "finish":
                     return fill_answer(decision.text, records)
                 break
-            if planned is not None:
-                messages, notes = None, planned
+            if decided.planned is not None:
+                messages, notes = None, decided.planned
                 continue
-            messages = self._replan(question, records, decision.text, parser, bus, round_ + 1)
+            reason = decided.decision.text
+            messages = self._replan(question, records, reason, parser, bus, round_ + 1)
         raise BudgetExceeded(
             f"the joiner still asked to replan after {self.max_replans} replans", limit="replans"
         )
+
+    async def _decide(
+        self,
+        llm: MeteredLLM,
+        question: str,
+        records: list[TaskRecord],
+        notes: list[str],
+        parser: PlanParser,
+        scheduler: Scheduler,
+        bus: EventBus,
+        round_: int,
+        retries: _Retries,
+    ) -> _Decided:
+        """Ask the joiner how round `round_` ends (with `join_replan`, its reply may carry the
+        next plan) and, with `grounding`, check the answer it gives."""
+        last_round = round_ == self.max_replans
+        if self.join_replan and not last_round:
+            decision, planned = await self._join_and_plan(
+                llm, question, records, notes, parser, scheduler, bus, round_ + 1
+            )
+        else:
+            decision = await self._join(llm, question, records, last_round, notes, bus)
+            planned = None
+        decided = _Decided(decision, planned)
+        if self.grounding:
+            decided = await self._ground(
+                llm, question, records, notes, bus, decided, retries, last_round
+            )
+        decision = decided.decision
+        if decided.answer is None and decided.replan is None and decision.action == "finish":
+            decided = _Decided(decision, answer=fill_answer(decision.text, records))
+        return decided
 
     async def _ground(
         self,
         llm: MeteredLLM,
         question: str,
         records: list[TaskRecord],
-        decision: JoinDecision,
         notes: list[str],
         bus: EventBus,
+        decided: _Decided,
+        retries: _Retries,
         last_round: bool,
-        replanned: bool,
-        redone: bool,
-    ) -> _Grounded:
+    ) -> _Decided:
         """Withdraw a finishing answer that states numbers no result gives, and say what comes
         next: the planner asked for what it lacked (once, while rounds are left), else the
         joiner asked again (once per run), else the answer drawn from the results."""
-        rejoined = False
+        decision, planned = decided.decision, decided.planned
         while decision.action == "finish":
             # The answer as the user gets it: a `${N}` it quotes is the result itself.
             found = check(fill_answer(decision.text, records), question, records)
@@ -160,16 +185,17 @@ class Compiled:
                 break
             # What the answer needed is in no result: a lookup or a calculation is
             # missing, which the planner plans (the joiner, asked again, re-types).
-            plan_more = not last_round and not replanned and found.missing_facts
-            bus.emit(found.withdrawn(retry=plan_more or not (redone or rejoined)))
+            plan_more = not last_round and not retries.replanned and found.missing_facts
+            bus.emit(found.withdrawn(retry=plan_more or not retries.redone))
             if plan_more:
-                return _Grounded(decision, rejoined, replan=found.replan_reason())
-            if redone or rejoined:
-                return _Grounded(decision, rejoined, fallback=found.fallback(records))
-            rejoined = True
+                retries.replanned = True
+                return _Decided(decision, planned, replan=found.replan_reason())
+            if retries.redone:
+                return _Decided(decision, planned, answer=found.fallback(records))
+            retries.redone, planned = True, None
             again = [*notes, found.note()]
             decision = await self._join(llm, question, records, last_round, again, bus)
-        return _Grounded(decision, rejoined)
+        return _Decided(decision, planned)
 
     def _replan(
         self,
