@@ -74,34 +74,12 @@ def prepare(
         tasks = journal.recorded_tasks(run_id)
         planned = _check_plan(run_id, tasks, tools)
         elements = journal.items(run_id)
-        state = ResumeState(
-            run_id=run_id,
-            question=row["question"],
-            mode=row["mode"],
-            session=row["sessions"] + 1,
-            created=row["created"],
-            elapsed=journal.elapsed(run_id),
-            replay=journal.recorded_calls(run_id),
-            cache=_cache(row.get("cache")),
-            cached=journal.cache_decision(run_id),
-            approve=_approve(row.get("settings")),
-            approvals=journal.approvals(run_id),
-        )
+        state = _state(journal, row)
         undecided = []
         for task in tasks.values():
-            in_flight = task.status == "running" or (
-                task.status == "cancelled" and task.started is not None
-            )
-            if not in_flight:
+            if not _in_flight(task):
                 continue
-            # A fan-out is in flight where its elements were: those recorded running (each
-            # once it held its slot).  With none, nothing of it can have taken effect unseen:
-            # its finished elements are reused and the others run.
-            running = (
-                [i["item"] for i in elements.get(task.id, ()) if _element_in_flight(i)]
-                if planned[task.id].fan_out is not None
-                else None
-            )
+            running = _running_elements(task, planned[task.id], elements)
             if running == [] or not (task.side_effects or tools[task.tool].side_effects):
                 state.rerun.append(task.id)
                 continue
@@ -114,29 +92,72 @@ def prepare(
             elif decision == "rerun":
                 state.rerun.append(task.id)
             else:
-                error = ToolCrashed(
-                    "was in flight when the run stopped; marked failed on resume",
-                    task_id=task.id,
-                    tool=task.tool,
-                    arguments=task.call[len(task.tool) + 1 : -1],
-                    cause="interrupted",
-                ).to_dict()
-                journal.mark_failed(run_id, task.id, error)
-                tasks[task.id] = dataclasses.replace(task, status="failed", error=error)
+                tasks[task.id] = _mark_failed(journal, run_id, task)
         if undecided:
-            listed = "; ".join(f"task {t['id']} {t['call']}{_elements(t)}" for t in undecided)
-            raise DecisionNeeded(
-                f"run {run_id} paused: these tasks have side effects and were in flight when "
-                f"it stopped, so they may or may not have taken effect: {listed}. Resume with a "
-                "decision for each: re-run it, or mark it failed",
-                tasks=undecided,
-            )
+            raise _decision_needed(run_id, undecided)
         state.recorded = {t.id: r for t in tasks.values() if (r := _outcome(run_id, t))}
         state.items = _items(run_id, journal.recorded_items(run_id))
     except BaseException:
         journal.pause(run_id, "awaiting_approval" if approving else "paused")
         raise
     return state
+
+
+def _state(journal: Journal, row: Mapping[str, Any]) -> ResumeState:
+    """The run as its row and journal record it, before anything in flight is settled."""
+    run_id = row["id"]
+    return ResumeState(
+        run_id=run_id,
+        question=row["question"],
+        mode=row["mode"],
+        session=row["sessions"] + 1,
+        created=row["created"],
+        elapsed=journal.elapsed(run_id),
+        replay=journal.recorded_calls(run_id),
+        cache=_cache(row.get("cache")),
+        cached=journal.cache_decision(run_id),
+        approve=_approve(row.get("settings")),
+        approvals=journal.approvals(run_id),
+    )
+
+
+def _in_flight(task: RecordedTask) -> bool:
+    """Running when the run stopped, or cancelled after it had started: it may have acted."""
+    return task.status == "running" or (task.status == "cancelled" and task.started is not None)
+
+
+def _running_elements(
+    task: RecordedTask, planned: Task, elements: Mapping[int, list[dict[str, Any]]]
+) -> list[Any] | None:
+    """A fan-out is in flight where its elements were: those recorded running (each once it
+    held its slot).  With none, nothing of it can have taken effect unseen: its finished
+    elements are reused and the others run.  None for a task that is no fan-out."""
+    if planned.fan_out is None:
+        return None
+    return [i["item"] for i in elements.get(task.id, ()) if _element_in_flight(i)]
+
+
+def _mark_failed(journal: Journal, run_id: str, task: RecordedTask) -> RecordedTask:
+    """Fail a task that was in flight, as its resume decision says: recorded, and returned."""
+    error = ToolCrashed(
+        "was in flight when the run stopped; marked failed on resume",
+        task_id=task.id,
+        tool=task.tool,
+        arguments=task.call[len(task.tool) + 1 : -1],
+        cause="interrupted",
+    ).to_dict()
+    journal.mark_failed(run_id, task.id, error)
+    return dataclasses.replace(task, status="failed", error=error)
+
+
+def _decision_needed(run_id: str, undecided: list[dict[str, Any]]) -> DecisionNeeded:
+    listed = "; ".join(f"task {t['id']} {t['call']}{_elements(t)}" for t in undecided)
+    return DecisionNeeded(
+        f"run {run_id} paused: these tasks have side effects and were in flight when "
+        f"it stopped, so they may or may not have taken effect: {listed}. Resume with a "
+        "decision for each: re-run it, or mark it failed",
+        tasks=undecided,
+    )
 
 
 def _cache(text: str | None) -> dict[str, Any] | None:
