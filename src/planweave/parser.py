@@ -28,7 +28,7 @@ from .errors import (
 from .plan import END_OF_PLAN, Ref, Task, Template, fan_outs
 from .records import BROKEN, TaskRecord
 from .redaction import encodable
-from .tools import ToolRegistry, _type_name
+from .tools import Tool, ToolRegistry, _type_name
 
 __all__ = [
     "MAX_JSON_PLAN_CHARS",
@@ -607,13 +607,24 @@ class PlanParser:
 
     def validate(self, task: Task) -> None:
         """Check one task against the registry and the tasks accepted so far."""
-        raw, lineno = task.line, task.lineno
         if not 0 < task.id <= MAX_TASK_ID:
             raise PlanSyntaxError(
                 f"task id {task.id} is out of range: ids go from 1 to {MAX_TASK_ID:,}",
-                line=raw,
-                lineno=lineno,
+                line=task.line,
+                lineno=task.lineno,
             )
+        self._check_deps(task)
+        if task.is_join:
+            self._check_join(task)
+            return
+        tool, bound = self._check_call(task)
+        self._check_fan_out(task)
+        self._check_values(task, tool, bound)
+
+    def _check_deps(self, task: Task) -> None:
+        """Each `$<id>` the task reads names an earlier task, not a join, that has a result (an
+        answer, with `plan_answers`, quoting one the plan lacks makes a bare join instead)."""
+        raw, lineno = task.line, task.lineno
         if (
             task.is_join
             and self.plan_answers
@@ -647,9 +658,12 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 )
-        if task.is_join:
-            self._check_join(task)
-            return
+
+    def _check_call(self, task: Task) -> tuple[Tool, dict[str, Any]]:
+        """The task's tool and its arguments bound to the tool's parameters: an unknown tool,
+        arguments it does not take, a call that already failed, or the same call as an earlier
+        task of a pure tool, is refused."""
+        raw, lineno = task.line, task.lineno
         tool = self.tools.get(task.tool)
         if tool is None:
             known = ", ".join(self.tools) or "none"
@@ -685,7 +699,11 @@ class PlanParser:
                 lineno=lineno,
                 task_id=task.id,
             )
-        self._check_fan_out(task)
+        return tool, bound
+
+    def _check_values(self, task: Task, tool: Tool, bound: dict[str, Any]) -> None:
+        """Each argument written out (not a reference) is a value its parameter takes."""
+        raw, lineno = task.line, task.lineno
         for name, value in bound.items():
             if _has_ref(value):
                 continue  # checked when the reference is resolved
