@@ -131,14 +131,8 @@ class Planner:
                 if first is not None:
                     stream, first = first, None
                 else:
-                    request = self.request(messages, "repair" if repairs else "planner")
-                    stream = llm.stream(request)
-                async with aclosing(stream):
-                    async for chunk in stream:
-                        take(parser.feed(chunk))
-                        if parser.done:
-                            break
-                take(parser.close())
+                    stream = llm.stream(self.request(messages, "repair" if repairs else "planner"))
+                await _read(stream, parser, take)
                 break
             except (PlanError, LLMStreamError) as exc:
                 # Lines accepted in the same chunk as the error, or before a missing join, are
@@ -146,21 +140,9 @@ class Planner:
                 take(parser.drain())
                 if isinstance(exc, LLMStreamError) and not continue_cut:
                     raise
-                err = _as_plan_error(exc)
-                repair = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
-                # The same request again would get the same reply from a greedy model.
-                will_repair = repairs < self.max_repairs and repair[-1].content not in asked
-                asked.add(repair[-1].content)
-                bus.emit(
-                    PlanInvalid(
-                        error=err.report(),
-                        repair=repairs,
-                        will_repair=will_repair,
-                        category=classify(exc),
-                    )
-                )
-                if not will_repair:
-                    error = err
+                repair = self._repair(exc, messages, accepted, parser, bus, repairs, asked)
+                if isinstance(repair, PlanError):
+                    error = repair
                     break
                 repairs += 1
                 messages = repair
@@ -169,6 +151,46 @@ class Planner:
             for task in accepted:
                 add(task)
         return error
+
+    def _repair(
+        self,
+        exc: PlanError | LLMStreamError,
+        messages: list[Message],
+        accepted: list[Task],
+        parser: PlanParser,
+        bus: EventBus,
+        repairs: int,
+        asked: set[str],
+    ) -> list[Message] | PlanError:
+        """The messages that ask for the plan repaired after `exc`, or the error to keep when
+        no repair is left (the bound is reached, or the same request was already sent)."""
+        err = _as_plan_error(exc)
+        repair = prompts.repair_messages(messages, accepted, err, parser.last_id + 1)
+        # The same request again would get the same reply from a greedy model.
+        will_repair = repairs < self.max_repairs and repair[-1].content not in asked
+        asked.add(repair[-1].content)
+        bus.emit(
+            PlanInvalid(
+                error=err.report(),
+                repair=repairs,
+                will_repair=will_repair,
+                category=classify(exc),
+            )
+        )
+        return repair if will_repair else err
+
+
+async def _read(
+    stream: AsyncGenerator[str, None], parser: PlanParser, take: Callable[[list[Task]], None]
+) -> None:
+    """Feed one streamed plan to `parser` until it ends, handing its tasks to `take` as they
+    are accepted; the stream is closed however it ends."""
+    async with aclosing(stream):
+        async for chunk in stream:
+            take(parser.feed(chunk))
+            if parser.done:
+                break
+    take(parser.close())
 
 
 def _as_plan_error(exc: PlanError | LLMStreamError) -> PlanError:
