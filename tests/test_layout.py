@@ -177,3 +177,46 @@ def test_settings_travel_one_way_from_the_options_to_the_scheduler() -> None:
     passes it to the scheduler: nobody on the way patches a copy of it."""
     for name in ("runtime.py", "session.py", "cli/run.py", "cli/options.py"):
         assert "dataclasses.replace" not in (ROOT / name).read_text(), name
+
+
+# Functions longer than ~60 lines, each with why (issue 29): a CLI command whose typer option
+# list makes it long is declarative; the others are still to be split.  A function split since
+# is taken off, or the test fails.
+LONG_FUNCTIONS = {
+    "cli/options.py::_settings": "declarative: the run options, one typer option each",
+    "cli/mcp.py::mcp": "declarative: a CLI command, 37 of its lines the option list",
+    "cli/serve.py::serve": "declarative: a CLI command, 41 of its lines the option list",
+    "cli/run.py::run": "declarative: a CLI command, 28 of its lines the option list",
+    "cli/runs.py::runs_resume": "declarative: a CLI command, 24 of its lines the option list",
+    "builtin/rank.py::rank": "not yet split",
+    "cli/view.py::__call__": "not yet split",
+    "grounding/findings.py::fallback_answer": "not yet split",
+    "llm/llamacpp/engine.py::generate": "not yet split",
+    "llm/local.py::stream": "not yet split",
+    "llm/openai_compat.py::_deltas": "not yet split",
+    "mcp_server.py::create_server": "not yet split (its tools and resources as nested defs)",
+    "meter.py::stream": "not yet split",
+    "server/api.py::runs_router": "not yet split (its routes as nested defs)",
+    "server/app.py::_errors": "not yet split (its exception handlers as nested defs)",
+    "server/chat.py::openai_router": "not yet split (its routes as nested defs)",
+}
+
+
+def _function_lengths() -> dict[str, int]:
+    lengths = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno:
+                key = f"{where}::{node.name}"
+                lengths[key] = max(lengths.get(key, 0), node.end_lineno - node.lineno + 1)
+    return lengths
+
+
+def test_functions_are_short() -> None:
+    """Every function is at most 60 lines, but those LONG_FUNCTIONS lists with a reason."""
+    long = {key: n for key, n in _function_lengths().items() if n > 60}
+    unlisted = {key: n for key, n in long.items() if key not in LONG_FUNCTIONS}
+    assert not unlisted, f"functions over 60 lines (split them): {unlisted}"
+    stale = sorted(set(LONG_FUNCTIONS) - set(long))
+    assert not stale, f"no longer over 60 lines, take them off LONG_FUNCTIONS: {stale}"
