@@ -19,8 +19,15 @@ def _own_user_data(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
 
 
+MODEL_TIMEOUT_S = 300
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # What needs a model, a browser or Ray takes seconds: `-m "not slow"` leaves it out too.
     for item in items:
         if any(item.get_closest_marker(name) for name in ("model", "browser", "ray")):
             item.add_marker(pytest.mark.slow)
+        # A model test decodes on the CPU: on two cores shared with two other busy jobs its
+        # 10-20 s took over 60 s (six timeouts in a loaded run).  Its own bound, if any, holds.
+        if item.get_closest_marker("model") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(MODEL_TIMEOUT_S))
