@@ -250,23 +250,18 @@ def city_info(
         field: only this fact
         country: the country (or US state) to look in
     """
-    data = _cities()
-    if field == "country" and country is None:
-        from .countries import country_called
+    from .countries import country_called
 
+    data = _cities()
+    meant = country_called(name) if country is None else None
+    if field == "country" and meant is not None:
         # "Which country is Mexico in?": a small model asks the way it asks of a city, as
         # the first link of a chain (its capital next); a country is its own country.
-        itself = country_called(name)
-        if itself is not None:
-            return itself
+        return meant
     best, *others = find_city(name, country)
-    if country is None:
-        from .countries import country_called
-
-        meant = country_called(name)
-        if meant is not None and country_called(best["countrycode"]) != meant:
-            # "Chile" is also a town in Turkey: a country's name means the country.
-            raise _a_country(name) or ToolFailed(f"{name!r} is a country")
+    if meant is not None and country_called(best["countrycode"]) != meant:
+        # "Chile" is also a town in Turkey: a country's name means the country.
+        raise _a_country(name) or ToolFailed(f"{name!r} is a country")
     record: dict[str, Any] = {
         "name": best["name"],
         "country": data.countries.get(best["countrycode"], best["countrycode"]),
