@@ -127,13 +127,12 @@ def _compared(names: list[str], lists: list[Any]) -> dict[str, Any]:
                     f"{type(value).__name__}"
                 )
         items[name] = list(dict.fromkeys(values))
-    every = list(dict.fromkeys(v for held in items.values() for v in held))
-    sets = {name: set(held) for name, held in items.items()}
-    common = [v for v in every if all(v in s for s in sets.values())]
-    only = {
-        name: [v for v in held if not any(v in sets[o] for o in sets if o != name)]
-        for name, held in items.items()
-    }
+    # In how many lists each item stands (each list's items are distinct): all of them is
+    # common, one is that list's own.
+    lists_holding = Counter(v for held in items.values() for v in held)
+    every = list(lists_holding)
+    common = [v for v in every if lists_holding[v] == len(items)]
+    only = {name: [v for v in held if lists_holding[v] == 1] for name, held in items.items()}
     return {
         "items": items,
         "only": only,

@@ -97,16 +97,22 @@ def _past_the_mark(
     if not after:
         return None
     mark, up = after[0].value, marks[0].group(1) is not None
+    # Each result's numbers are read once, not once for every number the answer states.
+    given = [
+        (rec, [abs(v) for v in _values(rec.result)])
+        for rec in records
+        if rec.status is TaskStatus.DONE and not rec.task.is_join
+    ]
     quoted: dict[float, TaskRecord] = {}
     for number in numbers(stated(answer)):
         if abs(number.value - mark) <= number.tolerance or number.percent:
             continue
-        for rec in records:
-            if rec.status is not TaskStatus.DONE or rec.task.is_join:
-                continue
-            if any(abs(abs(v) - number.value) <= number.tolerance for v in _values(rec.result)):
+        for rec, values in given:
+            if any(abs(v - number.value) <= number.tolerance for v in values):
                 quoted.setdefault(number.value, rec)
                 break
+        if len(quoted) > 1:
+            return None  # two results quoted: nothing tells
     if len(quoted) != 1:
         return None
     ((value, rec),) = quoted.items()
