@@ -62,17 +62,7 @@ def rank(
         below: a number: list the names whose value is smaller, and count them; with
             above=, also those between the two ("between", "count_between")
     """
-    if len(names) != len(values):
-        raise ToolFailed(
-            f"rank needs one value per name: {len(names)} names but {len(values)} values"
-        )
-    if not names:
-        raise ToolFailed("rank needs at least one name and its value")
-    if len(names) > MAX_ITEMS:
-        raise ToolFailed(f"rank takes at most {MAX_ITEMS} names, not {len(names)}")
-    twice = sorted(n for n, k in Counter(map(str, names)).items() if k > 1)
-    if twice:
-        raise ToolFailed(f"rank needs each name once; repeated: {', '.join(twice)}")
+    _check_names(names, values)
     lists = [isinstance(v, list | tuple) for v in values]
     if any(lists) and not all(lists):
         raise ToolFailed("rank compares numbers, texts or lists, not a mix of them")
@@ -91,6 +81,36 @@ def rank(
         "order": [n for n, _ in ordered],
         "values": {n: v for n, v in ordered},
     }
+    _add_bounds(result, ordered, above, below)
+    if compared:
+        result = _as_comparison(result, compared, order)
+    return result
+
+
+def _check_names(names: list[str], values: list[Any]) -> None:
+    """Refuse names and values that do not pair up: unequal counts, none, too many, a name twice."""
+    if len(names) != len(values):
+        raise ToolFailed(
+            f"rank needs one value per name: {len(names)} names but {len(values)} values"
+        )
+    if not names:
+        raise ToolFailed("rank needs at least one name and its value")
+    if len(names) > MAX_ITEMS:
+        raise ToolFailed(f"rank takes at most {MAX_ITEMS} names, not {len(names)}")
+    twice = sorted(n for n, k in Counter(map(str, names)).items() if k > 1)
+    if twice:
+        raise ToolFailed(f"rank needs each name once; repeated: {', '.join(twice)}")
+
+
+def _add_bounds(
+    result: dict[str, Any],
+    ordered: list[tuple[str, float | str]],
+    above: float | None,
+    below: float | None,
+) -> None:
+    """Add to `result` the names above and below the bounds given, their counts, and with both
+    bounds those between."""
+    first_value = ordered[0][1]
     for key, bound, sign in (("above", above, 1.0), ("below", below, -1.0)):
         if bound is None:
             continue
@@ -104,13 +124,15 @@ def rank(
         inside = set(result["above"]) & set(result["below"])
         result["between"] = [n for n, _ in ordered if n in inside]
         result["count_between"] = len(result["between"])
-    if compared:
-        # Lists are compared, not crowned: a plan answer that quotes `${3.largest}` for
-        # "which border A but not B" names no list, and the joiner reads "only" instead.
-        del compared["items"], result[order], result["value"]
-        result["sizes"] = result.pop("values")
-        result = {**compared, **result}
-    return result
+
+
+def _as_comparison(result: dict[str, Any], compared: dict[str, Any], order: str) -> dict[str, Any]:
+    """The ranking of lists by size, led by their comparison and without a winner."""
+    # Lists are compared, not crowned: a plan answer that quotes `${3.largest}` for
+    # "which border A but not B" names no list, and the joiner reads "only" instead.
+    del compared["items"], result[order], result["value"]
+    result["sizes"] = result.pop("values")
+    return {**compared, **result}
 
 
 def _compared(names: list[str], lists: list[Any]) -> dict[str, Any]:
