@@ -112,8 +112,10 @@ def test_an_older_journals_settings_are_read() -> None:
         "max_concurrency",
         "react_max_steps",
         "examples",
+        "llm_backend",
     }
     assert settings.mcp == ()  # no MCP servers then
+    assert settings.llm_backend == "auto"  # the endpoint when there is one: as then
     assert settings.executor == "thread"  # tools ran on threads before there was a choice
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.
@@ -336,3 +338,43 @@ def test_max_concurrency_bounds_a_runs_tasks_and_the_journal_keeps_it(tmp_path: 
     meeting.clear()
     assert Runtime([meet], script()).run("q").answer == "met"
     assert seen["most"] == 3
+
+
+def test_a_new_llm_backend_is_its_module_and_one_line_in_the_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from planweave.llm import registry
+
+    with pytest.raises(UserError, match="llm_backend must be 'auto' or 'endpoint' or 'embedded'"):
+        RunSettings(llm_backend="scripted")
+    monkeypatch.setitem(registry.BACKENDS, "scripted", "scripted_backend:from_choice")
+    settings = RunSettings(llm_backend="scripted", model="mine", tools=("demo_tools:TOOLS",))
+    assert RunSettings.from_dict(settings.to_dict()).llm_backend == "scripted"  # journaled
+    result = Runtime.from_settings(settings).run("People per km² in the Netherlands?")
+    assert result.answer == "About 428 people per km²."
+    assert [task.result for task in result.tasks][:3] == [17_900_000, 41_850, 17_900_000 / 41_850]
+
+
+def test_auto_picks_the_endpoint_only_when_there_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planweave.llm.local import LocalLLM
+
+    monkeypatch.delenv("PLANWEAVE_BASE_URL", raising=False)
+    assert isinstance(make_llm(RunSettings()), LocalLLM)  # not loaded: nothing is read yet
+    with_url = RunSettings(base_url="http://127.0.0.1:9/v1", model="m")
+    assert isinstance(make_llm(with_url), OpenAICompatible)
+    # Named outright, the embedded model is used although an endpoint is configured.
+    embedded = make_llm(dataclasses.replace(with_url, llm_backend="embedded", model=None))
+    assert isinstance(embedded, LocalLLM)
+    monkeypatch.setenv("PLANWEAVE_BASE_URL", "http://127.0.0.1:9/v1")
+    assert isinstance(make_llm(RunSettings(model="m")), OpenAICompatible)
+
+
+def test_a_journals_llm_backend_is_where_it_reaches() -> None:
+    from planweave.settings import reach_differences
+
+    own = RunSettings()
+    # The same backend spelled two ways is no difference ...
+    assert reach_differences(RunSettings(llm_backend="embedded"), own) == {}
+    # ... but a journal that names an endpoint where this process has none is one.
+    differences = reach_differences(RunSettings(llm_backend="endpoint", model="gpt"), own)
+    assert differences["llm_backend"] == "llm_backend: recorded 'endpoint', given 'embedded'"

@@ -166,7 +166,7 @@ class TaskRecoverer:
             tried=previous.tried if previous else {tool.name},
             acted=previous.acted if previous else set(),
             depth=self.depth,
-            max_depth=self.decomposition_depth,
+            decomposition_depth=self.decomposition_depth,
             decompose=decompose_at if decompose is not None else None,
             escalate=self.escalate,
         )

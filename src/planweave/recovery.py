@@ -33,6 +33,7 @@ import fnmatch
 import inspect
 import random
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -183,7 +184,8 @@ class Failure:
     """A failed call of a task's tool, as a pattern sees it, with what the run offers to handle it.
 
     `retries` counts the calls of the current tool since the first (or since a fallback),
-    `tried` the tools called so far, `acted` the names of the patterns that acted on this task.
+    `tried` the tools called so far, `acted` the names of the patterns that acted on this task;
+    `depth` is how many decompositions deep the task is, `decomposition_depth` the budget's bound.
     `report(pattern, **detail)` adds an entry to the task's recovery list (and an event) for a
     step a pattern takes before deciding; the engine records each decision itself.
     """
@@ -203,7 +205,7 @@ class Failure:
     tried: set[str] = field(default_factory=set)
     acted: set[str] = field(default_factory=set)
     depth: int = 0
-    max_depth: int = 0
+    decomposition_depth: int = 0
     decompose: Callable[[int], Awaitable[SubplanAnswer]] | None = None
     escalate: EscalationHandler | None = None
 
@@ -212,7 +214,7 @@ class Failure:
 
 
 @dataclass(frozen=True, slots=True)
-class Pattern:
+class Pattern(ABC):
     """A way of handling a failed tool call.
 
     Write your own by subclassing and defining `async def handle(self, failure: Failure)`: look
@@ -235,8 +237,9 @@ class Pattern:
     def name(self) -> str:
         return type(self).__name__.lower()
 
+    @abstractmethod
     async def handle(self, failure: Failure) -> Action | None:
-        raise NotImplementedError
+        """What to do about `failure`: an action, or None when the pattern does not apply."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +312,7 @@ class Decompose(Pattern):
     async def handle(self, failure: Failure) -> Action | None:
         if self.name in failure.acted or failure.decompose is None:
             return None
-        if failure.depth >= failure.max_depth:
+        if failure.depth >= failure.decomposition_depth:
             return None
         depth = failure.depth + 1
         failure.report(self, depth=depth)
@@ -363,6 +366,10 @@ class Vote(Pattern):
     with `Recovery.vote`."""
 
     k: int = 3
+
+    async def handle(self, failure: Failure) -> Action | None:
+        """Never acts on a failed call: the votes are the calls themselves."""
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,11 +457,6 @@ def _check_rule(category: str, patterns: tuple[Pattern, ...]) -> None:
             raise UserError("Vote is not a failure handler: use Recovery().vote(tool, k)")
         if not isinstance(p, Pattern):
             raise UserError(f"{p!r} is not a recovery Pattern")
-        if type(p).handle is Pattern.handle:
-            raise UserError(
-                f"{type(p).__name__} cannot be applied: a Pattern subclass must define "
-                "`async def handle(self, failure)` (see planweave.Pattern)"
-            )
     tool_match = any(fnmatch.fnmatchcase(c, category) for c in TOOL_CLASSES)
     llm_match = any(fnmatch.fnmatchcase(c, category) for c in LLM_CLASSES)
     if not (tool_match or llm_match):
@@ -496,7 +498,7 @@ class Recovery:
     def on(self, category: str, *patterns: Pattern, tool: str | None = None) -> Recovery:
         """Handle failures of class `category` ("tool.timeout", or a wildcard: "tool.*") with
         `patterns`, tried in order; only for `tool` if given.  No patterns: let it fail.
-        Raises UserError for a class no pattern handles or a pattern that cannot be applied."""
+        Raises UserError for a class no pattern handles or a pattern that is no failure handler."""
         _check_rule(category, patterns)
         self.rules.append(_Rule(category, tool, tuple(patterns)))
         return self

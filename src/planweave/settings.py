@@ -15,7 +15,6 @@ configuration, and `reach_differences` says how the recorded ones differ from th
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,13 +22,15 @@ from typing import Any, Literal, TypedDict, get_args
 
 from .approval import APPROVE_MODES, ApproveMode
 from .errors import UserError
+from .executors import EXECUTORS, ExecutorName
 from .invoker import DEFAULT_TIMEOUT
+from .llm import registry as llm_backends
 from .llm.base import LLM, Deadlines, PromptStyle
 from .mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .redaction import redact_endpoints, redact_url
-from .tools import EXECUTORS, ExecutorName, ToolRegistry, load_tools
+from .tools import ToolRegistry, load_tools
 
 __all__ = [
     "REACH",
@@ -56,7 +57,7 @@ _DEADLINES = Deadlines()
 # key is sent), commands started as MCP servers, modules imported for tools, the folder
 # search_files reads.  `model` reaches a place only as the embedded model's GGUF file (see
 # `reach_differences`); `ray_address` is never stored.  The rest say how a run behaves.
-REACH = ("base_url", "mcp", "tools", "files")
+REACH = ("llm_backend", "base_url", "mcp", "tools", "files")
 
 # Where a failed tool call goes after the policy's own patterns (its retries).
 _FAILED_CALL = ("tool.permanent", "tool.crash", "tool.wrong_type", "tool.transient", "tool.timeout")
@@ -72,7 +73,8 @@ class RunSettings:
     servers whose tools join them, each a command line (stdio) or an http(s) URL (streamable
     HTTP); `files` is the folder the built-in
     `search_files` reads; `base_url` is an OpenAI-compatible endpoint (none: the embedded
-    model, or env PLANWEAVE_BASE_URL);
+    model, or env PLANWEAVE_BASE_URL); `llm_backend` names the LLM backend (`llm.registry`:
+    "endpoint", "embedded", or "auto", the default: the endpoint when there is a base_url);
     `recovery` is `default` or `none` (`custom`: a policy built in Python); `decompose` and
     `ask` add the Decompose and Escalate patterns for failed tool calls; `llm_first_token_timeout`,
     `llm_chunk_timeout` and `llm_call_timeout` are an endpoint's deadlines in seconds (null: no
@@ -105,6 +107,7 @@ class RunSettings:
     """
 
     mode: Mode = "compiled"
+    llm_backend: str = llm_backends.AUTO
     model: str | None = None
     base_url: str | None = None
     grammar: bool = True
@@ -143,6 +146,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
+        _choice("llm_backend", self.llm_backend, llm_backends.backend_names())
         _choice("executor", self.executor, EXECUTORS)
         _choice("recovery", self.recovery, get_args(RecoveryName))
         if self.approve is not None:
@@ -326,16 +330,24 @@ def reach_differences(recorded: RunSettings, own: RunSettings) -> dict[str, str]
         was, now = getattr(recorded, name), getattr(own, name)
         if name == "base_url":
             was, now = _url(was), _url(now)
+        elif name == "llm_backend":  # by the backend each would pick, not by its spelling
+            was, now = _backend(recorded), _backend(own)
         elif name == "mcp":
             was, now = tuple(map(redact_url, was)), tuple(map(redact_url, now))
         if was != now:
             lines[name] = f"{name}: recorded {_shown(was)}, given {_shown(now)}"
-    if own.base_url is None and recorded.base_url is None and recorded.model != own.model:
+    embedded = _backend(own) == _backend(recorded) == "embedded"
+    if embedded and recorded.model != own.model:
         from .llm.models import MODELS
 
         if recorded.model is not None and recorded.model not in MODELS:
             lines["model"] = f"model: recorded {_shown(recorded.model)}, given {_shown(own.model)}"
     return lines
+
+
+def _backend(settings: RunSettings) -> str:
+    choice = llm_backends.LLMChoice(backend=settings.llm_backend, base_url=settings.base_url)
+    return llm_backends.pick(choice)
 
 
 def _url(url: str | None) -> str | None:
@@ -412,24 +424,20 @@ def load_tool_sets(
 
 
 def make_llm(settings: RunSettings, *, progress: LoadProgress | None = None) -> LLM:
-    """The endpoint when one is configured (`base_url` or env PLANWEAVE_BASE_URL), else the
-    embedded model (`model`, env PLANWEAVE_MODEL or the default), not yet loaded; `progress`
-    hears how its loading goes."""
-    grammar_field = settings.grammar_field if settings.grammar else None
-    if settings.base_url or os.environ.get("PLANWEAVE_BASE_URL"):
-        from .llm.openai_compat import OpenAICompatible
-
-        return OpenAICompatible(
-            base_url=settings.base_url,
+    """The LLM backend `settings.llm_backend` names (`llm.registry`; auto: the endpoint when
+    one is configured, `base_url` or env PLANWEAVE_BASE_URL, else the embedded model), not yet
+    loaded; `progress` hears how loading an embedded model goes."""
+    return llm_backends.make(
+        llm_backends.LLMChoice(
+            backend=settings.llm_backend,
             model=settings.model,
-            grammar_field=grammar_field,
+            base_url=settings.base_url,
+            grammar=settings.grammar,
+            grammar_field=settings.grammar_field,
             deadlines=settings.deadlines(),
+            progress=progress,
         )
-    from .llm.local import LocalLLM
-    from .llm.models import DEFAULT_MODEL
-
-    name = settings.model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
-    return LocalLLM(name, grammar=settings.grammar, progress=progress)
+    )
 
 
 def recovery_policy(

@@ -26,7 +26,6 @@ from typing_extensions import is_typeddict
 from .errors import UserError
 
 __all__ = [
-    "EXECUTORS",
     "ExecutorName",
     "Param",
     "Placement",
@@ -36,11 +35,10 @@ __all__ = [
     "tool",
 ]
 
-# Where a tool's calls run: threads of the runtime's process, a pool of worker processes on this
-# machine, or Ray tasks on a cluster (see `planweave.executors`).
-# Where sync tools run; each name but "thread" has its factory in `executors.SHARED`.
-ExecutorName = Literal["thread", "process", "ray"]
-EXECUTORS: tuple[ExecutorName, ...] = get_args(ExecutorName)
+ExecutorName = str
+"""Where a sync tool's calls run: a name in `executors.EXECUTORS` ("thread": threads of the
+runtime's process, "process": a pool of worker processes on this machine, "ray": Ray tasks on a
+cluster); `executors.SHARED` is the registry a new backend joins."""
 
 JOIN = "join"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -203,11 +201,14 @@ class Tool:
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name) or self.name == JOIN:
             raise UserError(f"tool name {self.name!r} is not a valid identifier or is reserved")
-        if self.executor is not None and self.executor not in EXECUTORS:
-            raise UserError(
-                f"tool {self.name!r}: executor must be one of {', '.join(EXECUTORS)}, "
-                f"not {self.executor!r}"
-            )
+        if self.executor is not None:
+            from .executors import EXECUTORS  # the registry is above the tools it runs
+
+            if self.executor not in EXECUTORS:
+                raise UserError(
+                    f"tool {self.name!r}: executor must be one of {', '.join(EXECUTORS)}, "
+                    f"not {self.executor!r}"
+                )
         if self.isolate and self.executor == "thread":
             raise UserError(f"tool {self.name!r}: isolate=True cannot run on executor='thread'")
         elsewhere = self.isolate or self.executor not in (None, "thread")

@@ -15,18 +15,19 @@ import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, cast, get_args
+from typing import Annotated, Any, get_args
 
 import typer
 
 from ..approval import APPROVE_MODES
 from ..errors import PlanweaveError, UserError
+from ..executors import EXECUTORS
+from ..llm import registry as llm_backends
 from ..llm.base import Deadlines, PromptStyle
 from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import Mode, RunSettings
-from ..tools import EXECUTORS, ExecutorName
 from .view import labelled, plain_console
 
 __all__ = ["OtelOption", "settings_options", "start_tracing"]
@@ -70,6 +71,13 @@ def _settings(
             "are left out with a warning.",
         ),
     ] = MAX_TOOLS,
+    llm_backend: Annotated[
+        str,
+        typer.Option(
+            help="The LLM backend: endpoint, embedded, or auto (the endpoint when there is a "
+            "--base-url, else the embedded model).",
+        ),
+    ] = "auto",
     base_url: Annotated[
         str | None,
         typer.Option(
@@ -251,10 +259,12 @@ def _settings(
     choose("--recovery", recovery, ("default", "none"))
     choose("--prompt-style", prompt_style or "full", ("full", "compact"))
     choose("--executor", executor, EXECUTORS)
+    choose("--llm-backend", llm_backend, llm_backends.backend_names())
     style: PromptStyle | None = None
     if prompt_style is not None:
         style = "compact" if prompt_style == "compact" else "full"
     return RunSettings(
+        llm_backend=llm_backend,
         model=model,
         base_url=base_url or os.environ.get("PLANWEAVE_BASE_URL"),
         grammar=grammar,
@@ -290,7 +300,7 @@ def _settings(
         llm_first_token_timeout=llm_first_token_timeout,
         llm_chunk_timeout=llm_chunk_timeout,
         llm_call_timeout=llm_call_timeout,
-        executor=cast(ExecutorName, executor),  # one of EXECUTORS: checked above
+        executor=executor,  # one of EXECUTORS: checked above
         ray_address=ray_address,
         **command,
     )

@@ -78,6 +78,13 @@ TrustOption = Annotated[
     ),
 ]
 ModelOption = Annotated[str | None, typer.Option(help="Override the recorded model.")]
+LlmBackendOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The LLM backend (endpoint, embedded, auto); the recorded one is not used unless "
+        "given or accepted.",
+    ),
+]
 FilesOption = Annotated[
     Path | None,
     typer.Option(
@@ -220,6 +227,7 @@ def runs_resume(
     ] = None,
     tools: ToolsOption = None,
     mcp: McpOption = None,
+    llm_backend: LlmBackendOption = None,
     base_url: BaseUrlOption = None,
     model: ModelOption = None,
     files: FilesOption = None,
@@ -254,7 +262,14 @@ def runs_resume(
         return "rerun" if again else "fail"
 
     reach = _Reach(
-        tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
+        tools,
+        mcp,
+        llm_backend,
+        base_url,
+        model,
+        files,
+        accept_recorded_settings,
+        ignore_recorded_settings,
     )
     settings = _recorded_settings(journal, run_id, err, reach, trust=trust_journal)
 
@@ -285,6 +300,7 @@ class _Reach:
 
     tools: list[str] | None
     mcp: list[str] | None
+    llm_backend: str | None
     base_url: str | None
     model: str | None
     files: Path | None
@@ -296,6 +312,7 @@ class _Reach:
         given: dict[str, Any] = {
             "tools": tuple(self.tools) if self.tools else None,
             "mcp": tuple(self.mcp) if self.mcp else None,
+            "llm_backend": self.llm_backend,
             "base_url": self.base_url or os.environ.get("PLANWEAVE_BASE_URL") or None,
             "model": self.model,
             "files": None if self.files is None else str(self.files.resolve()),
@@ -321,7 +338,13 @@ def _recorded_settings(
         recorded = RunSettings.from_dict(shown["settings"])
         given = reach.given()
         own = dataclasses.replace(
-            recorded, tools=("builtin",), mcp=(), base_url=None, files=None, model=None
+            recorded,
+            tools=("builtin",),
+            mcp=(),
+            llm_backend="auto",
+            base_url=None,
+            files=None,
+            model=None,
         )
         own = dataclasses.replace(own, **given)
         differences = reach_differences(recorded, own)
@@ -335,9 +358,9 @@ def _recorded_settings(
                 f"run {run_id} was recorded reaching other places than this command gives, and "
                 "a journal is untrusted, so they are not used unless you say so: "
                 + "; ".join(unasked)
-                + ". Give them again (--tools, --mcp, --base-url, --files, --model), accept "
-                "the recorded ones (--accept-recorded-settings), or reach only what this "
-                "command gives (--ignore-recorded-settings)"
+                + ". Give them again (--tools, --mcp, --llm-backend, --base-url, --files, "
+                "--model), accept the recorded ones (--accept-recorded-settings), or reach only "
+                "what this command gives (--ignore-recorded-settings)"
             )
         used = differences.keys() if reach.ignore else differences.keys() & given.keys()
         for name in sorted(used):
@@ -372,6 +395,7 @@ def runs_approve(
     ] = None,
     tools: ToolsOption = None,
     mcp: McpOption = None,
+    llm_backend: LlmBackendOption = None,
     base_url: BaseUrlOption = None,
     model: ModelOption = None,
     files: FilesOption = None,
@@ -390,7 +414,14 @@ def runs_approve(
     edits = _edits(edit or [], err)
     journal = open_journal(db, err)
     reach = _Reach(
-        tools, mcp, base_url, model, files, accept_recorded_settings, ignore_recorded_settings
+        tools,
+        mcp,
+        llm_backend,
+        base_url,
+        model,
+        files,
+        accept_recorded_settings,
+        ignore_recorded_settings,
     )
     settings = _recorded_settings(journal, run_id, err, reach, trust=trust_journal)
 

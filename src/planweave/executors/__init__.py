@@ -4,8 +4,8 @@
 - `process`: a pool of worker processes on this machine (a crash or a hang fails one task);
 - `ray`: Ray tasks on a cluster (`planweave[ray]`).
 
-A new backend is its module, its name in `tools.ExecutorName` and its factory in `SHARED`;
-settings, the CLI's `--executor` and `@tool(executor=...)` check names against `EXECUTORS`.
+A new backend is its module and one line in `SHARED` (its name and factory); settings, the CLI's
+`--executor` and `@tool(executor=...)` check names against `EXECUTORS`, made from it.
 
 Async tools always run on the event loop.  A sync tool runs on the executor it names
 (`@tool(executor=...)`), else on the run's; `@tool(isolate=True)` means "never in the runtime's
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..errors import UserError
-from ..tools import EXECUTORS, ExecutorName, Tool
+from ..tools import ExecutorName, Tool
 from .base import Backend, Call, NotShippable, RemoteFailure, WorkerLost, failure_kind
 from .process import ProcessBackend
 from .thread import ThreadBackend
@@ -104,3 +104,6 @@ SHARED: dict[ExecutorName, Callable[[Backends], Backend]] = {
     "process": lambda backends: ProcessBackend(backends.max_processes),
     "ray": _ray,
 }
+
+# The executor names there are.
+EXECUTORS: tuple[ExecutorName, ...] = ("thread", *SHARED)

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
@@ -29,7 +29,10 @@ from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_pre
 from .queue import ModelQueue
 from .speculative import PromptLookup
 
-__all__ = ["LoadReport", "LocalLLM"]
+if TYPE_CHECKING:
+    from .registry import LLMChoice
+
+__all__ = ["LoadReport", "LocalLLM", "from_choice"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -301,3 +304,10 @@ class LocalLLM(LLM):
                 if tokens is not None and hasattr(tokens, "close"):
                     await anyio.to_thread.run_sync(tokens.close)
             loaded.queue.release()
+
+
+def from_choice(choice: LLMChoice) -> LocalLLM:
+    """The embedded model `choice` names (`model`, env PLANWEAVE_MODEL or the default), not yet
+    loaded (the `llm.registry` entry "embedded")."""
+    name = choice.model or os.environ.get("PLANWEAVE_MODEL") or DEFAULT_MODEL
+    return LocalLLM(name, grammar=choice.grammar, progress=choice.progress)

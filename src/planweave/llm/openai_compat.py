@@ -9,7 +9,7 @@ import os
 import ssl
 from collections.abc import AsyncGenerator
 from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
@@ -35,7 +35,10 @@ from .base import (
     within_deadlines,
 )
 
-__all__ = ["OpenAICompatible"]
+if TYPE_CHECKING:
+    from .registry import LLMChoice
+
+__all__ = ["OpenAICompatible", "from_choice"]
 
 _CONTEXT_HINTS = (
     "context length",
@@ -297,3 +300,15 @@ class OpenAICompatible(LLM):
             raise LLMStreamError(f"the response stream broke off: {exc.message}") from exc
         if not finished:
             raise LLMStreamError("the response stream ended before the model finished")
+
+
+def from_choice(choice: LLMChoice) -> OpenAICompatible:
+    """The endpoint `choice` names (`base_url`, else env PLANWEAVE_BASE_URL or the SDK's own; the
+    key from the environment), its grammar field only when plans are constrained (the
+    `llm.registry` entry "endpoint")."""
+    return OpenAICompatible(
+        base_url=choice.base_url,
+        model=choice.model,
+        grammar_field=choice.grammar_field if choice.grammar else None,
+        deadlines=choice.deadlines,
+    )
