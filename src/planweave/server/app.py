@@ -144,80 +144,87 @@ def _errors(app: FastAPI) -> None:
     shape, with `param`, and a request that cannot be taken is a 400, not a 422: see
     `error_body`), with no secret, no file path and no stack trace in it: a failure of the
     server itself is logged, and answered with a 500 that says only that."""
+    app.exception_handler(PlanweaveError)(_planweave_error)
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(HTTPException)(_http_error)
 
-    def answer(
-        request: Request,
-        status: int,
-        message: str,
-        kind: str,
-        headers: dict[str, str] | None = None,
-        *,
-        param: str | None = None,
-        **extra: object,
-    ) -> JSONResponse:
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 1] + "…"
-        openai = is_openai_path(request.url.path)
-        if openai and status == 422:
-            status = 400
-        body = error_body(status, redact(message), kind, openai=openai, param=param, **extra)
-        return JSONResponse(body, status, headers)
 
-    def failed(request: Request, exc: BaseException) -> JSONResponse:
-        _log_failure(request.method, request.url.path, exc)
-        return answer(request, 500, FAILED, "server_error")
+def _answer(
+    request: Request,
+    status: int,
+    message: str,
+    kind: str,
+    headers: dict[str, str] | None = None,
+    *,
+    param: str | None = None,
+    **extra: object,
+) -> JSONResponse:
+    """The error answer: `message` cut to MAX_MESSAGE_CHARS and redacted, in the shape of the
+    request's route."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    openai = is_openai_path(request.url.path)
+    if openai and status == 422:
+        status = 400
+    body = error_body(status, redact(message), kind, openai=openai, param=param, **extra)
+    return JSONResponse(body, status, headers)
 
-    @app.exception_handler(PlanweaveError)
-    async def planweave_error(request: Request, exc: PlanweaveError) -> JSONResponse:
-        param = getattr(exc, "param", None)
-        match exc:
-            case RunNotFound():
-                # The message names the journal's file: not for the client.
-                asked = exc.run_id if exc.run_id is not None else ""
-                shown = repr(asked if len(asked) <= 80 else asked[:80] + "…")
-                return answer(request, 404, f"no run {shown}", "not_found")
-            case UnknownModel():
-                return answer(request, 404, str(exc), "model_not_found", param=param)
-            case Overloaded():
-                after = str(math.ceil(exc.retry_after))
-                return answer(request, 503, str(exc), "overloaded", {"retry-after": after})
-            case DecisionNeeded():
-                return answer(request, 409, str(exc), "decision_needed", tasks=exc.tasks)
-            case ResumeError():
-                return answer(request, 409, str(exc), "conflict")
-            case InvalidEventId():
-                return answer(request, 400, str(exc), "invalid_event_id")
-            case QuestionTooLong():
-                return answer(request, 422, str(exc), "question_too_long", param=param)
-            case InvalidApproval():
-                return answer(request, 422, str(exc), "invalid_approval")
-            case InvalidParam():
-                return answer(request, 400, str(exc), exc.code, param=param)
-            case UserError():
-                return answer(request, 400, str(exc), "invalid_request")
-        return failed(request, exc)
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        if not is_openai_path(request.url.path):
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors
-            )
-            return answer(request, 422, f"invalid request: {problems}", "invalid_request")
-        # OpenAI's way: the first field at fault named as the request writes it.
-        params = [_param(e.get("loc", ())) for e in errors]
+def _failed(request: Request, exc: BaseException) -> JSONResponse:
+    _log_failure(request.method, request.url.path, exc)
+    return _answer(request, 500, FAILED, "server_error")
+
+
+async def _planweave_error(request: Request, exc: PlanweaveError) -> JSONResponse:
+    param = getattr(exc, "param", None)
+    match exc:
+        case RunNotFound():
+            # The message names the journal's file: not for the client.
+            asked = exc.run_id if exc.run_id is not None else ""
+            shown = repr(asked if len(asked) <= 80 else asked[:80] + "…")
+            return _answer(request, 404, f"no run {shown}", "not_found")
+        case UnknownModel():
+            return _answer(request, 404, str(exc), "model_not_found", param=param)
+        case Overloaded():
+            after = str(math.ceil(exc.retry_after))
+            return _answer(request, 503, str(exc), "overloaded", {"retry-after": after})
+        case DecisionNeeded():
+            return _answer(request, 409, str(exc), "decision_needed", tasks=exc.tasks)
+        case ResumeError():
+            return _answer(request, 409, str(exc), "conflict")
+        case InvalidEventId():
+            return _answer(request, 400, str(exc), "invalid_event_id")
+        case QuestionTooLong():
+            return _answer(request, 422, str(exc), "question_too_long", param=param)
+        case InvalidApproval():
+            return _answer(request, 422, str(exc), "invalid_approval")
+        case InvalidParam():
+            return _answer(request, 400, str(exc), exc.code, param=param)
+        case UserError():
+            return _answer(request, 400, str(exc), "invalid_request")
+    return _failed(request, exc)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    if not is_openai_path(request.url.path):
         problems = "; ".join(
-            f"{p or 'body'}: {e.get('msg')}" for p, e in zip(params, errors, strict=True)
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors
         )
-        missing = bool(errors) and errors[0].get("type") == "missing"
-        kind = "missing_required_parameter" if missing else "invalid_value"
-        param = params[0] if params else None
-        return answer(request, 400, f"invalid request: {problems}", kind, param=param)
+        return _answer(request, 422, f"invalid request: {problems}", "invalid_request")
+    # OpenAI's way: the first field at fault named as the request writes it.
+    params = [_param(e.get("loc", ())) for e in errors]
+    problems = "; ".join(
+        f"{p or 'body'}: {e.get('msg')}" for p, e in zip(params, errors, strict=True)
+    )
+    missing = bool(errors) and errors[0].get("type") == "missing"
+    kind = "missing_required_parameter" if missing else "invalid_value"
+    param = params[0] if params else None
+    return _answer(request, 400, f"invalid request: {problems}", kind, param=param)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return answer(request, exc.status_code, str(exc.detail), "http_error")
+
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    return _answer(request, exc.status_code, str(exc.detail), "http_error")
 
 
 def _param(loc: tuple[int | str, ...] | list[int | str]) -> str | None:
