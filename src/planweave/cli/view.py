@@ -29,6 +29,7 @@ from ..events import (
     PlanRejectedEvent,
     ReplanEvent,
     TaskCancelled,
+    TaskEnded,
     TaskFailed,
     TaskFinished,
     TaskPlanned,
@@ -152,10 +153,29 @@ class DagView:
         return self.now + (time.monotonic() - self._heard if self.ticking else 0.0)
 
     def __call__(self, event: Event) -> None:
+        """Update the view with one event of the run."""
         self.now = event.t
         self._heard = time.monotonic()
         if isinstance(event, TaskStarted) and event.item is not None:
             self._row(event).call = item_call(event.tool, event.arguments)
+        match event:
+            case TaskPlanned() | TaskStarted() | TaskEnded() | TaskRecovery():
+                self._on_task(event)
+            case (
+                LLMCallStarted()
+                | LLMProgress()
+                | ModelWaiting()
+                | ModelAcquired()
+                | LLMCallFinished()
+            ):
+                self._on_llm(event)
+            case AnswerDelta() | AnswerUngrounded() | AnswerEvent():
+                self._on_answer(event)
+            case _:
+                self._on_note(event)
+
+    def _on_task(self, event: Event) -> None:
+        """Update a task's row (or an element's) with an event of the task."""
         match event:
             case TaskPlanned():
                 self.rows[event.task_id] = _Row(event.task_id, event.tool, event.call, event.deps)
@@ -178,6 +198,15 @@ class DagView:
             case TaskCancelled():
                 row = self._row(event)
                 row.status, row.end = "cancelled", event.t if row.start is not None else None
+            case TaskRecovery():
+                row = self._row(event)
+                row.note = f"{event.pattern} after {event.category}: {event.error}"
+            case _:
+                pass
+
+    def _on_llm(self, event: Event) -> None:
+        """Update the LLM line and the run's LLM usage with an event of an LLM call."""
+        match event:
             case LLMCallStarted():
                 self.llm_model = event.model
                 self.llm_state = f"{event.purpose} ({event.model}) streaming…"
@@ -199,11 +228,30 @@ class DagView:
                     prompt + event.prompt_tokens,
                     completion + event.completion_tokens,
                 ]
+            case _:
+                pass
+
+    def _on_answer(self, event: Event) -> None:
+        """Update the streaming answer: a piece more, withdrawn (with a note why), or complete."""
+        match event:
+            case AnswerDelta():
+                self.answer += event.text
+            case AnswerUngrounded():
+                self.answer = ""  # withdrawn: the next pieces start a new answer
+                why = [f"{', '.join(event.numbers)} from no result"] if event.numbers else []
+                why += [event.misnamed] if event.misnamed else []
+                self.notes.append(f"answer withdrawn: {'; '.join(why)}")
+            case AnswerEvent():
+                self.answer = ""
+            case _:
+                pass
+
+    def _on_note(self, event: Event) -> None:
+        """Note an event of the plan, the cache or an LLM call's replay or retry (and update the
+        rows an approval touches); other events leave the view as it is."""
+        match event:
             case PlanInvalid():
                 self.notes.append(f"invalid plan: {event.error.get('text')}")
-            case TaskRecovery():
-                row = self._row(event)
-                row.note = f"{event.pattern} after {event.category}: {event.error}"
             case LLMReplayDiverged():
                 self.notes.append(
                     f"{event.purpose} call {event.call}: its recorded response answered another "
@@ -232,15 +280,6 @@ class DagView:
                 self.notes.append(f"plan rejected: {event.reason}")
             case CacheHit():
                 self.notes.append(f"plan from the cache (template {event.template_id})")
-            case AnswerDelta():
-                self.answer += event.text
-            case AnswerUngrounded():
-                self.answer = ""  # withdrawn: the next pieces start a new answer
-                why = [f"{', '.join(event.numbers)} from no result"] if event.numbers else []
-                why += [event.misnamed] if event.misnamed else []
-                self.notes.append(f"answer withdrawn: {'; '.join(why)}")
-            case AnswerEvent():
-                self.answer = ""
             case _:
                 pass
 
