@@ -161,10 +161,10 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         shape = _Shape(run_id, body.model)
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return StreamingResponse(_stream(shape, usage), media_type="text/event-stream")
+            return StreamingResponse(_stream(service, shape, usage), media_type="text/event-stream")
         final: dict[str, Any] = {}
         async with anyio.create_task_group() as group:
-            group.start_soon(_cancel_on_hang_up, request, run_id)
+            group.start_soon(_cancel_on_hang_up, service, request, run_id)
             async for event in service.live.follow(run_id):
                 final = event
             group.cancel_scope.cancel()
@@ -173,49 +173,50 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
             return JSONResponse(_failed(run), status_code=422)
         return JSONResponse(shape.completion(run))
 
-    async def _cancel_on_hang_up(request: Request, run_id: str) -> None:
-        """Waits for the client to hang up before its answer, then cancels the run: nobody
-        waits for that answer any more (an SDK that timed out asks again, as a new run)."""
-        while (await request.receive())["type"] != "http.disconnect":
-            pass
-        service.cancel(run_id)
-
-    async def _stream(shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
-        over = False
-        try:
-            yield _sse(
-                shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id})
-            )
-            sent = ""
-            async for event in service.live.follow(shape.id):
-                if event["kind"] == "answer_delta":
-                    sent += event["text"]
-                    yield _sse(shape.chunk({"content": event["text"]}))
-                elif event["kind"] == "answer_ungrounded" and sent:
-                    # A stream cannot take back what it sent: say so, then the new answer.
-                    yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
-                    sent = ""
-            over = True
-        finally:
-            # Left before the run ended: the client hung up (the response was cancelled) and
-            # nobody else asked for this answer.  The run stops; what it found stays recorded.
-            if not over:
-                service.cancel(shape.id)
-        run = journal.show(shape.id)
-        if run["status"] != "finished":
-            yield _sse(_failed(run))
-            return
-        answer = run["answer"] or ""
-        # The pieces add up to the answer; a ReAct run (or an answer made of what was found
-        # after a withdrawn one) sends none, so it comes whole here.
-        if answer.startswith(sent) and answer != sent:
-            yield _sse(shape.chunk({"content": answer[len(sent) :]}))
-        yield _sse(shape.chunk({}, "stop", extra=_detail(run)))
-        if include_usage:
-            yield _sse(shape.chunk(None) | {"usage": _usage(run)})
-        yield b"data: [DONE]\n\n"
-
     return router
+
+
+async def _cancel_on_hang_up(service: RunService, request: Request, run_id: str) -> None:
+    """Waits for the client to hang up before its answer, then cancels the run: nobody
+    waits for that answer any more (an SDK that timed out asks again, as a new run)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    service.cancel(run_id)
+
+
+async def _stream(service: RunService, shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
+    """The chat completion chunks of `shape`'s run, as it answers, as Server-Sent Events."""
+    over = False
+    try:
+        yield _sse(shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id}))
+        sent = ""
+        async for event in service.live.follow(shape.id):
+            if event["kind"] == "answer_delta":
+                sent += event["text"]
+                yield _sse(shape.chunk({"content": event["text"]}))
+            elif event["kind"] == "answer_ungrounded" and sent:
+                # A stream cannot take back what it sent: say so, then the new answer.
+                yield _sse(shape.chunk({"content": f"\n\n{WITHDRAWN}\n\n"}))
+                sent = ""
+        over = True
+    finally:
+        # Left before the run ended: the client hung up (the response was cancelled) and
+        # nobody else asked for this answer.  The run stops; what it found stays recorded.
+        if not over:
+            service.cancel(shape.id)
+    run = service.journal.show(shape.id)
+    if run["status"] != "finished":
+        yield _sse(_failed(run))
+        return
+    answer = run["answer"] or ""
+    # The pieces add up to the answer; a ReAct run (or an answer made of what was found
+    # after a withdrawn one) sends none, so it comes whole here.
+    if answer.startswith(sent) and answer != sent:
+        yield _sse(shape.chunk({"content": answer[len(sent) :]}))
+    yield _sse(shape.chunk({}, "stop", extra=_detail(run)))
+    if include_usage:
+        yield _sse(shape.chunk(None) | {"usage": _usage(run)})
+    yield b"data: [DONE]\n\n"
 
 
 class _Shape:
