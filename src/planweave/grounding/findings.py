@@ -109,6 +109,22 @@ def fallback_answer(
     those numbers taken out (its names and words may still answer the question), then what was
     found and what was not, in the results' own words.  `leader` (task id, name) is what a
     ranking among the results gives where the question asks: it is said first."""
+    found, failed = _results(records, limit)
+    # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
+    # answer states no number that no result gives, not even to disown it.
+    parts, keep = _why_withdrawn(missing, wrong, leader, names, opposite, among)
+    if answer and keep:
+        parts.append(f"{KEPT}{_kept(answer, missing, names)}")
+    if found:
+        parts.append(FOUND + "; ".join(found) + ".")
+    if failed:
+        parts.append(NOT_FOUND + "; ".join(failed) + ".")
+    return " ".join(parts)
+
+
+def _results(records: Iterable[TaskRecord], limit: int) -> tuple[list[str], list[str]]:
+    """Each task's call and what it gave (at most `limit` characters), those that worked and
+    those that did not; the join is left out."""
     found: list[str] = []
     failed: list[str] = []
     for rec in records:
@@ -116,51 +132,58 @@ def fallback_answer(
             continue
         line = f"{rec.task.call_text()} -> {rec.observation(limit)}"
         (found if rec.status is TaskStatus.DONE else failed).append(line)
-    # The unsupported numbers are not repeated (the answer_ungrounded event has them): an
-    # answer states no number that no result gives, not even to disown it.
+    return found, failed
+
+
+def _why_withdrawn(
+    missing: list[str],
+    wrong: Misnamed | None,
+    leader: tuple[int, str] | None,
+    names: Sequence[str],
+    opposite: Contradicted | None,
+    among: int | None,
+) -> tuple[list[str], bool]:
+    """What the fallback answer says first (why the answer was withdrawn, and what a tool
+    decided), and whether the answer's own words are kept after it."""
     if opposite is not None:
         # What the comparison decided is the answer; the joiner's words said the opposite.
-        parts = [
+        return [
             f"{opposite.expected}: {_DECIDED}{opposite.task_id}, {opposite.call} gives "
             f"{opposite.given} (the answer given said {opposite.said}, so it was withdrawn)."
-        ]
-        answer = None
-    elif wrong is not None and not missing and not names:
+        ], False
+    if wrong is not None and not missing and not names:
         # The answer's words are the problem: only the results speak.
-        parts = [
+        return [
             f"{_RANKED_INSTEAD}{wrong.expected} where the question asks (task "
             f"{wrong.task_id}); the answer given named {wrong.named} instead, so it was withdrawn."
-        ]
-        answer = None
-    elif among is not None and not missing and not names:
-        parts = [f"{_UNSUPPORTED}: {_uncounted(among)}, so it was withdrawn."]
-        answer = None  # its number counts something else: it is not kept
-    else:
-        counted = [
-            f"{n} {word}{'s' if n > 1 else ''}"
-            for n, word in ((len(missing), "number"), (len(names), "name"))
-            if n
-        ]
-        parts = [f"{_UNSUPPORTED}: it stated {' and '.join(counted)} that no result gives."]
-        if leader is not None:
-            # What a tool decided answers a "which" question even when the prose did not hold.
-            parts.insert(0, f"{_LEAD}{leader[0]}, the answer is {leader[1]}.")
-    if answer and wrong is not None:
-        answer = None  # it named the wrong one too: its words are not kept
-    if answer:
-        # Whole numbers as written are taken out, not their text wherever it occurs ("1" is
-        # in "1,371,498").
-        gone = set(missing)
-        kept = _PLACEHOLDER_RE.sub("[?]", answer[:1000])
-        kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), kept)
-        for name in names:
-            kept = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "[?]", kept)
-        parts.append(f"{KEPT}{kept.strip()}")
-    if found:
-        parts.append(FOUND + "; ".join(found) + ".")
-    if failed:
-        parts.append(NOT_FOUND + "; ".join(failed) + ".")
-    return " ".join(parts)
+        ], False
+    if among is not None and not missing and not names:
+        # Its number counts something else: it is not kept.
+        return [f"{_UNSUPPORTED}: {_uncounted(among)}, so it was withdrawn."], False
+    counted = [
+        f"{n} {word}{'s' if n > 1 else ''}"
+        for n, word in ((len(missing), "number"), (len(names), "name"))
+        if n
+    ]
+    parts = [f"{_UNSUPPORTED}: it stated {' and '.join(counted)} that no result gives."]
+    if leader is not None:
+        # What a tool decided answers a "which" question even when the prose did not hold.
+        parts.insert(0, f"{_LEAD}{leader[0]}, the answer is {leader[1]}.")
+    # If it named the wrong one too, its words are not kept.
+    return parts, wrong is None
+
+
+def _kept(answer: str, missing: list[str], names: Sequence[str]) -> str:
+    """The answer's words (its first 1000 characters) with placeholders, the `missing` numbers
+    and the unsupported `names` shown as [?]."""
+    # Whole numbers as written are taken out, not their text wherever it occurs ("1" is
+    # in "1,371,498").
+    gone = set(missing)
+    kept = _PLACEHOLDER_RE.sub("[?]", answer[:1000])
+    kept = _NUMBER_RE.sub(lambda m: "[?]" if m.group(0) in gone else m.group(0), kept)
+    for name in names:
+        kept = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "[?]", kept)
+    return kept.strip()
 
 
 @dataclass(frozen=True, slots=True)
