@@ -1,9 +1,9 @@
 """The REST API: start, list, show, cancel and resume runs, and follow a run's events (SSE)."""
 
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations, some of
-# which are local to `runs_router`.
+# which are local to `_add_run_routes`.
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query
@@ -11,6 +11,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
+from ..store import Journal
 from .service import RunService
 
 __all__ = ["RETRY_MS", "InvalidEventId", "QuestionTooLong", "RunRequest", "runs_router"]
@@ -78,38 +79,44 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         """The full id of the run `run_id` names; RunNotFound (404) before any response."""
         return journal.find(run_id)
 
-    KnownRun = Annotated[str, Depends(known_run)]
+    _add_runs_routes(router, service, max_question_chars=max_question_chars)
+    _add_run_routes(router, service, known_run)
+    return router
 
-    def with_wait(run: dict[str, Any]) -> dict[str, Any]:
-        """The run, with `queued` (`{"ahead": N}`) while it waits for its turn to answer, and
-        `model_wait` (the same) while it waits for the model."""
-        waits = {
-            "queued": service.queued(run["id"]),
-            "model_wait": service.live.model_wait(run["id"]),
-        }
-        return run | {k: v for k, v in waits.items() if v is not None}
 
-    def resume_point(
-        run_id: KnownRun,
-        last_event_id: Annotated[str | None, Header()] = None,
-        after: Annotated[str | None, Query()] = None,
-    ) -> int:
-        """Where a run's event stream resumes: after the event `Last-Event-ID` (or `?after=`)
-        names, which must be one the stream could have sent (InvalidEventId, 400, before any
-        response)."""
-        given = last_event_id if last_event_id is not None else after
-        if given is None:
-            return 0
-        last = journal.last_seq(run_id)
-        text = given.strip()
-        if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= last:
-            return int(text)
-        shown = repr(given if len(given) <= 40 else given[:40] + "…")
-        name = "Last-Event-ID" if last_event_id is not None else "after"
-        raise InvalidEventId(
-            f"{name} must be the id of an event of this run, a whole number from 0 to {last}; "
-            f"got {shown}"
-        )
+def _with_wait(service: RunService, run: dict[str, Any]) -> dict[str, Any]:
+    """The run, with `queued` (`{"ahead": N}`) while it waits for its turn to answer, and
+    `model_wait` (the same) while it waits for the model."""
+    waits = {
+        "queued": service.queued(run["id"]),
+        "model_wait": service.live.model_wait(run["id"]),
+    }
+    return run | {k: v for k, v in waits.items() if v is not None}
+
+
+def _resume_point(
+    journal: Journal, run_id: str, last_event_id: str | None, after: str | None
+) -> int:
+    """Where run `run_id`'s event stream resumes: after the event `last_event_id` (or `after`)
+    names, which must be one the stream could have sent (InvalidEventId)."""
+    given = last_event_id if last_event_id is not None else after
+    if given is None:
+        return 0
+    last = journal.last_seq(run_id)
+    text = given.strip()
+    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= last:
+        return int(text)
+    shown = repr(given if len(given) <= 40 else given[:40] + "…")
+    name = "Last-Event-ID" if last_event_id is not None else "after"
+    raise InvalidEventId(
+        f"{name} must be the id of an event of this run, a whole number from 0 to {last}; "
+        f"got {shown}"
+    )
+
+
+def _add_runs_routes(router: APIRouter, service: RunService, *, max_question_chars: int) -> None:
+    """`/healthz`, and `/runs`: start a run, list runs."""
+    journal = service.journal
 
     @router.get("/healthz")
     async def healthz() -> dict[str, Any]:
@@ -124,7 +131,7 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         server holds as many runs as it may."""
         question = check_question(request.question, max_question_chars)
         run_id = await service.start(question, request.mode, approve=request.approve)
-        return with_wait({"id": run_id, "status": "running"})
+        return _with_wait(service, {"id": run_id, "status": "running"})
 
     @router.get("/runs")
     async def list_runs(
@@ -132,13 +139,32 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     ) -> dict[str, Any]:
         """Runs, newest first; `before` (the `next` of the previous page) pages on.  A run
         that waits for the model (which answers one call at a time) has `model_wait`."""
-        runs = [with_wait(run) for run in journal.runs(limit, before=before)]
+        runs = [_with_wait(service, run) for run in journal.runs(limit, before=before)]
         return {"runs": runs, "next": runs[-1]["id"] if len(runs) == limit else None}
+
+
+def _add_run_routes(
+    router: APIRouter, service: RunService, known_run: Callable[[str], str]
+) -> None:
+    """The routes of one run (`/runs/{run_id}`, its id checked by `known_run`): show, cancel,
+    resume, approve, reject and follow its events."""
+    journal = service.journal
+    KnownRun = Annotated[str, Depends(known_run)]
+
+    def resume_point(
+        run_id: KnownRun,
+        last_event_id: Annotated[str | None, Header()] = None,
+        after: Annotated[str | None, Query()] = None,
+    ) -> int:
+        """Where a run's event stream resumes: after the event `Last-Event-ID` (or `?after=`)
+        names, which must be one the stream could have sent (InvalidEventId, 400, before any
+        response)."""
+        return _resume_point(journal, run_id, last_event_id, after)
 
     @router.get("/runs/{run_id}")
     async def show_run(run_id: KnownRun) -> dict[str, Any]:
         """The run as `planweave runs show --json` has it (and `model_wait`, as in the list)."""
-        return with_wait(journal.show(run_id))
+        return _with_wait(service, journal.show(run_id))
 
     @router.post("/runs/{run_id}/cancel")
     async def cancel_run(run_id: KnownRun) -> dict[str, str]:
@@ -175,5 +201,3 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         async for event in service.live.follow(run_id, after=start):
             seq = event.get("seq")
             yield ServerSentEvent(data=event, id=None if seq is None else str(seq))
-
-    return router
