@@ -104,7 +104,6 @@ class MeteredLLM:
         self._check_budget()
         self.usage.calls += 1
         call = self.usage.calls
-        model = self.llm.model
         fingerprint = request_hash(request)
         recorded = self._recorded(call, purpose, fingerprint)
         prompt = [{"role": m.role, "content": redact(m.content)} for m in request.messages]
@@ -112,18 +111,7 @@ class MeteredLLM:
             self._replayed(call, purpose, recorded, prompt)
             yield recorded.text
             return
-        self.bus.emit(
-            LLMCallStarted(
-                call=call,
-                purpose=purpose,
-                model=model,
-                request_hash=fingerprint,
-                messages=prompt,
-                max_tokens=request.max_tokens,
-                temperature=request.temperature,
-                stop=list(request.stop),
-            )
-        )
+        self._started(call, request, fingerprint, prompt)
         started = time.monotonic()
         parts: list[str] = []
         usage: list[Usage] = []
@@ -160,6 +148,24 @@ class MeteredLLM:
                 response_id=named.get("id"),
                 response_model=named.get("model"),
             )
+
+    def _started(
+        self, call: int, request: LLMRequest, fingerprint: str, prompt: list[dict[str, str]]
+    ) -> None:
+        """Report call `call` as sent to the model: its request's fingerprint, (redacted)
+        messages and settings."""
+        self.bus.emit(
+            LLMCallStarted(
+                call=call,
+                purpose=request.purpose,
+                model=self.llm.model,
+                request_hash=fingerprint,
+                messages=prompt,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                stop=list(request.stop),
+            )
+        )
 
     async def _sent(
         self,
