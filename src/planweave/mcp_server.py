@@ -101,20 +101,10 @@ def create_server(
     if runtime.journal is None:
         raise UserError("the MCP server records every run: give the runtime a journal")
     journal = runtime.journal
-    acting = sorted(name for name, spec in runtime.tools.items() if spec.side_effects)
-    approve: ApproveMode | None = runtime.settings.approve
-    if acting and not allow_side_effects:
-        if runtime.settings.mode != "compiled":
-            raise UserError(
-                f"tools with side effects ({', '.join(acting)}) cannot wait for approval in "
-                "ReAct mode: serve them in compiled mode, leave them out, or allow their calls "
-                "without approval (--allow-side-effects)"
-            )
-        approve = approve or "side_effects"
+    approve, waits = _approval(runtime, allow_side_effects)
     from . import __version__
 
     tools = ", ".join(sorted(runtime.tools))
-    waits = frozenset() if allow_side_effects else frozenset(acting)
     server: MCPServer = MCPServer(
         "planweave",
         version=__version__,
@@ -132,38 +122,8 @@ def create_server(
         question: Annotated[str, Field(description="The question, in plain words.")],
         ctx: Context,
     ) -> Answer:
-        if len(question) > max_question_chars:
-            raise ToolError(f"the question is longer than {max_question_chars} characters")
-        progress = _Progress()
-        async with anyio.create_task_group() as group:
-            group.start_soon(progress.report, ctx)
-            try:
-                result = await runtime.arun(
-                    question, check=False, approve=approve, subscribers=[progress.heard]
-                )
-            finally:
-                progress.close()
-        if result.status == "awaiting_approval":
-            calls = ", ".join(str(task.get("call") or task.get("tool")) for task in result.waiting)
-            raise ToolError(
-                redact(
-                    f"run {result.run_id} waits for the operator's approval before it calls "
-                    f"{calls}: `planweave runs approve {result.run_id}` runs them (or `planweave "
-                    f"runs reject {result.run_id}`); the run's resource has its answer after"
-                )
-            )
-        if result.answer is None:
-            found = f" Found before it stopped: {result.partial}" if result.partial else ""
-            raise ToolError(
-                redact(f"run {result.run_id} ended without an answer: {result.error}.{found}")
-            )
-        return Answer(
-            answer=result.answer,
-            run_id=result.run_id,
-            status=result.status,
-            tasks=[_asked(record.to_dict()) for record in result.tasks],
-            llm_calls=result.llm.calls,
-            wall_s=round(result.wall_s, 3),
+        return await _ask(
+            runtime, question, ctx, approve=approve, max_question_chars=max_question_chars
         )
 
     @server.resource(
@@ -189,6 +149,70 @@ def create_server(
             raise ResourceError(str(exc)) from exc
 
     return server
+
+
+def _approval(
+    runtime: Runtime, allow_side_effects: bool
+) -> tuple[ApproveMode | None, frozenset[str]]:
+    """The approval mode of `ask`'s runs, and the tools whose calls wait for the operator's
+    approval; UserError when the runtime's mode (ReAct) cannot pause and it has such tools."""
+    acting = sorted(name for name, spec in runtime.tools.items() if spec.side_effects)
+    approve: ApproveMode | None = runtime.settings.approve
+    if acting and not allow_side_effects:
+        if runtime.settings.mode != "compiled":
+            raise UserError(
+                f"tools with side effects ({', '.join(acting)}) cannot wait for approval in "
+                "ReAct mode: serve them in compiled mode, leave them out, or allow their calls "
+                "without approval (--allow-side-effects)"
+            )
+        approve = approve or "side_effects"
+    waits = frozenset() if allow_side_effects else frozenset(acting)
+    return approve, waits
+
+
+async def _ask(
+    runtime: Runtime,
+    question: str,
+    ctx: Context,
+    *,
+    approve: ApproveMode | None,
+    max_question_chars: int,
+) -> Answer:
+    """`ask`: the answer to `question`, with progress reported to `ctx`; ToolError when the
+    question is too long, or the run waits for approval or ends without an answer."""
+    if len(question) > max_question_chars:
+        raise ToolError(f"the question is longer than {max_question_chars} characters")
+    progress = _Progress()
+    async with anyio.create_task_group() as group:
+        group.start_soon(progress.report, ctx)
+        try:
+            result = await runtime.arun(
+                question, check=False, approve=approve, subscribers=[progress.heard]
+            )
+        finally:
+            progress.close()
+    if result.status == "awaiting_approval":
+        calls = ", ".join(str(task.get("call") or task.get("tool")) for task in result.waiting)
+        raise ToolError(
+            redact(
+                f"run {result.run_id} waits for the operator's approval before it calls "
+                f"{calls}: `planweave runs approve {result.run_id}` runs them (or `planweave "
+                f"runs reject {result.run_id}`); the run's resource has its answer after"
+            )
+        )
+    if result.answer is None:
+        found = f" Found before it stopped: {result.partial}" if result.partial else ""
+        raise ToolError(
+            redact(f"run {result.run_id} ended without an answer: {result.error}.{found}")
+        )
+    return Answer(
+        answer=result.answer,
+        run_id=result.run_id,
+        status=result.status,
+        tasks=[_asked(record.to_dict()) for record in result.tasks],
+        llm_calls=result.llm.calls,
+        wall_s=round(result.wall_s, 3),
+    )
 
 
 def ask_description(tools: Mapping[str, Tool], waits: frozenset[str] = frozenset()) -> str:
