@@ -89,6 +89,15 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     *_transport_errors(),
 )
 
+# What a response stream raises that `OpenAICompatible._error` translates.
+_STREAM_ERRORS: tuple[type[BaseException], ...] = (
+    json.JSONDecodeError,
+    UnicodeDecodeError,
+    ValidationError,
+    openai.APIError,
+    *_CONNECTION_ERRORS,
+)
+
 
 class _Wire(BaseModel):
     # Read from the SDK's parsed chunk, which keeps whatever the server sent where it could not
@@ -264,42 +273,44 @@ class OpenAICompatible(LLM):
                         # A server that counts only one side reports nothing usable.
                         if prompt is not None and completion is not None:
                             yield Delta(usage=Usage(prompt, completion))
-        except json.JSONDecodeError as exc:
-            raise LLMMalformedStream(
-                f"the endpoint sent a stream event that is not JSON ({exc.msg})"
-            ) from exc
-        except UnicodeDecodeError as exc:
-            raise LLMMalformedStream(
-                f"the endpoint sent bytes that are not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from exc
-        except ValidationError as exc:
-            where = ", ".join(_location(e["loc"]) for e in exc.errors()[:3])
-            raise LLMMalformedStream(
-                f"the endpoint sent a chunk that is not a chat completion chunk (at {where})"
-            ) from exc
-        except openai.RateLimitError as exc:
-            raise LLMRateLimitError(
-                f"rate limited by {self._where or 'the API'}: {exc.message}",
-                retry_after=_retry_after(exc),
-            ) from exc
-        except openai.BadRequestError as exc:
-            if any(hint in exc.message.lower() for hint in _CONTEXT_HINTS):
-                raise LLMContextOverflow(
-                    f"prompt too long for {self.model}: {exc.message}"
-                ) from exc
-            raise LLMError(f"the endpoint rejected the request (400): {exc.message}") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"the endpoint answered {exc.status_code}: {exc.message}") from exc
-        except _CONNECTION_ERRORS as exc:
-            if received:
-                raise LLMStreamError(f"the response stream broke off: {exc}") from exc
-            raise LLMConnectionError(
-                f"cannot reach {self._where or 'the OpenAI API'}: {exc}"
-            ) from exc
-        except openai.APIError as exc:
-            raise LLMStreamError(f"the response stream broke off: {exc.message}") from exc
+        except _STREAM_ERRORS as exc:
+            raise self._error(exc, received) from exc
         if not finished:
             raise LLMStreamError("the response stream ended before the model finished")
+
+    def _error(self, exc: BaseException, received: bool) -> LLMError:
+        """The LLMError that `exc`, raised by the SDK, the HTTP library or a chunk's reading,
+        stands for; a broken connection after text was `received` is a broken stream."""
+        if isinstance(exc, json.JSONDecodeError):
+            return LLMMalformedStream(
+                f"the endpoint sent a stream event that is not JSON ({exc.msg})"
+            )
+        if isinstance(exc, UnicodeDecodeError):
+            return LLMMalformedStream(
+                f"the endpoint sent bytes that are not UTF-8 ({exc.reason} at byte {exc.start})"
+            )
+        if isinstance(exc, ValidationError):
+            where = ", ".join(_location(e["loc"]) for e in exc.errors()[:3])
+            return LLMMalformedStream(
+                f"the endpoint sent a chunk that is not a chat completion chunk (at {where})"
+            )
+        if isinstance(exc, openai.RateLimitError):
+            return LLMRateLimitError(
+                f"rate limited by {self._where or 'the API'}: {exc.message}",
+                retry_after=_retry_after(exc),
+            )
+        if isinstance(exc, openai.BadRequestError):
+            if any(hint in exc.message.lower() for hint in _CONTEXT_HINTS):
+                return LLMContextOverflow(f"prompt too long for {self.model}: {exc.message}")
+            return LLMError(f"the endpoint rejected the request (400): {exc.message}")
+        if isinstance(exc, openai.APIStatusError):
+            return LLMError(f"the endpoint answered {exc.status_code}: {exc.message}")
+        if isinstance(exc, _CONNECTION_ERRORS):
+            if received:
+                return LLMStreamError(f"the response stream broke off: {exc}")
+            return LLMConnectionError(f"cannot reach {self._where or 'the OpenAI API'}: {exc}")
+        assert isinstance(exc, openai.APIError)
+        return LLMStreamError(f"the response stream broke off: {exc.message}")
 
 
 def from_choice(choice: LLMChoice) -> OpenAICompatible:
