@@ -10,7 +10,13 @@ import pytest
 
 from demo_tools import TOOLS
 from planweave import ToolRegistry, UserError, tool
-from planweave.grammar import joiner_grammar, plan_grammar, react_grammar, yes_no_answers
+from planweave.grammar import (
+    joiner_grammar,
+    plan_grammar,
+    react_grammar,
+    schema_grammar,
+    yes_no_answers,
+)
 from planweave.llm.llamacpp import BINDINGS, Engine, installed
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
 
@@ -62,6 +68,25 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     vocab_model.check_grammar(react_grammar(registry))
     vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
     vocab_model.check_grammar(joiner_grammar("compact", registry, plan_answers=True))  # and bare
+
+
+@pytest.mark.model
+def test_typed_answer_grammars_parse(vocab_model: Any) -> None:
+    from pydantic import BaseModel
+
+    class Leaf(BaseModel):
+        name: str
+        size: float | None = None
+        kind: Literal["a", "b c", 'q"uote']
+
+    class Tree(BaseModel):
+        leaves: list[Leaf]
+        children: list[Tree]
+        tags: dict[str, int]
+        pair: tuple[int, str]
+
+    vocab_model.check_grammar(schema_grammar(Tree.model_json_schema()))  # recursive, nested
+    vocab_model.check_grammar(schema_grammar({}))  # any JSON value
 
 
 @pytest.mark.model

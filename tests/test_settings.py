@@ -113,9 +113,11 @@ def test_an_older_journals_settings_are_read() -> None:
         "react_max_steps",
         "examples",
         "llm_backend",
+        "output_schema",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.llm_backend == "auto"  # the endpoint when there is one: as then
+    assert settings.output_schema is None  # answers in words
     assert settings.executor == "thread"  # tools ran on threads before there was a choice
     # Except the prompt style and join_replan: those runs used the full prompts and joined and
     # planned in separate calls, so resuming them must send the same requests.

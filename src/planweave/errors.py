@@ -40,6 +40,7 @@
         │       ├── LLMTimeout ... no first token, next chunk or end within its deadline
         │       └── LLMMalformedStream  an event that is not JSON, or JSON of the wrong shape
         ├── JoinerError
+        ├── OutputInvalid ........ the answer could not be written as the output schema's value
         ├── JournalError ......... the journal cannot be opened, read or written (corrupt, full)
         ├── PlanDiverged ......... on resume, the plan wrote another call under a recorded step
         ├── RunCancelled ......... stopped on request (`planweave runs cancel`)
@@ -414,6 +415,19 @@ class JournalUnverified(ResumeError):
 
 class JoinerError(RunError):
     """The joiner's output could not be understood."""
+
+
+class OutputInvalid(RunError):
+    """The answer could not be written as a value of the run's output schema (`output_type`,
+    `--output-schema`), even after one repair: `text` is the last JSON tried, `answer` the
+    run's answer in words."""
+
+    def __init__(
+        self, message: str, *, text: str = "", answer: str = "", run_id: str | None = None
+    ) -> None:
+        super().__init__(message, run_id=run_id)
+        self.text = text
+        self.answer = answer
 
 
 class BudgetExceeded(RunError):

@@ -479,14 +479,18 @@ Subscriber = Callable[[Event], None]
 def timings(
     llm_calls: Iterable[tuple[str, float]], spans: Iterable[tuple[float | None, float | None]]
 ) -> dict[str, float]:
-    """Seconds spent in LLM calls by purpose (`planning`, `joining`, `reasoning`) and
+    """Seconds spent in LLM calls by purpose (`planning`, `joining`, writing a typed answer
+    counted in, `reasoning`) and
     `executing`: the time during which at least one tool was running (planning and executing
     overlap when dispatch streams).  Takes (purpose, duration) pairs and task (start, end) spans."""
     spent: dict[str, float] = {"planning": 0.0, "executing": 0.0, "joining": 0.0}
     for purpose, duration in llm_calls:
-        key = {"planner": "planning", "repair": "planning", "joiner": "joining"}.get(
-            purpose, "reasoning"
-        )
+        key = {
+            "planner": "planning",
+            "repair": "planning",
+            "joiner": "joining",
+            "output": "joining",
+        }.get(purpose, "reasoning")
         spent[key] = spent.get(key, 0.0) + duration
     busy, until = 0.0, float("-inf")
     for start, end in sorted((s, e) for s, e in spans if s is not None and e is not None):

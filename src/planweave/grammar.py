@@ -16,7 +16,7 @@ from typing import Any
 from .llm.base import PromptStyle
 from .tools import Param, Tool, ToolRegistry
 
-__all__ = ["joiner_grammar", "plan_grammar", "react_grammar"]
+__all__ = ["joiner_grammar", "plan_grammar", "react_grammar", "schema_grammar"]
 
 # `string` is a Python string literal the parser reads back as written: no raw line break,
 # carriage return or NUL, only the escapes Python and JSON agree on (never a `$` spelled as
@@ -289,3 +289,100 @@ def react_grammar(tools: ToolRegistry) -> str:
         f"call ::= {calls}",
     ]
     return "\n".join([*head, *rules]) + _COMMON
+
+
+# A typed answer (`output_type`, `--output-schema`): one JSON value of the schema.  Whitespace and
+# numbers are bounded, so that a small model cannot decode forever between or inside values (a
+# string is bounded by the request's max_tokens).
+_JSON_COMMON = r"""
+ws ::= [ \t\n]{0,8}
+json-string ::= "\"" ( json-char )* "\""
+json-char ::= [^"\\\x00-\x1F\x7F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+json-integer ::= "-"? ( "0" | [1-9] [0-9]{0,17} )
+json-number ::= json-integer ( "." [0-9]{1,17} )? ( [eE] [-+]? [0-9]{1,3} )?
+json-boolean ::= "true" | "false"
+json-null ::= "null"
+json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
+json-object ::= "{" ws ( json-pair ( "," ws json-pair )* )? "}"
+json-pair ::= json-string ws ":" ws json-value ws
+json-array ::= "[" ws ( json-value ws ( "," ws json-value ws )* )? "]"
+"""
+
+_JSON_TYPES = {
+    "string": "json-string",
+    "integer": "json-integer",
+    "number": "json-number",
+    "boolean": "json-boolean",
+    "null": "json-null",
+}
+
+
+def schema_grammar(schema: dict[str, Any]) -> str:
+    """A GBNF grammar of the JSON values `schema` (a JSON Schema, as pydantic writes one)
+    describes: objects with every property, in the schema's order (optional ones too, so the
+    value meets the schema whichever it leaves out), arrays of their items, enums and consts,
+    `anyOf`/`oneOf` and `type` lists as alternatives, `$ref`s into `$defs` as rules of their
+    own (recursion included).  What it does not read (`pattern`, bounds, formats) it leaves to
+    the validation after decoding."""
+    rules: dict[str, str] = {}
+    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+    rules["root"] = f"ws {_schema_rule(schema, defs, rules)} ws"
+    lines = [f"{name} ::= {body}" for name, body in rules.items()]
+    return "\n".join(lines) + _JSON_COMMON
+
+
+def _schema_rule(schema: Any, defs: dict[str, Any], rules: dict[str, str]) -> str:
+    """The GBNF expression of one schema node; named rules for `$defs` go into `rules`."""
+    if not isinstance(schema, dict) or not schema:
+        return "json-value"
+    if "$ref" in schema:
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
+        rule = "def-" + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-").lower() or "x")
+        if rule not in rules and name in defs:
+            rules[rule] = "json-value"  # a placeholder while its own body refers back to it
+            rules[rule] = _schema_rule(defs[name], defs, rules)
+        return rule if rule in rules else "json-value"
+    if "const" in schema:
+        return _literal(json.dumps(schema["const"], ensure_ascii=False))
+    if "enum" in schema:
+        values = [_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"]]
+        return "( " + " | ".join(values) + " )" if values else "json-value"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [_schema_rule(s, defs, rules) for s in schema[key]]
+            return "( " + " | ".join(options) + " )"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return (
+            "( " + " | ".join(_schema_rule({**schema, "type": k}, defs, rules) for k in kind) + " )"
+        )
+    if kind == "object" or "properties" in schema:
+        return _object_rule(schema, defs, rules)
+    if kind == "array":
+        item = _schema_rule(schema.get("items", {}), defs, rules)
+        if isinstance(schema.get("prefixItems"), list):  # a tuple: its items in order
+            parts = [_schema_rule(s, defs, rules) for s in schema["prefixItems"]]
+            return (
+                '"[" ws ' + ' "," ws '.join(f"{p} ws" for p in parts) + ' "]"'
+                if parts
+                else '"[" ws "]"'
+            )
+        return f'"[" ws ( {item} ws ( "," ws {item} ws )* )? "]"'
+    return _JSON_TYPES.get(str(kind), "json-value")
+
+
+def _object_rule(schema: dict[str, Any], defs: dict[str, Any], rules: dict[str, str]) -> str:
+    """An object of the schema's properties, every one, in order; without properties, any
+    object (a `dict[str, X]` has its values' type)."""
+    properties = schema.get("properties") or {}
+    if not properties:
+        extra = schema.get("additionalProperties")
+        if not isinstance(extra, dict):
+            return "json-object"
+        pair = f'json-string ws ":" ws {_schema_rule(extra, defs, rules)} ws'
+        return f'"{{" ws ( {pair} ( "," ws {pair} )* )? "}}"'
+    members = []
+    for name, sub in properties.items():
+        key = _literal(json.dumps(name, ensure_ascii=False))
+        members.append(f'{key} ws ":" ws {_schema_rule(sub, defs, rules)} ws')
+    return '"{" ws ' + ' "," ws '.join(members) + ' "}"'

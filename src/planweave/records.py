@@ -194,9 +194,11 @@ def run_dict(
     error: dict[str, Any] | None = None,
     partial: str | None = None,
     cache: dict[str, Any] | None = None,
+    output: Any = None,
 ) -> dict[str, Any]:
     """A run as `planweave run --json` shows it (the journal adds its own bookkeeping).
-    `cache` is what the plan cache did for it (absent when no cache was asked)."""
+    `cache` is what the plan cache did for it (absent when no cache was asked); `output` a
+    typed answer's value, as JSON (absent for an answer in words)."""
     data: dict[str, Any] = {
         "id": id,
         "question": question,
@@ -215,6 +217,10 @@ def run_dict(
         data["partial"] = partial
     if cache is not None:
         data["cache"] = cache
+    if output is not None:
+        from pydantic_core import to_jsonable_python
+
+        data["output"] = to_jsonable_python(output)
     return data
 
 
@@ -400,6 +406,9 @@ class RunResult:
     # The tasks waiting for approval ({id, tool, call, args, deps, side_effects}) when the run
     # paused for it (status "awaiting_approval").
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    # A typed answer's value (`output_type`: an instance of it; `output_schema`: the JSON value);
+    # `answer` is then its JSON text.  None: the answer is in words.
+    output: Any = None
     events: list[Event] = field(default_factory=list, repr=False)
 
     @property
@@ -435,4 +444,5 @@ class RunResult:
             error=None if self.error is None else self.error.report(),
             partial=self.partial,
             cache=self.cache,
+            output=self.output,
         )

@@ -46,6 +46,8 @@ class ResumeState:
     # Its approval mode (None: none) and the approvals it got (`plan_approved` events' data).
     approve: ApproveMode | None = None
     approvals: list[dict[str, Any]] = field(default_factory=list)
+    # The output schema its answer is typed by (None: an answer in words).
+    output_schema: str | None = None
     # An approval given just now, recorded as the session begins.
     approved_now: PlanApproved | None = None
 
@@ -117,6 +119,7 @@ def _state(journal: Journal, row: Mapping[str, Any]) -> ResumeState:
         cache=_cache(row.get("cache")),
         cached=journal.cache_decision(run_id),
         approve=_approve(row.get("settings")),
+        output_schema=_output_schema(row.get("settings")),
         approvals=journal.approvals(run_id),
     )
 
@@ -175,6 +178,15 @@ def _approve(settings: str | None) -> ApproveMode | None:
         return None
     approve = data.get("approve") if isinstance(data, dict) else None
     return "plan" if approve == "plan" else "side_effects" if approve == "side_effects" else None
+
+
+def _output_schema(settings: str | None) -> str | None:
+    try:
+        data = json.loads(settings) if settings else None
+    except ValueError:
+        return None
+    schema = data.get("output_schema") if isinstance(data, dict) else None
+    return schema if isinstance(schema, str) else None  # checked when the run's settings are made
 
 
 def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision | None:

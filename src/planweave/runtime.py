@@ -4,7 +4,6 @@ each run (or resumed session of one) is a `session`."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,16 +15,17 @@ from .admission import Admission
 from .approval import ApproveMode, review
 from .cache import PlanCache
 from .errors import RunFailed, UserError
-from .events import Event, RunFinished
+from .events import Event
 from .executors import Backends
 from .llm.base import LLM
 from .records import RunResult
 from .recovery import EscalationHandler, Recovery
 from .resume import Decisions, ResumeState, prepare
-from .session import check_approve, modes, plan_cache, run_session, trace
+from .session import check_approve, event_stream, modes, plan_cache, run_session, trace
 from .settings import Mode, RunSettings, SettingsKeywords, make_llm, recovery_policy
 from .store import Journal
 from .tools import ToolRegistry, ToolSource
+from .typed import OutputShape, typed_result
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -134,10 +134,17 @@ class Runtime:
     # ------------------------------------------------------------------ entry points
 
     def run(
-        self, question: str, *, mode: Mode | None = None, approve: ApproveMode | None = None
+        self,
+        question: str,
+        *,
+        mode: Mode | None = None,
+        approve: ApproveMode | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
-        return self._blocking("run", lambda: self.arun(question, mode=mode, approve=approve))
+        return self._blocking(
+            "run", lambda: self.arun(question, mode=mode, approve=approve, output_type=output_type)
+        )
 
     async def arun(
         self,
@@ -148,14 +155,19 @@ class Runtime:
         check: bool = True,
         approve: ApproveMode | None = None,
         admission: Admission | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
         with `check=False` returns the result with `status="failed"` and `error` set.
         `approve` (default: the settings') pauses the run for a person's yes: the result then
         has `status="awaiting_approval"` and the `waiting` tasks (`RunSettings.approve`).
-        `admission`: once recorded, the run waits for its turn there (`RunQueued`)."""
-        settings = self._for_run(mode, approve)
-        return await self._session(settings, question, subscribers, check, admission=admission)
+        `admission`: once recorded, the run waits for its turn there (`RunQueued`).
+        `output_type` (a pydantic model, a dataclass, a list, a Literal...) types the answer:
+        the result's `output` is an instance of it, its `answer` the JSON (see `typed`)."""
+        schema = None if output_type is None else OutputShape.of_type(output_type).text
+        settings = self._for_run(mode, approve, schema)
+        result = await self._session(settings, question, subscribers, check, admission=admission)
+        return typed_result(result, output_type)
 
     def resume(self, run_id: str, *, decisions: Decisions | None = None) -> RunResult:
         """Continue a journaled run (blocking).  See `aresume`."""
@@ -243,43 +255,22 @@ class Runtime:
         tool in flight; the block does not end before the run has.
         """
         settings = self._for_run(mode, None)
-        send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
-        ended = anyio.Event()
-
-        def forward(event: Event) -> None:
-            if isinstance(event, RunFinished):
-                ended.set()
-            # The consumer may have stopped listening; the run is then being cancelled.
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                send.send_nowait(event)
-
-        async def drive() -> None:
-            async with send:
-                await self._session(settings, question, [forward], check=False)
-
-        failure: Exception | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drive)
-            try:
-                async with receive:
-                    yield receive
-            except Exception as exc:
-                # The consumer's own error: raised as it is once the run has been cancelled,
-                # not wrapped in the task group's exception group.
-                failure = exc
-            finally:
-                if not ended.is_set():
-                    tg.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
+        async with event_stream(
+            lambda forward: self._session(settings, question, [forward], check=False)
+        ) as events:
+            yield events
 
     # ------------------------------------------------------------------ shared by the above
 
-    def _for_run(self, mode: Mode | None, approve: ApproveMode | None) -> RunSettings:
-        """A new run's settings: the runtime's, in the mode and with the approval it asks."""
+    def _for_run(
+        self, mode: Mode | None, approve: ApproveMode | None, output_schema: str | None = None
+    ) -> RunSettings:
+        """A new run's settings: the runtime's, in the mode, with the approval and the output
+        schema it asks."""
         settings = self.settings.for_run(
             mode=mode or self.settings.mode,
             approve=approve or self.settings.approve,
+            output_schema=output_schema,
         )
         check_approve(settings, self.journal)
         return settings
@@ -291,9 +282,12 @@ class Runtime:
         check: bool,
         admission: Admission | None,
     ) -> RunResult:
-        """One more session of a journaled run, in the mode and approval it began with."""
+        """One more session of a journaled run, in the mode, approval and output schema it
+        began with."""
         mode: Mode = "react" if state.mode == "react" else "compiled"
-        settings = self.settings.for_run(mode=mode, approve=state.approve)
+        settings = self.settings.for_run(
+            mode=mode, approve=state.approve, output_schema=state.output_schema
+        )
         return await self._session(
             settings, state.question, subscribers, check, resume=state, admission=admission
         )

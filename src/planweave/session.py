@@ -72,6 +72,7 @@ from .scheduler import Scheduler
 from .settings import Mode, RunSettings
 from .store import Journal, RunRecorder, encode
 from .tools import ToolRegistry
+from .typed import OutputShape, shape_answer
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -309,12 +310,31 @@ class Session:
         ):
             with self.llm.serving():
                 # Known secrets masked: a plan's answer fills in results as they are.
-                answer = await within_budget(self.answer(), self.settings.budget.wall_s)
+                answer = await within_budget(self.typed(), self.settings.budget.wall_s)
                 result.answer = redact(answer)
             result.status = "finished"
         if cancelled():
             result.status = "cancelled"
             result.error = RunCancelled("cancelled on request", run_id=self.run_id)
+
+    async def typed(self) -> str:
+        """The run's answer, written as the value of its output schema where it has one (the
+        value goes to the result's `output`, its JSON text is the answer)."""
+        answer = await self.answer()
+        if self.settings.output_schema is None:
+            return answer
+        shape = OutputShape.from_text(self.settings.output_schema)
+        records = list(self.scheduler.records.values())
+        text, self.result.output = await shape_answer(
+            self.llm,
+            shape,
+            self.question,
+            redact(answer),
+            records,
+            grammar=self.settings.grammar,
+            grounding=self.settings.grounding is True,
+        )
+        return text
 
     async def answer(self) -> str:
         """The run's answer: ReAct's, or the compiled mode's from the plan cache's start."""
@@ -585,3 +605,41 @@ def _subgoal(tools: ToolRegistry, rec: TaskRecord, error: TaskError) -> str:
         f"Calling {task.tool} that way failed: {error.message}. Reach the same result "
         "another way, with other tools or smaller calls, and answer with that result only."
     )
+
+
+@asynccontextmanager
+async def event_stream(
+    drive: Callable[[Callable[[Event], None]], Awaitable[object]],
+) -> AsyncIterator[AsyncIterator[Event]]:
+    """The events of the session `drive(listener)` runs, as they happen, the last
+    `RunFinished` (see `Runtime.events`).  Leaving the block before it cancels the session; the
+    block does not end before the session has."""
+    send, receive = anyio.create_memory_object_stream[Event](max_buffer_size=float("inf"))
+    ended = anyio.Event()
+
+    def forward(event: Event) -> None:
+        if isinstance(event, RunFinished):
+            ended.set()
+        # The consumer may have stopped listening; the run is then being cancelled.
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            send.send_nowait(event)
+
+    async def run() -> None:
+        async with send:
+            await drive(forward)
+
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            async with receive:
+                yield receive
+        except Exception as exc:
+            # The consumer's own error: raised as it is once the run has been cancelled,
+            # not wrapped in the task group's exception group.
+            failure = exc
+        finally:
+            if not ended.is_set():
+                tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure

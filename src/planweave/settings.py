@@ -100,6 +100,8 @@ class RunSettings:
     `max_concurrency` is how many tasks of a run run at once; `react_max_steps` how many
     actions a ReAct run takes before it gives up; `examples` the planner's worked examples
     (null: the tools' own, `ToolRegistry.examples`).
+    `output_schema` is a JSON Schema, as JSON text, the answer is written as a value of (a
+    typed answer, `typed`; null: the answer in words).
     `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
     handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
     `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
@@ -143,6 +145,7 @@ class RunSettings:
     approve: ApproveMode | None = None
     executor: ExecutorName = "thread"
     ray_address: str | None = None
+    output_schema: str | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
@@ -153,7 +156,8 @@ class RunSettings:
             _choice("approve", self.approve, APPROVE_MODES)
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
-        for name in ("model", "base_url", "grammar_field", "files", "ray_address", "examples"):
+        names = ("model", "base_url", "grammar_field", "files", "ray_address", "examples")
+        for name in (*names, "output_schema"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
@@ -192,6 +196,13 @@ class RunSettings:
         if wall is not None and (not _is_number(wall) or not wall >= 0):
             raise _invalid("budget.wall_s", "a number of seconds >= 0 or null", wall)
         _count("budget.decomposition_depth", self.budget.decomposition_depth, at_least=0)
+        if self.output_schema is not None:
+            from .typed import OutputShape
+
+            try:
+                OutputShape.from_text(self.output_schema)
+            except UserError as exc:
+                raise UserError(f"run settings: output_schema: {exc}") from exc
 
     def deadlines(self) -> Deadlines:
         """The endpoint's deadlines these settings give."""
@@ -234,11 +245,15 @@ class RunSettings:
             cache_adapt=cache and cache_adapt,
         )
 
-    def for_run(self, *, mode: Mode, approve: ApproveMode | None) -> RunSettings:
-        """The settings of one run: these, in the mode and with the approval it asked for."""
-        if (mode, approve) == (self.mode, self.approve):
+    def for_run(
+        self, *, mode: Mode, approve: ApproveMode | None, output_schema: str | None = None
+    ) -> RunSettings:
+        """The settings of one run: these, in the mode and with the approval it asked for, its
+        answer typed by `output_schema` where given (else by these settings' own)."""
+        schema = output_schema or self.output_schema
+        if (mode, approve, schema) == (self.mode, self.approve, self.output_schema):
             return self
-        return dataclasses.replace(self, mode=mode, approve=approve)
+        return dataclasses.replace(self, mode=mode, approve=approve, output_schema=schema)
 
     def tool_sets(self) -> ToolRegistry:
         """The tools `tools` and `mcp` name, loaded (`load_tool_sets`)."""

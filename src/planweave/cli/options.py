@@ -28,6 +28,7 @@ from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import Mode, RunSettings
+from ..typed import MAX_SCHEMA_CHARS
 from .view import labelled, plain_console
 
 __all__ = ["OtelOption", "settings_options", "start_tracing"]
@@ -143,6 +144,15 @@ def _settings(
     react_max_steps: Annotated[
         int, typer.Option(help="Most actions a ReAct run (--mode react) takes before it stops.")
     ] = _DEFAULT.react_max_steps,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="A JSON Schema file: the answer is written as a value of it (printed as JSON; "
+            "--json shows it as `output`).",
+        ),
+    ] = None,
     examples: Annotated[
         Path | None,
         typer.Option(
@@ -283,6 +293,7 @@ def _settings(
         max_concurrency=max_concurrency,
         react_max_steps=react_max_steps,
         examples=None if examples is None else _read(examples),
+        output_schema=None if output_schema is None else _read(output_schema, MAX_SCHEMA_CHARS),
         streaming=stream_dispatch,
         join_replan=join_replan,
         grounding=grounding,
@@ -306,9 +317,11 @@ def _settings(
     )
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, limit: int = 10_000_000) -> str:
+    """The file's text, at most `limit` characters and one more (so a bound can see it is past)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as file:
+            return file.read(limit + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {path}: {exc}") from None
 

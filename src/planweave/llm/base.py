@@ -30,9 +30,9 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant"]
 
-Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "tool", "other"]
+Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "tool", "output", "other"]
 """What a request is for: each call's events and journal entry carry it, and fakes route by it
-(`tool`: the `llm` built-in tool's calls)."""
+(`tool`: the `llm` built-in tool's calls; `output`: writing a typed answer, `typed`)."""
 
 PromptStyle = Literal["full", "compact"]
 """How much the planner's and joiner's prompts spell out: `full` (worked examples, a thought

@@ -146,7 +146,8 @@ class OpenAICompatible(LLM):
     Settings fall back to the environment: `PLANWEAVE_BASE_URL`, `PLANWEAVE_MODEL`, and
     `PLANWEAVE_API_KEY` then `OPENAI_API_KEY`.  `grammar_field` names the request field that
     carries a GBNF grammar where the server takes one (`"grammar"` for llama.cpp server,
-    `"guided_grammar"` for vLLM); None sends no grammar.  `deadlines` bound the wait for the
+    `"guided_grammar"` for vLLM); None sends no grammar.  A request with a JSON Schema (a typed
+    answer) is sent it as `response_format` instead.  `deadlines` bound the wait for the
     first token, between chunks and for the whole call (LLMTimeout); `timeout` is the HTTP
     client's own limit on each network operation.  The key is masked in every error text.
 
@@ -220,7 +221,7 @@ class OpenAICompatible(LLM):
     def _arguments(self, request: LLMRequest) -> dict[str, Any]:
         """The SDK's `chat.completions.create` arguments for `request`, streaming."""
         body = dict(self.extra_body)
-        if request.grammar is not None and self.grammar_field:
+        if request.grammar is not None and self.grammar_field and request.json_schema is None:
             body[self.grammar_field] = request.grammar
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -235,6 +236,11 @@ class OpenAICompatible(LLM):
             kwargs["stop"] = request.stop[:4]
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
+        if request.json_schema is not None:  # structured output: the schema, not a grammar
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.json_schema},
+            }
         if body:
             kwargs["extra_body"] = body
         return kwargs
