@@ -6,6 +6,7 @@ fresh interpreter; the scripted server plans and answers by the question it is a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,6 +49,8 @@ ANSWERS = {
     "Hamlet": "William Shakespeare wrote Hamlet.",
 }
 
+TYPED = {"live in France": '{"country": "France", "population": 68373433}'}
+
 
 def _key(messages: list[Message]) -> str:
     asked = " ".join(m.content for m in messages if m.role == "user")
@@ -61,6 +64,8 @@ def _reply(messages: list[Message], purpose: Purpose) -> str:
         calls = next(plan for tool, plan in PLANS[key] if tool in system).splitlines()
         lines = [f"{i}. {call}" for i, call in enumerate(calls, 1)]
         return "\n".join([*lines, f"{len(lines) + 1}. join()", "<END_OF_PLAN>"])
+    if purpose == "output":  # a typed answer: the schema's value, as JSON
+        return TYPED[key]
     return f"Thought: the results answer it.\nAction: Finish({ANSWERS[key]})"
 
 
@@ -114,4 +119,8 @@ def test_a_readme_block_runs_as_written(index: int, endpoint: str, tmp_path: Pat
     assert proc.returncode == 0, f"block {index}:\n{code}\n{proc.stdout}\n{proc.stderr[-3000:]}"
     asked = [k for k in ANSWERS if k in code]
     for key in asked:
+        if "output_type=" in code:  # a typed answer: its value's fields, printed
+            for value in json.loads(TYPED[key]).values():
+                assert repr(value) in proc.stdout, (code, proc.stdout)
+            continue
         assert ANSWERS[key] in proc.stdout, (code, proc.stdout)

@@ -12,6 +12,7 @@ from typing import Any
 import httpx2 as httpx
 import openai
 import pytest
+from pydantic import BaseModel
 
 import live_server
 from demo_tools import TOOLS
@@ -26,7 +27,11 @@ OPENAI_KEYS = {"message", "type", "param", "code"}
 
 @pytest.fixture
 def base(tmp_path: Path) -> Iterator[str]:
-    script = Script.by_purpose(planner=[PLAN] * 5, joiner=["Action: Finish(17.9 million)"] * 5)
+    script = Script.by_purpose(
+        planner=[PLAN] * 5,
+        joiner=["Action: Finish(17.9 million)"] * 5,
+        output=['{"country": "Netherlands", "people": 17900000}'] * 5,
+    )
     runtime = Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db")
     config = ServerConfig(token=TOKEN, max_body_bytes=100_000, max_question_chars=500)
     with live_server.serving(runtime, config) as url:
@@ -156,8 +161,8 @@ def test_a_run_without_an_answer_is_a_server_error_that_the_sdk_does_not_retry(
         ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, "tool_choice"),
         ({"functions": [{"name": "f"}]}, "functions"),
         ({"function_call": "auto"}, "function_call"),
-        ({"response_format": {"type": "json_object"}}, "response_format"),
-        ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
+        ({"response_format": {"type": "json_schema"}}, "response_format"),
         ({"logprobs": True}, "logprobs"),
         ({"top_logprobs": 3}, "top_logprobs"),
         ({"n": 2}, "n"),
@@ -175,6 +180,41 @@ def test_what_planweave_does_not_do_is_refused_by_name(
     assert caught.value.type == "invalid_request_error"
     assert caught.value.code in {"unsupported_parameter", "unsupported_value"}
     no_runs(http)
+
+
+class People(BaseModel):
+    country: str
+    people: int
+
+
+def test_response_format_types_the_answer_as_the_sdk_parses_it(
+    sdk: openai.OpenAI, http: httpx.Client
+) -> None:
+    completion = sdk.chat.completions.parse(
+        model="planweave",
+        messages=QUESTION,
+        response_format=People,  # type: ignore[arg-type]
+    )
+    assert completion.choices[0].message.parsed == People(country="Netherlands", people=17_900_000)
+    # Streamed, the content is the JSON whole (the answer's words are not streamed first).
+    stream = sdk.chat.completions.create(
+        model="planweave",
+        messages=QUESTION,  # type: ignore[arg-type]
+        stream=True,
+        response_format={"type": "json_object"},
+    )
+    content = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert People.model_validate_json(content).people == 17_900_000
+    # A schema that is none is refused before any run, naming the parameter.
+    bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 7}}}
+    response = http.post(
+        "/v1/chat/completions",
+        json={"model": "planweave", "messages": QUESTION, "response_format": bad},
+    )
+    error = openai_error(response, 400)
+    assert error["param"] == "response_format"
+    assert "not a valid JSON Schema" in error["message"]
+    assert len(http.get("/runs").json()["runs"]) == 2
 
 
 def test_what_asks_for_nothing_planweave_lacks_is_answered(sdk: openai.OpenAI) -> None:

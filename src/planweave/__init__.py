@@ -110,6 +110,7 @@ from .runtime import Mode, RunFailed, RunResult, Runtime
 from .settings import RunSettings
 from .store import Journal
 from .tools import Tool, ToolRegistry, load_tools, tool
+from .typed import OutputShape
 
 if TYPE_CHECKING:
     from .llm.openai_compat import OpenAICompatible
@@ -169,6 +170,7 @@ __all__ = [
     "ModelWaiting",
     "OpenAICompatible",
     "OutputInvalid",
+    "OutputShape",
     "Pattern",
     "PlanApproved",
     "PlanAwaitingApproval",

@@ -25,7 +25,7 @@ from .session import check_approve, event_stream, modes, plan_cache, run_session
 from .settings import Mode, RunSettings, SettingsKeywords, make_llm, recovery_policy
 from .store import Journal
 from .tools import ToolRegistry, ToolSource
-from .typed import OutputShape, typed_result
+from .typed import schema_text, typed_result
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -163,9 +163,9 @@ class Runtime:
         has `status="awaiting_approval"` and the `waiting` tasks (`RunSettings.approve`).
         `admission`: once recorded, the run waits for its turn there (`RunQueued`).
         `output_type` (a pydantic model, a dataclass, a list, a Literal...) types the answer:
-        the result's `output` is an instance of it, its `answer` the JSON (see `typed`)."""
-        schema = None if output_type is None else OutputShape.of_type(output_type).text
-        settings = self._for_run(mode, approve, schema)
+        the result's `output` is an instance of it, its `answer` the JSON (see `typed`); an
+        `OutputShape` is a JSON Schema without a type (`output` is then the JSON value)."""
+        settings = self._for_run(mode, approve, schema_text(output_type))
         result = await self._session(settings, question, subscribers, check, admission=admission)
         return typed_result(result, output_type)
 

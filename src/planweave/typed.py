@@ -23,7 +23,7 @@ from .llm.base import LLMRequest, Message
 from .meter import MeteredLLM
 from .records import RunResult, TaskRecord, TaskStatus
 
-__all__ = ["MAX_SCHEMA_CHARS", "OutputShape", "shape_answer", "typed_result"]
+__all__ = ["MAX_SCHEMA_CHARS", "OutputShape", "schema_text", "shape_answer", "typed_result"]
 
 MAX_SCHEMA_CHARS = 100_000
 _RESULTS_CHARS = 8_000  # the results the call reads, all together
@@ -227,11 +227,22 @@ def _numbers(value: Any) -> list[int | float]:
     return []
 
 
+def schema_text(output_type: Any) -> str | None:
+    """The output schema, as settings keep it, of a run's `output_type`: a Python type, or an
+    `OutputShape` (a JSON Schema with no type behind it); None: an answer in words."""
+    if output_type is None:
+        return None
+    shape = (
+        output_type if isinstance(output_type, OutputShape) else OutputShape.of_type(output_type)
+    )
+    return shape.text
+
+
 def typed_result(result: RunResult, output_type: Any) -> RunResult:
-    """`result` with its `output` an instance of `output_type` (none given, or no output: as it
-    is).  The value met the type's schema; a validator of the type's own may still refuse it,
-    and that is OutputInvalid."""
-    if output_type is None or result.output is None:
+    """`result` with its `output` an instance of `output_type` (none given, an `OutputShape`,
+    or no output: as it is).  The value met the type's schema; a validator of the type's own
+    may still refuse it, and that is OutputInvalid."""
+    if output_type is None or isinstance(output_type, OutputShape) or result.output is None:
         return result
     from pydantic import TypeAdapter, ValidationError
 

@@ -9,8 +9,9 @@ since each retry would be a new run; in a stream, an `error` event), never an em
 client that hangs up before its answer cancels the run (which keeps what it found, for a
 resume).  Its runs are admitted like the API's (503 with `Retry-After` when the server holds
 all it may).  Refused (400, naming the parameter) before any run starts: an empty question, a
-malformed field, and what a run cannot do (the client's `tools`, a `response_format`
-other than text, `logprobs`, `n` other than 1, audio), rather than ignored.
+malformed field, and what a run cannot do (the client's `tools`, `logprobs`, `n` other than
+1, audio), rather than ignored.  `response_format` `json_schema` (or `json_object`) types the
+answer (`typed`): the content is the schema's value as JSON, sent whole when streamed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
 from ..settings import Mode
+from ..typed import OutputShape
 from .api import check_question
 from .security import error_body
 from .service import RunService
@@ -111,7 +113,6 @@ _SUPPORTED: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "function_call": ((None, "none"), _THEIR_TOOLS, "unsupported_parameter"),
     "audio": ((None,), _TEXT, "unsupported_parameter"),
     "modalities": ((None, ["text"]), _TEXT, "unsupported_value"),
-    "response_format": ((None, {"type": "text"}), _TEXT, "unsupported_value"),
     "logprobs": ((None, False), _NO_LOGPROBS, "unsupported_value"),
     "top_logprobs": ((None, 0), _NO_LOGPROBS, "unsupported_value"),
     "n": ((None, 1), "this endpoint makes one choice per request (n=1)", "unsupported_value"),
@@ -129,6 +130,29 @@ def _check_supported(body: ChatRequest) -> None:
         shown = json.dumps(value, ensure_ascii=False)
         shown = shown if len(shown) <= 80 else shown[:80] + "…"
         raise InvalidParam(f"{name}={shown} is not supported: {why}", param=name, code=code)
+
+
+def _output(body: ChatRequest) -> OutputShape | None:
+    """The typed answer `response_format` asks for: a `json_schema`'s value, or (`json_object`)
+    any JSON object; None: text."""
+    value = (body.model_extra or {}).get("response_format")
+    if value is None or value == {"type": "text"}:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    spec = value.get("json_schema") if isinstance(value, dict) else None
+    try:
+        if kind == "json_object":
+            return OutputShape.from_schema({"type": "object"})
+        if kind == "json_schema" and isinstance(spec, dict):
+            return OutputShape.from_schema(spec.get("schema", {}))
+    except UserError as exc:
+        raise InvalidParam(str(exc), param="response_format") from None
+    raise InvalidParam(
+        "response_format must be {type: text}, {type: json_object} or "
+        "{type: json_schema, json_schema: {name, schema}}",
+        param="response_format",
+        code="unsupported_value",
+    )
 
 
 def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
@@ -156,12 +180,14 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         if body.model not in MODELS:
             raise UnknownModel(body.model)
         _check_supported(body)
+        output = _output(body)
         question = check_question(_question(body.messages), max_question_chars, param="messages")
-        run_id = await service.start(question, MODELS[body.model])
+        run_id = await service.start(question, MODELS[body.model], output=output)
         shape = _Shape(run_id, body.model)
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))
-            return StreamingResponse(_stream(service, shape, usage), media_type="text/event-stream")
+            chunks = _stream(service, shape, usage, typed=output is not None)
+            return StreamingResponse(chunks, media_type="text/event-stream")
         final: dict[str, Any] = {}
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_hang_up, service, request, run_id)
@@ -184,14 +210,17 @@ async def _cancel_on_hang_up(service: RunService, request: Request, run_id: str)
     service.cancel(run_id)
 
 
-async def _stream(service: RunService, shape: _Shape, include_usage: bool) -> AsyncIterator[bytes]:
-    """The chat completion chunks of `shape`'s run, as it answers, as Server-Sent Events."""
+async def _stream(
+    service: RunService, shape: _Shape, include_usage: bool, *, typed: bool = False
+) -> AsyncIterator[bytes]:
+    """The chat completion chunks of `shape`'s run, as it answers, as Server-Sent Events.  A
+    `typed` answer (`response_format`) comes whole at the end: its words are not its JSON."""
     over = False
     try:
         yield _sse(shape.chunk({"role": "assistant", "content": ""}, extra={"run_id": shape.id}))
         sent = ""
         async for event in service.live.follow(shape.id):
-            if event["kind"] == "answer_delta":
+            if event["kind"] == "answer_delta" and not typed:
                 sent += event["text"]
                 yield _sse(shape.chunk({"content": event["text"]}))
             elif event["kind"] == "answer_ungrounded" and sent:

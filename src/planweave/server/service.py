@@ -21,6 +21,7 @@ from ..resume import ResumeDecision
 from ..runtime import RunResult, Runtime
 from ..settings import Mode
 from ..store import Journal
+from ..typed import OutputShape
 from .live import Live
 
 __all__ = ["RunService"]
@@ -62,9 +63,15 @@ class RunService:
                 group.cancel_scope.cancel()
 
     async def start(
-        self, question: str, mode: Mode | None = None, *, approve: ApproveMode | None = None
+        self,
+        question: str,
+        mode: Mode | None = None,
+        *,
+        approve: ApproveMode | None = None,
+        output: OutputShape | None = None,
     ) -> str:
-        """Start answering `question`; returns the run's id once it is in the journal."""
+        """Start answering `question` (typed by `output`, a JSON Schema, where given); returns
+        the run's id once it is in the journal."""
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,
@@ -73,6 +80,7 @@ class RunService:
                 check=False,
                 approve=approve,
                 admission=self.admission,
+                output_type=output,
             )
         )
 
