@@ -197,19 +197,8 @@ class Engine:
         With a `drafter`, guessed continuations are checked in one batch each; a guess is kept
         only where the sampler, grammar included, picks the same token, so the text is what
         plain decoding writes (up to ties: batched logits differ in the last bits)."""
-        if len(prompt) >= self.n_ctx:
-            raise LLMContextOverflow(
-                f"the prompt is {len(prompt)} tokens; the context holds {self.n_ctx}"
-            )
-        if not prompt:
-            raise LLMError("an empty prompt: the model has nothing to continue")
         outcome = {} if outcome is None else outcome
-        outcome.update(finish_reason="stop", passes=0, drafted=0, accepted=0)
-        # Read at least the prompt's last token, for its logits.
-        keep = min(common_prefix(self.tokens, prompt), len(prompt) - 1)
-        self._truncate(keep)
-        self._decode(prompt[keep:])
-        outcome["prompt_evaluated"] = len(prompt) - keep
+        self._read_prompt(prompt, outcome)
         binding = self.binding
         chain = self.sampler(sampling)
         limit = max_tokens if max_tokens is not None else self.n_ctx
@@ -227,13 +216,7 @@ class Engine:
                 if produced >= limit or len(self.tokens) + 2 >= self.n_ctx:
                     outcome["finish_reason"] = "length"
                     return
-                # As far as plain decoding may go: it stops with the sequence at n_ctx - 2.
-                room = min(limit - produced, self.n_ctx - len(self.tokens) - 3, self.n_batch - 1)
-                draft = list(drafter([*self.tokens, pending]))[: max(0, room)] if drafter else []
-                base = len(self.tokens)
-                self._decode([pending, *draft], every_logit=bool(draft))
-                outcome["passes"] += 1
-                outcome["drafted"] += len(draft)
+                draft, base = self._read_next(pending, drafter, limit - produced, outcome)
                 pending = chain.sample(0 if draft else -1)
                 kept = 0
                 while kept < len(draft) and pending == draft[kept]:
@@ -254,6 +237,36 @@ class Engine:
             if isinstance(chain, _Guided):
                 outcome["refused"] = chain.refused
             chain.close()
+
+    def _read_prompt(self, prompt: Sequence[int], outcome: dict[str, Any]) -> None:
+        """Refuse a prompt that is empty or fills the context; set `outcome`'s counts going and
+        make the KV cache hold `prompt`, its last token read again for its logits."""
+        if len(prompt) >= self.n_ctx:
+            raise LLMContextOverflow(
+                f"the prompt is {len(prompt)} tokens; the context holds {self.n_ctx}"
+            )
+        if not prompt:
+            raise LLMError("an empty prompt: the model has nothing to continue")
+        outcome.update(finish_reason="stop", passes=0, drafted=0, accepted=0)
+        # Read at least the prompt's last token, for its logits.
+        keep = min(common_prefix(self.tokens, prompt), len(prompt) - 1)
+        self._truncate(keep)
+        self._decode(prompt[keep:])
+        outcome["prompt_evaluated"] = len(prompt) - keep
+
+    def _read_next(
+        self, pending: int, drafter: Drafter | None, left: int, outcome: dict[str, Any]
+    ) -> tuple[list[int], int]:
+        """Read the sampled `pending` token and, with a `drafter`, a guess at what follows it (at
+        most `left` tokens more) in one batch: the guess, and the sequence's length before."""
+        # As far as plain decoding may go: it stops with the sequence at n_ctx - 2.
+        room = min(left, self.n_ctx - len(self.tokens) - 3, self.n_batch - 1)
+        draft = list(drafter([*self.tokens, pending]))[: max(0, room)] if drafter else []
+        base = len(self.tokens)
+        self._decode([pending, *draft], every_logit=bool(draft))
+        outcome["passes"] += 1
+        outcome["drafted"] += len(draft)
+        return draft, base
 
 
 class _Guided(Sampler):
