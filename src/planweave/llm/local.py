@@ -242,17 +242,22 @@ class LocalLLM(LLM):
             head = heads[key] = engine.tokenize(engine.render(messages[:fixed], open_turn=False))
         return prompt, common_prefix(prompt, head)
 
+    def _sampling(self, request: LLMRequest) -> Sampling:
+        """How `request` is decoded: under its grammar when this model constrains output, at its
+        temperature, with this model's seed."""
+        return Sampling(
+            request.grammar if self.use_grammar and request.grammar else None,
+            request.temperature,
+            self.seed,
+        )
+
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         if self._loaded is None:
             await anyio.to_thread.run_sync(self.load)
         loaded = self._loaded
         assert loaded is not None
         engine = loaded.engine
-        sampling = Sampling(
-            request.grammar if self.use_grammar and request.grammar else None,
-            request.temperature,
-            self.seed,
-        )
+        sampling = self._sampling(request)
         drafter = PromptLookup(self.draft_tokens) if self.draft_tokens > 0 else None
         await loaded.queue.acquire()
         tokens: Iterator[int] | None = None
