@@ -114,6 +114,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "examples",
         "llm_backend",
         "output_schema",
+        "thread",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.llm_backend == "auto"  # the endpoint when there is one: as then

@@ -293,9 +293,11 @@ class TaskFinished(TaskEnded):
     duration: float
     result: Any = field(repr=False)
     # The journal's stored form of `result` (journaled runs only), and whether the result was
-    # taken from an earlier session of the run instead of calling the tool.
+    # taken from an earlier session of the run instead of calling the tool; `recalled` names
+    # the earlier run of the run's thread it was taken from instead (`threads`).
     stored: Any = field(default=None, repr=False)
     reused: bool = False
+    recalled: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -121,9 +121,11 @@ def task_dict(
     thought: str | None = None,
     recovery: list[dict[str, Any]] | None = None,
     items: list[dict[str, Any]] | None = None,
+    recalled: str | None = None,
 ) -> dict[str, Any]:
     """A task as `--json` shows it: `result` only when it finished, the optional keys only when
-    they say something (`items`: a fan-out's elements, as `item_dict` shows them)."""
+    they say something (`items`: a fan-out's elements, as `item_dict` shows them; `recalled`:
+    the earlier run of the thread whose result it took, `threads`)."""
     data: dict[str, Any] = {
         "id": id,
         "tool": tool,
@@ -144,6 +146,8 @@ def task_dict(
         data["thought"] = thought
     if recovery:
         data["recovery"] = recovery
+    if recalled:
+        data["recalled"] = recalled
     if items:
         data["items"] = items
     return data
@@ -237,6 +241,7 @@ class TaskRecord:
     error: TaskError | None = None
     attempts: int = 0
     reused: bool = False
+    recalled: str | None = None  # the earlier run of the thread whose result it took
     recovery: list[dict[str, Any]] = field(default_factory=list)
     waiting: int = 0
     dependents: list[TaskRecord] = field(default_factory=list)
@@ -285,6 +290,7 @@ class TaskRecord:
             thought=task.thought,
             recovery=self.recovery,
             items=[sub.item_dict() for sub in self.items],
+            recalled=self.recalled,
         )
 
     def item_dict(self) -> dict[str, Any]:
@@ -355,6 +361,9 @@ class Recorded:
     start: float | None = None
     end: float | None = None
     attempts: int = 0
+    # The earlier run of the run's thread it was recorded in (`threads`); None: an earlier
+    # session of this run.
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,10 @@ class ResumeState:
     # Its approval mode (None: none) and the approvals it got (`plan_approved` events' data).
     approve: ApproveMode | None = None
     approvals: list[dict[str, Any]] = field(default_factory=list)
-    # The output schema its answer is typed by (None: an answer in words).
+    # The output schema its answer is typed by (None: an answer in words), and the thread it
+    # is a turn of (None: none).
     output_schema: str | None = None
+    thread: str | None = None
     # An approval given just now, recorded as the session begins.
     approved_now: PlanApproved | None = None
 
@@ -119,7 +121,8 @@ def _state(journal: Journal, row: Mapping[str, Any]) -> ResumeState:
         cache=_cache(row.get("cache")),
         cached=journal.cache_decision(run_id),
         approve=_approve(row.get("settings")),
-        output_schema=_output_schema(row.get("settings")),
+        output_schema=_recorded_text(row.get("settings"), "output_schema"),
+        thread=_recorded_text(row.get("settings"), "thread"),
         approvals=journal.approvals(run_id),
     )
 
@@ -180,13 +183,15 @@ def _approve(settings: str | None) -> ApproveMode | None:
     return "plan" if approve == "plan" else "side_effects" if approve == "side_effects" else None
 
 
-def _output_schema(settings: str | None) -> str | None:
+def _recorded_text(settings: str | None, name: str) -> str | None:
+    """The text setting `name` the run was recorded with (checked when its settings are
+    made, as any setting)."""
     try:
         data = json.loads(settings) if settings else None
     except ValueError:
         return None
-    schema = data.get("output_schema") if isinstance(data, dict) else None
-    return schema if isinstance(schema, str) else None  # checked when the run's settings are made
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _decide(decisions: Decisions | None, task: RecordedTask) -> ResumeDecision | None:

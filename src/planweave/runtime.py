@@ -140,11 +140,11 @@ class Runtime:
         mode: Mode | None = None,
         approve: ApproveMode | None = None,
         output_type: Any = None,
+        thread: str | None = None,
     ) -> RunResult:
         """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
-        return self._blocking(
-            "run", lambda: self.arun(question, mode=mode, approve=approve, output_type=output_type)
-        )
+        asked = {"mode": mode, "approve": approve, "output_type": output_type, "thread": thread}
+        return self._blocking("run", lambda: self.arun(question, **asked))
 
     async def arun(
         self,
@@ -156,6 +156,7 @@ class Runtime:
         approve: ApproveMode | None = None,
         admission: Admission | None = None,
         output_type: Any = None,
+        thread: str | None = None,
     ) -> RunResult:
         """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
         with `check=False` returns the result with `status="failed"` and `error` set.
@@ -164,8 +165,9 @@ class Runtime:
         `admission`: once recorded, the run waits for its turn there (`RunQueued`).
         `output_type` (a pydantic model, a dataclass, a list, a Literal...) types the answer:
         the result's `output` is an instance of it, its `answer` the JSON (see `typed`); an
-        `OutputShape` is a JSON Schema without a type (`output` is then the JSON value)."""
-        settings = self._for_run(mode, approve, schema_text(output_type))
+        `OutputShape` is a JSON Schema without a type (`output` is then the JSON value).
+        `thread` makes the run a turn of that conversation (`threads`; needs the journal)."""
+        settings = self._for_run(mode, approve, schema_text(output_type), thread)
         result = await self._session(settings, question, subscribers, check, admission=admission)
         return typed_result(result, output_type)
 
@@ -263,14 +265,19 @@ class Runtime:
     # ------------------------------------------------------------------ shared by the above
 
     def _for_run(
-        self, mode: Mode | None, approve: ApproveMode | None, output_schema: str | None = None
+        self,
+        mode: Mode | None,
+        approve: ApproveMode | None,
+        output_schema: str | None = None,
+        thread: str | None = None,
     ) -> RunSettings:
-        """A new run's settings: the runtime's, in the mode, with the approval and the output
-        schema it asks."""
+        """A new run's settings: the runtime's, in the mode, with the approval, the output
+        schema and the thread it asks."""
         settings = self.settings.for_run(
             mode=mode or self.settings.mode,
             approve=approve or self.settings.approve,
             output_schema=output_schema,
+            thread=thread,
         )
         check_approve(settings, self.journal)
         return settings
@@ -286,7 +293,7 @@ class Runtime:
         began with."""
         mode: Mode = "react" if state.mode == "react" else "compiled"
         settings = self.settings.for_run(
-            mode=mode, approve=state.approve, output_schema=state.output_schema
+            mode=mode, approve=state.approve, output_schema=state.output_schema, thread=state.thread
         )
         return await self._session(
             settings, state.question, subscribers, check, resume=state, admission=admission

@@ -68,16 +68,20 @@ class Scheduler:
         max_fanout: int = MAX_FANOUT,
         max_fanout_total: int = MAX_FANOUT_TOTAL,
         fanout_tally: FanOutTally | None = None,
+        remembered: Mapping[str, Recorded] | None = None,
     ) -> None:
         """`store` turns a result into its stored form (raising TypeError when it has none);
         `recorded` holds outcomes to reuse from an earlier session of the run, `items` the
         fan-out elements it finished; `gate` says which tasks wait for a person's approval,
         and applies the approvals given; `max_fanout` bounds the elements of one fan-out,
         `max_fanout_total` those of all the fan-outs the scheduler runs (or `fanout_tally`,
-        a count shared with other schedulers of the run, its sub-plans')."""
+        a count shared with other schedulers of the run, its sub-plans').  `remembered` holds,
+        by call, outcomes of pure tools' calls from earlier turns of the run's thread: a task
+        with the same call takes one instead of calling its tool (`threads`)."""
         self.tools = tools
         self.gate = gate
         self.recorded = dict(recorded or {})
+        self.remembered = dict(remembered or {})
         self.invoker = invoker
         self.bus = bus
         self.records: dict[int, TaskRecord] = {}
@@ -159,6 +163,10 @@ class Scheduler:
         earlier = self.recorded.pop(task.id, None)
         if earlier is not None and earlier.call == call:
             self._ended(rec, self._steps.reuse(rec, earlier))
+            return rec
+        memo = self.remembered.get(call)
+        if earlier is None and memo is not None and self.tools[task.tool].pure:
+            self._ended(rec, self._steps.recall(rec, memo))
             return rec
         for dep_id in task.deps:
             dep = self.records[dep_id]

@@ -71,6 +71,7 @@ from .resume import ResumeState
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings
 from .store import Journal, RunRecorder, encode
+from .threads import Memory, recall
 from .tools import ToolRegistry
 from .typed import OutputShape, shape_answer
 
@@ -223,6 +224,7 @@ def _open(
     event bus (the journal first: no view shows what has not been recorded), the metered
     LLM, the top-level scheduler.  The session's opening events are emitted."""
     run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
+    memory = _memory(setup, settings, resume)  # before the run's own row is there
     recorder = None
     if setup.journal is not None:
         if resume is None:
@@ -248,15 +250,25 @@ def _open(
         recovery=setup.recovery,
         budget=settings.budget,
     )
-    scheduler = _top_scheduler(setup, settings, run_id, llm, bus, recorder, resume)
+    scheduler = _top_scheduler(setup, settings, run_id, llm, bus, recorder, resume, memory)
     result = RunResult(run_id, question, settings.mode, "failed", None, [], llm.usage, 0.0)
     result.cache = resume.cache if resume is not None else None
     session = Session(
-        setup, settings, question, bus, llm, scheduler, result, recorder, resume, admission
+        setup, settings, question, bus, llm, scheduler, result, recorder, resume, admission, memory
     )
     for event in _opening(run_id, question, settings.mode, resume):
         bus.emit(event)
     return session
+
+
+def _memory(setup: Setup, settings: RunSettings, resume: ResumeState | None) -> Memory:
+    """What the run's thread found before it (`threads`); nothing outside a thread."""
+    if settings.thread is None:
+        return Memory()
+    if setup.journal is None:
+        raise UserError("a thread is kept in the journal: Runtime(..., journal=PATH)")
+    before = resume.run_id if resume is not None else None
+    return recall(setup.journal, settings.thread, setup.tools, before=before)
 
 
 def trace(setup: Setup) -> list[Callable[[Event], None]]:
@@ -294,6 +306,7 @@ class Session:
     recorder: RunRecorder | None
     resume: ResumeState | None
     admission: Admission | None
+    memory: Memory
 
     @property
     def run_id(self) -> str:
@@ -339,12 +352,11 @@ class Session:
     async def answer(self) -> str:
         """The run's answer: ReAct's, or the compiled mode's from the plan cache's start."""
         setup, llm, scheduler, bus = self.setup, self.llm, self.scheduler, self.bus
+        asked = self.memory.context(self.question)  # a follow-up reads what it follows
         if self.settings.mode == "react":
-            return await setup.react.run(self.question, llm, scheduler, bus)
+            return await setup.react.run(asked, llm, scheduler, bus)
         plan, example = self.cached_start()
-        return await setup.compiled.answer(
-            self.question, llm, scheduler, bus, plan=plan, example=example
-        )
+        return await setup.compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
 
     def cached_start(self) -> tuple[str | None, tuple[str, str] | None]:
         """The first plan from the plan cache, or an example to plan it with; a resumed run
@@ -422,9 +434,11 @@ def _top_scheduler(
     bus: EventBus,
     recorder: RunRecorder | None,
     resume: ResumeState | None,
+    memory: Memory,
 ) -> Scheduler:
     """The run's own scheduler: its results stored in the journal when there is one, the
-    outcomes a resumed run recorded reused, its tasks held at the gate of approval."""
+    outcomes a resumed run recorded reused (and its thread's, for pure tools' calls), its
+    tasks held at the gate of approval."""
     invoker = Invoker(
         tool_timeout=settings.tool_timeout,
         max_argument_chars=settings.max_argument_chars,
@@ -441,6 +455,7 @@ def _top_scheduler(
         recorded=resume.recorded if resume else None,
         items=resume.items if resume else None,
         gate=_gate(setup, settings, resume),
+        remembered=memory.remembered,
     )
 
 
@@ -466,6 +481,7 @@ def _scheduler(
     recorded: Mapping[int, Recorded] | None = None,
     items: Mapping[int, Mapping[int, RecordedItem]] | None = None,
     gate: Gate | None = None,
+    remembered: Mapping[str, Recorded] | None = None,
 ) -> Scheduler:
     """A scheduler with the run's recovery; a sub-plan gets one of its own (`depth`), the
     run's top level also the journal's `store`, the `recorded` outcomes (and fan-out `items`)
@@ -498,6 +514,7 @@ def _scheduler(
         recoverer=recoverer,
         max_fanout=settings.max_fanout,
         fanout_tally=tally,
+        remembered=remembered,
         store=store,
         recorded=recorded,
         items=items,

@@ -101,7 +101,8 @@ class RunSettings:
     actions a ReAct run takes before it gives up; `examples` the planner's worked examples
     (null: the tools' own, `ToolRegistry.examples`).
     `output_schema` is a JSON Schema, as JSON text, the answer is written as a value of (a
-    typed answer, `typed`; null: the answer in words).
+    typed answer, `typed`; null: the answer in words); `thread` the conversation the run is a
+    turn of (`threads`; null: none).
     `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
     handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
     `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
@@ -146,6 +147,7 @@ class RunSettings:
     executor: ExecutorName = "thread"
     ray_address: str | None = None
     output_schema: str | None = None
+    thread: str | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
@@ -157,7 +159,7 @@ class RunSettings:
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
         names = ("model", "base_url", "grammar_field", "files", "ray_address", "examples")
-        for name in (*names, "output_schema"):
+        for name in (*names, "output_schema", "thread"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
@@ -196,6 +198,17 @@ class RunSettings:
         if wall is not None and (not _is_number(wall) or not wall >= 0):
             raise _invalid("budget.wall_s", "a number of seconds >= 0 or null", wall)
         _count("budget.decomposition_depth", self.budget.decomposition_depth, at_least=0)
+        self._check_texts()
+
+    def _check_texts(self) -> None:
+        """The settings whose text is a language of its own: a thread id, a JSON Schema."""
+        if self.thread is not None:
+            from .threads import check_thread
+
+            try:
+                check_thread(self.thread)
+            except UserError as exc:
+                raise UserError(f"run settings: thread: {exc}") from exc
         if self.output_schema is not None:
             from .typed import OutputShape
 
@@ -246,14 +259,23 @@ class RunSettings:
         )
 
     def for_run(
-        self, *, mode: Mode, approve: ApproveMode | None, output_schema: str | None = None
+        self,
+        *,
+        mode: Mode,
+        approve: ApproveMode | None,
+        output_schema: str | None = None,
+        thread: str | None = None,
     ) -> RunSettings:
         """The settings of one run: these, in the mode and with the approval it asked for, its
-        answer typed by `output_schema` where given (else by these settings' own)."""
-        schema = output_schema or self.output_schema
-        if (mode, approve, schema) == (self.mode, self.approve, self.output_schema):
+        answer typed by `output_schema` and its turn in `thread` where given (else these
+        settings' own)."""
+        schema, thread = output_schema or self.output_schema, thread or self.thread
+        asked = (mode, approve, schema, thread)
+        if asked == (self.mode, self.approve, self.output_schema, self.thread):
             return self
-        return dataclasses.replace(self, mode=mode, approve=approve, output_schema=schema)
+        return dataclasses.replace(
+            self, mode=mode, approve=approve, output_schema=schema, thread=thread
+        )
 
     def tool_sets(self) -> ToolRegistry:
         """The tools `tools` and `mcp` name, loaded (`load_tool_sets`)."""

@@ -76,6 +76,13 @@ class StepRunner:
             return Outcome(error=earlier.error)
         return Outcome(earlier.result, earlier.stored)
 
+    def recall(self, rec: TaskRecord, earlier: Recorded) -> Outcome:
+        """The outcome an earlier turn of the run's thread recorded for the same call of a pure
+        tool, taken instead of a call (`threads`)."""
+        rec.recalled = earlier.run_id
+        rec.start = rec.end = self.bus.now()
+        return Outcome(earlier.result, earlier.stored)
+
     def begin(self, rec: TaskRecord) -> None:
         """The step's attempt begins now (its arguments may still fail to resolve)."""
         rec.status = TaskStatus.RUNNING
@@ -164,6 +171,7 @@ class StepRunner:
                 result=outcome.result,
                 stored=outcome.stored,
                 reused=rec.reused,
+                recalled=rec.recalled,
             )
         )
 

@@ -35,6 +35,10 @@ cache_app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(cache_app, name="cache")
+threads_app = typer.Typer(
+    help="Conversations (`run --thread`): list, show.", no_args_is_help=True, add_completion=False
+)
+app.add_typer(threads_app, name="threads")
 
 DbOption = Annotated[
     Path | None,

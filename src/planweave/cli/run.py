@@ -130,11 +130,20 @@ def run(
             "`side_effects` (tasks of tools with side effects); then `planweave runs approve`."
         ),
     ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            help="Answer as the next turn of this conversation: the earlier turns' questions, "
+            "answers and results are read, a pure tool's same call is not made again "
+            "(`planweave threads`)."
+        ),
+    ] = None,
     *,
     settings: RunSettings,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
-    # --mode, --ask and --approve are settings: `settings` holds them (`settings_options`).
+    # --mode, --ask, --approve and --thread are settings: `settings` holds them
+    # (`settings_options`).
     err = plain_console(stderr=True)
 
     def build() -> tuple[Runtime, float]:

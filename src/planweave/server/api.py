@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
 from ..store import Journal
+from ..typed import OutputShape
 from .service import RunService
 
 __all__ = ["RETRY_MS", "InvalidEventId", "QuestionTooLong", "RunRequest", "runs_router"]
@@ -28,6 +29,10 @@ class RunRequest(BaseModel):
     question: str = Field(min_length=1)
     mode: Literal["compiled", "react"] | None = None
     approve: Literal["plan", "side_effects"] | None = None
+    # The conversation the run is a turn of (`threads`), and a JSON Schema its answer is a
+    # value of (`typed`).
+    thread: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+    output_schema: dict[str, Any] | None = None
 
 
 class ApproveRequest(BaseModel):
@@ -130,7 +135,14 @@ def _add_runs_routes(router: APIRouter, service: RunService, *, max_question_cha
         `queued` (`{"ahead": N}`) when it waits for its turn.  503 (`Retry-After`) when the
         server holds as many runs as it may."""
         question = check_question(request.question, max_question_chars)
-        run_id = await service.start(question, request.mode, approve=request.approve)
+        schema = request.output_schema
+        run_id = await service.start(
+            question,
+            request.mode,
+            approve=request.approve,
+            output=None if schema is None else OutputShape.from_schema(schema),
+            thread=request.thread,
+        )
         return _with_wait(service, {"id": run_id, "status": "running"})
 
     @router.get("/runs")

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
 from ..settings import Mode
+from ..threads import check_thread, from_messages
 from ..typed import OutputShape
 from .api import check_question
 from .security import error_body
@@ -80,18 +81,46 @@ class UnknownModel(InvalidParam):
         )
 
 
+def _text(message: ChatMessage) -> str:
+    """A message's text; InvalidParam (400) for parts that are not text."""
+    if isinstance(message.content, str):
+        return message.content
+    parts = message.content or []
+    if any(part.get("type") != "text" for part in parts):
+        raise InvalidParam("only text parts can be answered", param="messages")
+    return "".join(str(part.get("text", "")) for part in parts)
+
+
+def _history(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """The conversation before the last user message, as (question, answer) pairs: each user
+    message with the assistant's reply after it (`threads.from_messages`)."""
+    last = max(i for i, m in enumerate(messages) if m.role == "user")
+    pairs: list[tuple[str, str]] = []
+    for i, message in enumerate(messages[:last]):
+        if message.role == "user":
+            reply = messages[i + 1] if messages[i + 1].role == "assistant" else None
+            pairs.append((_text(message), "" if reply is None else _text(reply)))
+    return pairs
+
+
+def _thread(body: ChatRequest) -> str | None:
+    """The thread `metadata.thread` names, whose recorded results a run may reuse."""
+    metadata = (body.model_extra or {}).get("metadata")
+    thread = metadata.get("thread") if isinstance(metadata, dict) else None
+    if thread is None:
+        return None
+    try:
+        return check_thread(thread)
+    except UserError as exc:
+        raise InvalidParam(str(exc), param="metadata") from None
+
+
 def _question(messages: list[ChatMessage]) -> str:
     """The last user message's text; InvalidParam (400) when there is none, or nothing in it."""
     for message in reversed(messages):
         if message.role != "user":
             continue
-        if isinstance(message.content, str):
-            question = message.content
-        else:
-            parts = message.content or []
-            if any(part.get("type") != "text" for part in parts):
-                raise InvalidParam("only text parts can be answered", param="messages")
-            question = "".join(str(part.get("text", "")) for part in parts)
+        question = _text(message)
         if not question.strip():
             raise InvalidParam(
                 "the last user message is empty: there is no question to answer", param="messages"
@@ -182,7 +211,12 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         _check_supported(body)
         output = _output(body)
         question = check_question(_question(body.messages), max_question_chars, param="messages")
-        run_id = await service.start(question, MODELS[body.model], output=output)
+        # Earlier messages are the conversation the question follows: read with it (a thread
+        # the journal keeps, `metadata.thread`, holds them already, with their results).
+        mode, thread = MODELS[body.model], _thread(body)
+        if thread is None:
+            question = from_messages(_history(body.messages)).context(question)
+        run_id = await service.start(question, mode, output=output, thread=thread)
         shape = _Shape(run_id, body.model)
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))

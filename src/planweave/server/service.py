@@ -69,9 +69,10 @@ class RunService:
         *,
         approve: ApproveMode | None = None,
         output: OutputShape | None = None,
+        thread: str | None = None,
     ) -> str:
-        """Start answering `question` (typed by `output`, a JSON Schema, where given); returns
-        the run's id once it is in the journal."""
+        """Start answering `question` (typed by `output`, a JSON Schema, where given; a turn of
+        `thread`); returns the run's id once it is in the journal."""
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,
@@ -81,6 +82,7 @@ class RunService:
                 approve=approve,
                 admission=self.admission,
                 output_type=output,
+                thread=thread,
             )
         )
 

@@ -370,6 +370,14 @@ class Journal:
     def runs(self, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
         return views.runs(self, limit, before=before)
 
+    def thread_runs(self, thread: str) -> list[dict[str, Any]]:
+        """The runs of conversation `thread`, oldest first (`views.thread_runs`)."""
+        return views.thread_runs(self, thread)
+
+    def threads(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The conversations, the latest spoken in first (`views.threads`)."""
+        return views.threads(self, limit)
+
     def show(self, run_id: str) -> dict[str, Any]:
         return views.show(self, run_id)
 

@@ -14,9 +14,14 @@ from pathlib import Path
 
 from ..errors import JournalError
 
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "connect"]
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "THREAD_OF", "connect"]
 
 APPLICATION_ID = 0x706C7776  # "plwv"
+
+# A run's thread, from its settings (`RunSettings.thread`); null for settings that are not JSON
+# (a damaged or hostile row must not make every query over the runs fail).  Queries spell it
+# exactly so, for the index of migration 8 to serve them.
+THREAD_OF = "(CASE WHEN json_valid(settings) THEN json_extract(settings, '$.thread') END)"
 BUSY_TIMEOUT_S = 30.0
 
 # Each migration is a list of statements, applied in one transaction; never edit a released one.
@@ -147,6 +152,8 @@ MIGRATIONS: list[list[str]] = [
     # have none: the cache does not use them (an edited one would look the same) and learns
     # their shapes again from the next good run, which replaces them.
     ["ALTER TABLE plan_templates ADD COLUMN mac TEXT"],
+    # 8: a conversation's runs (`RunSettings.thread`, in the sealed settings), found in order.
+    [f"CREATE INDEX runs_by_thread ON runs ({THREAD_OF}, created)"],
 ]
 
 
@@ -189,8 +196,14 @@ _UNWRITABLE = frozenset(
 
 
 def _unusable(path: Path, exc: sqlite3.Error) -> JournalError:
-    if getattr(exc, "sqlite_errorcode", None) in _UNWRITABLE:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in _UNWRITABLE:
         why = f"cannot write the journal {path} ({exc}): it or its folder is read-only here"
+    elif code == sqlite3.SQLITE_CORRUPT:  # its schema is in the damaged part
+        why = (
+            f"cannot open the journal {path}: the file is damaged ({exc}); copy what can be "
+            "read with sqlite3's .recover"
+        )
     else:
         why = f"{path} is not a usable planweave journal ({exc})"
     return JournalError(f"{why}; nothing was written to it", path=str(path))

@@ -25,6 +25,7 @@ from ..records import (
 from ..redaction import redact_endpoints
 from .codec import Unstorable, decode, loads
 from .owner import alive
+from .schema import THREAD_OF
 
 __all__ = [
     "Source",
@@ -217,6 +218,34 @@ def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list
         summary = _run_dict(r, tasks, {})
         del summary["timings"]
         out.append(summary)
+    return out
+
+
+def thread_runs(journal: Source, thread: str) -> list[dict[str, Any]]:
+    """The runs of conversation `thread`, oldest first: id, question, answer, status, created."""
+    rows = journal.read(
+        f"SELECT id, question, answer, status, created FROM runs WHERE {THREAD_OF} = ? "
+        "ORDER BY created, id",
+        (thread,),
+    )
+    return [dict(r) for r in rows]
+
+
+def threads(journal: Source, limit: int = 20) -> list[dict[str, Any]]:
+    """The conversations, the one spoken in last first: id, runs, first question, last time."""
+    rows = journal.read(
+        f"SELECT {THREAD_OF} AS thread, count(*) AS runs, min(created) AS started, "
+        f"max(created) AS updated FROM runs WHERE {THREAD_OF} IS NOT NULL "
+        "GROUP BY thread ORDER BY updated DESC LIMIT ?",
+        (limit,),
+    )
+    out = []
+    for r in rows:
+        first = journal.read(
+            f"SELECT question FROM runs WHERE {THREAD_OF} = ? ORDER BY created, id LIMIT 1",
+            (r["thread"],),
+        )
+        out.append({**dict(r), "first_question": first[0]["question"] if first else None})
     return out
 
 
