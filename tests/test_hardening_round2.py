@@ -423,6 +423,7 @@ def _ended(pid: int, within: float = 10.0) -> bool:
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+@pytest.mark.slow  # waits out a 6 s tool timeout
 def test_a_process_pool_timeout_ends_the_processes_the_tool_started(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
     plan = f'1. spawn_and_hang("{marker}")\n2. join()\n<END_OF_PLAN>'
