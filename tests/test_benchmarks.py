@@ -398,3 +398,20 @@ def test_the_executors_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
         # Each backend's speed-up is over the thread backend's wall time for the same calls.
         assert row["cpu_speedup_x"] == round(rows["thread"]["cpu_wall_s"] / row["cpu_wall_s"], 2)
     assert "| process |" in executors.table(result)
+
+
+def test_the_threads_benchmark_recalls_what_a_conversation_looked_up(tmp_path: Path) -> None:
+    from benchmarks import threads
+
+    out = tmp_path / "threads.json"
+    threads.main(
+        ["--conversations", "2", "--tool-latency", "0", "--ttft", "0", "--tps", "5000",
+         "--out", str(out)]
+    )  # fmt: skip
+    result = json.loads(out.read_text())
+    with_, without = (result["median_per_conversation"][k] for k in ("thread", "no_thread"))
+    # Ten lookups a conversation; six of them repeat an earlier turn's and are recalled.
+    assert (without["tool_calls"], without["recalled"]) == (10, 0)
+    assert (with_["tool_calls"], with_["recalled"]) == (4, 6)
+    assert with_["prompt_tokens"] > without["prompt_tokens"]  # the earlier turns are read
+    assert result["ratios"]["tool_calls"] == 0.4
