@@ -115,6 +115,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "llm_backend",
         "output_schema",
         "thread",
+        "user",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.llm_backend == "auto"  # the endpoint when there is one: as then

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from .approval import ApproveMode
 from .cache import PlanCache
+from .context import RunContext
 from .errors import (
     ArgumentError,
     AwaitingApproval,
@@ -193,6 +194,7 @@ __all__ = [
     "Retry",
     "RetryTool",
     "RunCancelled",
+    "RunContext",
     "RunError",
     "RunFailed",
     "RunFinished",

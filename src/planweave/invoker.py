@@ -5,6 +5,7 @@ run, failed, and is raised to the caller, never shown to the joiner as an observ
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator, Mapping
@@ -12,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from .context import RunContext
 from .errors import (
     ProjectionError,
     RetryTool,
@@ -118,8 +120,10 @@ class Invoker:
         max_output_chars: int = MAX_OUTPUT_CHARS,
         max_argument_chars: int = MAX_ARGUMENT_CHARS,
         backends: Backends | None = None,
+        context: RunContext[Any] | None = None,
     ) -> None:
         self.tool_timeout = tool_timeout
+        self.context = context  # the run's, handed to the tools that take it
         self.threads = ThreadBackend(max_threads)
         self.backends = backends if backends is not None else Backends()
         self.max_output_chars = max_output_chars
@@ -181,6 +185,8 @@ class Invoker:
                 tool=tool.name,
                 arguments=_shown(arguments),
             ) from None
+        if tool.context is not None:
+            keywords[tool.context] = self._context(task)
         backend = None if tool.is_async else self._backend(tool)
         if backend is not None:
             await backend.ready()  # a cluster's start is not the call's time
@@ -197,6 +203,11 @@ class Invoker:
             arguments=_shown(arguments),
             cause="timeout",
         )
+
+    def _context(self, task: Task) -> RunContext[Any]:
+        """The run's context as `task`'s call sees it."""
+        context = self.context if self.context is not None else RunContext("", None)
+        return dataclasses.replace(context, task_id=task.id)
 
     def _backend(self, tool: Tool) -> Backend:
         """Where a sync tool's call runs."""

@@ -50,6 +50,7 @@ class ResumeState:
     # is a turn of (None: none).
     output_schema: str | None = None
     thread: str | None = None
+    user: str | None = None
     # An approval given just now, recorded as the session begins.
     approved_now: PlanApproved | None = None
 
@@ -123,6 +124,7 @@ def _state(journal: Journal, row: Mapping[str, Any]) -> ResumeState:
         approve=_approve(row.get("settings")),
         output_schema=_recorded_text(row.get("settings"), "output_schema"),
         thread=_recorded_text(row.get("settings"), "thread"),
+        user=_recorded_text(row.get("settings"), "user"),
         approvals=journal.approvals(run_id),
     )
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 import anyio
 
 from .admission import Admission
-from .approval import ApproveMode, review
+from .approval import review
 from .cache import PlanCache
 from .errors import RunFailed, UserError
 from .events import Event
@@ -22,7 +22,7 @@ from .records import RunResult
 from .recovery import EscalationHandler, Recovery
 from .resume import Decisions, ResumeState, prepare
 from .session import check_approve, event_stream, modes, plan_cache, run_session, trace
-from .settings import Mode, RunSettings, SettingsKeywords, make_llm, recovery_policy
+from .settings import Mode, RunOptions, RunSettings, SettingsKeywords, make_llm, recovery_policy
 from .store import Journal
 from .tools import ToolRegistry, ToolSource
 from .typed import schema_text, typed_result
@@ -55,6 +55,7 @@ class Runtime:
         escalate: EscalationHandler | None = None,
         tracing: TracerProvider | Literal[False] | None = None,
         subscribers: Subscribers = None,
+        deps: Any = None,
         **keywords: Unpack[SettingsKeywords],
     ) -> None:
         """`settings` (default `RunSettings()`) are the run's mode, limits and behaviour; the
@@ -71,7 +72,8 @@ class Runtime:
         settings name, `recovery_policy`).  `escalate` is the async function a person answers
         through when the `Escalate` pattern acts.  `tracing`: OpenTelemetry spans of each run
         go to this tracer provider (None: to the global one when one is set; False: none).
-        `subscribers` hear every event of every run.  A tool that cannot run on
+        `subscribers` hear every event of every run.  `deps` is what tools that take a
+        `RunContext` find in its `deps` (a database handle...).  A tool that cannot run on
         `settings.executor` raises UserError now; `close()` stops the executor's workers."""
         settings = (settings or RunSettings()).with_keywords(**keywords)
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -84,6 +86,7 @@ class Runtime:
         self.escalate = escalate
         self.tracing = tracing
         self.subscribers = list(subscribers or ())
+        self.deps = deps
         self.cache = plan_cache(cache, settings, self.journal)
         self.settings = settings.resolved(
             llm,
@@ -133,32 +136,22 @@ class Runtime:
 
     # ------------------------------------------------------------------ entry points
 
-    def run(
-        self,
-        question: str,
-        *,
-        mode: Mode | None = None,
-        approve: ApproveMode | None = None,
-        output_type: Any = None,
-        thread: str | None = None,
-    ) -> RunResult:
-        """Answer `question` (blocking).  Raises RunFailed when no answer could be had."""
-        asked = {"mode": mode, "approve": approve, "output_type": output_type, "thread": thread}
-        return self._blocking("run", lambda: self.arun(question, **asked))
+    def run(self, question: str, **options: Unpack[RunOptions]) -> RunResult:
+        """Answer `question` (blocking; `options` as for `arun`).  Raises RunFailed when no
+        answer could be had."""
+        return self._blocking("run", lambda: self.arun(question, **options))
 
     async def arun(
         self,
         question: str,
         *,
-        mode: Mode | None = None,
         subscribers: Subscribers = None,
         check: bool = True,
-        approve: ApproveMode | None = None,
         admission: Admission | None = None,
-        output_type: Any = None,
-        thread: str | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult:
-        """Answer `question`.  On failure, raises RunFailed (holding every finished result), or
+        """Answer `question` (in the `mode` asked, else the settings').  On failure, raises
+        RunFailed (holding every finished result), or
         with `check=False` returns the result with `status="failed"` and `error` set.
         `approve` (default: the settings') pauses the run for a person's yes: the result then
         has `status="awaiting_approval"` and the `waiting` tasks (`RunSettings.approve`).
@@ -166,10 +159,11 @@ class Runtime:
         `output_type` (a pydantic model, a dataclass, a list, a Literal...) types the answer:
         the result's `output` is an instance of it, its `answer` the JSON (see `typed`); an
         `OutputShape` is a JSON Schema without a type (`output` is then the JSON value).
-        `thread` makes the run a turn of that conversation (`threads`; needs the journal)."""
-        settings = self._for_run(mode, approve, schema_text(output_type), thread)
+        `thread` makes the run a turn of that conversation (`threads`; needs the journal);
+        `user` is who it answers, as tools that take a `RunContext` see it."""
+        settings = self._for_run(options)
         result = await self._session(settings, question, subscribers, check, admission=admission)
-        return typed_result(result, output_type)
+        return typed_result(result, options.get("output_type"))
 
     def resume(self, run_id: str, *, decisions: Decisions | None = None) -> RunResult:
         """Continue a journaled run (blocking).  See `aresume`."""
@@ -256,7 +250,7 @@ class Runtime:
         Leaving the block before `RunFinished` (break, an exception) cancels the run and every
         tool in flight; the block does not end before the run has.
         """
-        settings = self._for_run(mode, None)
+        settings = self._for_run({"mode": mode})
         async with event_stream(
             lambda forward: self._session(settings, question, [forward], check=False)
         ) as events:
@@ -264,20 +258,14 @@ class Runtime:
 
     # ------------------------------------------------------------------ shared by the above
 
-    def _for_run(
-        self,
-        mode: Mode | None,
-        approve: ApproveMode | None,
-        output_schema: str | None = None,
-        thread: str | None = None,
-    ) -> RunSettings:
-        """A new run's settings: the runtime's, in the mode, with the approval, the output
-        schema and the thread it asks."""
+    def _for_run(self, options: RunOptions) -> RunSettings:
+        """A new run's settings: the runtime's, as the run's `options` ask."""
         settings = self.settings.for_run(
-            mode=mode or self.settings.mode,
-            approve=approve or self.settings.approve,
-            output_schema=output_schema,
-            thread=thread,
+            mode=options.get("mode") or self.settings.mode,
+            approve=options.get("approve") or self.settings.approve,
+            output_schema=schema_text(options.get("output_type")),
+            thread=options.get("thread"),
+            user=options.get("user"),
         )
         check_approve(settings, self.journal)
         return settings
@@ -292,9 +280,12 @@ class Runtime:
         """One more session of a journaled run, in the mode, approval and output schema it
         began with."""
         mode: Mode = "react" if state.mode == "react" else "compiled"
-        settings = self.settings.for_run(
-            mode=mode, approve=state.approve, output_schema=state.output_schema, thread=state.thread
-        )
+        recorded = {
+            "output_schema": state.output_schema,
+            "thread": state.thread,
+            "user": state.user,
+        }
+        settings = self.settings.for_run(mode=mode, approve=state.approve, **recorded)
         return await self._session(
             settings, state.question, subscribers, check, resume=state, admission=admission
         )

@@ -29,6 +29,7 @@ from .admission import Admission
 from .approval import Gate
 from .cache import PlanCache, resumed_start
 from .compiled import Compiled
+from .context import RunContext
 from .errors import (
     AwaitingApproval,
     BudgetExceeded,
@@ -95,6 +96,7 @@ class Setup(Protocol):
     cache: PlanCache | None
     escalate: EscalationHandler | None
     tracing: TracerProvider | Literal[False] | None
+    deps: Any
 
 
 def modes(
@@ -443,6 +445,7 @@ def _top_scheduler(
         tool_timeout=settings.tool_timeout,
         max_argument_chars=settings.max_argument_chars,
         backends=setup.backends,
+        context=RunContext(run_id, setup.deps, thread=settings.thread, user=settings.user),
     )
     return _scheduler(
         setup,

@@ -37,6 +37,7 @@ __all__ = [
     "LoadProgress",
     "Mode",
     "RecoveryName",
+    "RunOptions",
     "RunSettings",
     "SettingsKeywords",
     "load_tool_sets",
@@ -102,7 +103,8 @@ class RunSettings:
     (null: the tools' own, `ToolRegistry.examples`).
     `output_schema` is a JSON Schema, as JSON text, the answer is written as a value of (a
     typed answer, `typed`; null: the answer in words); `thread` the conversation the run is a
-    turn of (`threads`; null: none).
+    turn of (`threads`; null: none); `user` who the run answers, as its tools' `RunContext`
+    sees it (null: nobody named; at most 200 characters, no control characters).
     `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
     handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
     `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
@@ -148,6 +150,7 @@ class RunSettings:
     ray_address: str | None = None
     output_schema: str | None = None
     thread: str | None = None
+    user: str | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
@@ -159,7 +162,7 @@ class RunSettings:
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
         names = ("model", "base_url", "grammar_field", "files", "ray_address", "examples")
-        for name in (*names, "output_schema", "thread"):
+        for name in (*names, "output_schema", "thread", "user"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
@@ -201,7 +204,11 @@ class RunSettings:
         self._check_texts()
 
     def _check_texts(self) -> None:
-        """The settings whose text is a language of its own: a thread id, a JSON Schema."""
+        """The settings whose text is a language of its own: a thread id, a JSON Schema, a
+        user's name."""
+        user = self.user
+        if user is not None and (len(user) > 200 or not user.isprintable() or not user.strip()):
+            raise _invalid("user", "a name of 1 to 200 printable characters or null", user)
         if self.thread is not None:
             from .threads import check_thread
 
@@ -265,16 +272,18 @@ class RunSettings:
         approve: ApproveMode | None,
         output_schema: str | None = None,
         thread: str | None = None,
+        user: str | None = None,
     ) -> RunSettings:
         """The settings of one run: these, in the mode and with the approval it asked for, its
-        answer typed by `output_schema` and its turn in `thread` where given (else these
-        settings' own)."""
+        answer typed by `output_schema`, its turn in `thread` and its `user` where given (else
+        these settings' own)."""
         schema, thread = output_schema or self.output_schema, thread or self.thread
-        asked = (mode, approve, schema, thread)
-        if asked == (self.mode, self.approve, self.output_schema, self.thread):
+        user = user or self.user
+        asked = (mode, approve, schema, thread, user)
+        if asked == (self.mode, self.approve, self.output_schema, self.thread, self.user):
             return self
         return dataclasses.replace(
-            self, mode=mode, approve=approve, output_schema=schema, thread=thread
+            self, mode=mode, approve=approve, output_schema=schema, thread=thread, user=user
         )
 
     def tool_sets(self) -> ToolRegistry:
@@ -327,6 +336,19 @@ class RunSettings:
             else:
                 raise _invalid("budget", "an object of limits", budget)
         return cls(**values)
+
+
+class RunOptions(TypedDict, total=False):
+    """What one run may ask beyond its runtime's settings (`Runtime.run(question, ...)`): its
+    `mode`, its `approve`al, an `output_type` its answer is a value of (`typed`), the `thread`
+    it is a turn of (`threads`), the `user` it answers (`RunContext.user`).  None: the
+    settings' own."""
+
+    mode: Mode | None
+    approve: ApproveMode | None
+    output_type: Any
+    thread: str | None
+    user: str | None
 
 
 class SettingsKeywords(TypedDict, total=False):

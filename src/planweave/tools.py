@@ -23,6 +23,7 @@ from typing import (
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from typing_extensions import is_typeddict
 
+from .context import RunContext, is_context
 from .errors import UserError
 
 __all__ = [
@@ -179,6 +180,9 @@ class Tool:
     `pure` says the same arguments always give the same result and change nothing: a plan may
     then not call it twice with the same arguments (a small model copying a line by mistake);
     the first call's result is there to use.
+    `context` names the parameter that takes the calling run's `RunContext` (`planweave.context`):
+    never planned, shown or journaled, filled in at each call; such a tool runs in the
+    runtime's process.
     """
 
     fn: Callable[..., Any]
@@ -194,6 +198,7 @@ class Tool:
     executor: ExecutorName | None = None
     placement: Placement = field(default_factory=Placement)
     pure: bool = False
+    context: str | None = None
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -212,6 +217,11 @@ class Tool:
         if self.isolate and self.executor == "thread":
             raise UserError(f"tool {self.name!r}: isolate=True cannot run on executor='thread'")
         elsewhere = self.isolate or self.executor not in (None, "thread")
+        if elsewhere and self.context is not None:
+            raise UserError(
+                f"tool {self.name!r} takes the run's context (its deps are this process's "
+                "handles), so it runs in the runtime's process: not isolated, on no other executor"
+            )
         if elsewhere and (self.is_async or "<" in self.fn.__qualname__):
             raise UserError(
                 f"tool {self.name!r} cannot be isolated: only a sync function defined at the top "
@@ -274,9 +284,13 @@ class Tool:
             raise UserError(f"cannot read the type hints of {fn!r}: {exc}") from exc
         doc_text, doc_params = _parse_docstring(fn.__doc__)
         params: list[Param] = []
+        context: str | None = None
         for p in signature.parameters.values():
             if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 raise UserError(f"tool {fn.__name__!r}: *args and **kwargs cannot be planned")
+            if is_context(hints.get(p.name)):
+                context = _context_param(fn.__name__, p, context)
+                continue  # filled in at each call, never planned
             params.append(
                 Param(
                     name=p.name,
@@ -307,6 +321,7 @@ class Tool:
             executor=executor,
             placement=placement or Placement(),
             pure=pure and not side_effects,
+            context=context,
         )
 
     @classmethod
@@ -449,9 +464,22 @@ class Tool:
                 keywords[p.name] = value
         return positional, keywords
 
-    def invoke(self, arguments: Mapping[str, Any]) -> Any | Awaitable[Any]:
+    def invoke(
+        self, arguments: Mapping[str, Any], context: RunContext[Any] | None = None
+    ) -> Any | Awaitable[Any]:
         positional, keywords = self.validate(arguments)
+        if self.context is not None:
+            keywords[self.context] = context
         return self.fn(*positional, **keywords)
+
+
+def _context_param(tool: str, p: inspect.Parameter, found: str | None) -> str:
+    """The name of the parameter that takes the run's context, checked: one, by keyword."""
+    if found is not None:
+        raise UserError(f"tool {tool!r}: one parameter may take the RunContext, not two")
+    if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise UserError(f"tool {tool!r}: the RunContext parameter cannot be positional-only")
+    return p.name
 
 
 def _first_error(exc: ValidationError) -> str:

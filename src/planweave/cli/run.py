@@ -138,11 +138,15 @@ def run(
             "(`planweave threads`)."
         ),
     ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(help="Who the run answers, as tools that take a RunContext see it."),
+    ] = None,
     *,
     settings: RunSettings,
 ) -> None:
     """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
-    # --mode, --ask, --approve and --thread are settings: `settings` holds them
+    # --mode, --ask, --approve, --thread and --user are settings: `settings` holds them
     # (`settings_options`).
     err = plain_console(stderr=True)
 

@@ -62,6 +62,8 @@ class Backends:
         """The executor `tool`'s calls run on."""
         if tool.is_async:
             return "thread"  # on the event loop: async tools wait on I/O, not on CPUs
+        if tool.context is not None:
+            return "thread"  # its RunContext holds this process's handles
         if tool.executor is not None:
             return tool.executor
         if tool.isolate and self.default == "thread":
