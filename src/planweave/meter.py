@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -23,14 +23,22 @@ from .events import (
     ModelAcquired,
     ModelWaiting,
 )
-from .llm.base import LLM, LLMRequest, Purpose, Usage, estimate_tokens, estimate_usage
+from .llm.base import (
+    LLM,
+    LLMRequest,
+    Purpose,
+    ToolCall,
+    Usage,
+    estimate_tokens,
+    estimate_usage,
+)
 from .llm.queue import Listener, listening
 from .records import LLMUsage, Replay
 from .recoverer import LLMRecoverer
 from .recovery import Budget, Recovery
 from .redaction import encodable, redact
 
-__all__ = ["MeteredLLM", "current_llm", "request_hash"]
+__all__ = ["MeteredLLM", "current_llm", "read_tool_turn", "request_hash", "tool_turn"]
 
 # The run's meter while it answers, for tools that call the run's LLM (the `llm` built-in):
 # their calls are counted, budgeted, retried and journaled like the planner's.
@@ -46,19 +54,40 @@ def current_llm() -> MeteredLLM:
 
 
 def request_hash(request: LLMRequest) -> str:
-    """A fingerprint of everything that shapes a response to `request`."""
-    body = json.dumps(
+    """A fingerprint of everything that shapes a response to `request` (a request without
+    tools, tool calls or tool results has the fingerprint it had before native mode)."""
+    fields: list[Any] = [
         [
-            [[m.role, m.content] for m in request.messages],
-            request.stop,
-            request.max_tokens,
-            request.temperature,
-            request.grammar,
-            request.json_schema,
+            [m.role, m.content] if not (m.tool_calls or m.tool_call_id) else m.to_dict()
+            for m in request.messages
         ],
-        sort_keys=True,
-    )
+        request.stop,
+        request.max_tokens,
+        request.temperature,
+        request.grammar,
+        request.json_schema,
+    ]
+    if request.tools:
+        fields.append(request.tools)
+    body = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def tool_turn(text: str, calls: Sequence[ToolCall]) -> str:
+    """How a response to a request with tools is journaled (and replayed): its text and the
+    tool calls the model asked for, as one JSON object."""
+    listed = [call.to_dict() for call in calls]
+    return json.dumps({"text": text, "tool_calls": listed}, ensure_ascii=False)
+
+
+def read_tool_turn(recorded: str) -> tuple[str, list[ToolCall]]:
+    """The text and tool calls of a journaled response to a request with tools (`tool_turn`);
+    a text of another form is all text."""
+    try:
+        data = json.loads(recorded)
+        return str(data["text"]), [ToolCall.from_dict(c) for c in data["tool_calls"]]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return recorded, []
 
 
 class MeteredLLM:
@@ -97,9 +126,13 @@ class MeteredLLM:
                 limit="tokens",
             )
 
-    async def stream(self, request: LLMRequest) -> AsyncGenerator[str, None]:
+    async def stream(
+        self, request: LLMRequest, *, calls: list[ToolCall] | None = None
+    ) -> AsyncGenerator[str, None]:
         """Yield the response's text as it streams.  The call is counted even when the
-        consumer stops early (the planner drops the rest of the stream after `join()`)."""
+        consumer stops early (the planner drops the rest of the stream after `join()`).  The
+        tool calls the model asks for (a request with `tools`) are added to `calls`."""
+        calls = calls if calls is not None else []
         purpose = request.purpose
         self._check_budget()
         self.usage.calls += 1
@@ -108,8 +141,7 @@ class MeteredLLM:
         recorded = self._recorded(call, purpose, fingerprint)
         prompt = [{"role": m.role, "content": redact(m.content)} for m in request.messages]
         if recorded is not None:
-            self._replayed(call, purpose, recorded, prompt)
-            yield recorded.text
+            yield self._replayed(call, request, recorded, prompt, calls)
             return
         self._started(call, request, fingerprint, prompt)
         started = time.monotonic()
@@ -119,7 +151,8 @@ class MeteredLLM:
         named: dict[str, str] = {}
         error: dict[str, Any] | None = None
         try:
-            async with aclosing(self._sent(request, call, parts, usage, finish, named)) as texts:
+            sent = self._sent(request, call, parts, usage, finish, named, calls)
+            async with aclosing(sent) as texts:
                 told = started
                 async for text in texts:
                     now = time.monotonic()
@@ -136,6 +169,8 @@ class MeteredLLM:
             raise
         finally:
             text = "".join(parts)
+            if request.tools:
+                text = tool_turn(text, calls)
             used = usage[-1] if usage else estimate_usage(request.messages, text)
             self._finished(
                 call,
@@ -175,14 +210,17 @@ class MeteredLLM:
         usage: list[Usage],
         finish: list[str],
         named: dict[str, str],
+        calls: list[ToolCall],
     ) -> AsyncGenerator[str, None]:
         """Send `request` (again after a failure the recovery policy retries); collect the
         text in `parts`, the backend's usage report in `usage`, why the model stopped in
-        `finish` and the response's id and model in `named` as they arrive."""
+        `finish`, the response's id and model in `named` and its tool calls in `calls` as they
+        arrive."""
         heard = self._waits(call, request.purpose)
 
         async def once() -> AsyncGenerator[str, None]:
             text = _Text()
+            calls.clear()
             async with aclosing(self.llm.stream(request)) as deltas:
                 while True:
                     # Only the backend's own steps hear of a wait for the model.
@@ -198,6 +236,7 @@ class MeteredLLM:
                         named["id"] = delta.response_id
                     if delta.response_model is not None:
                         named["model"] = delta.response_model
+                    calls.extend(delta.tool_calls)
                     piece = text.feed(delta.text)
                     if piece:
                         parts.append(piece)
@@ -245,14 +284,26 @@ class MeteredLLM:
         return None
 
     def _replayed(
-        self, call: int, purpose: Purpose, recorded: Replay, prompt: list[dict[str, str]]
-    ) -> None:
-        model = self.llm.model
+        self,
+        call: int,
+        request: LLMRequest,
+        recorded: Replay,
+        prompt: list[dict[str, str]],
+        calls: list[ToolCall],
+    ) -> str:
+        """Report call `call` as answered by its `recorded` response; its text (and, for a
+        request with tools, its tool calls added to `calls`)."""
+        purpose, model = request.purpose, self.llm.model
         self.bus.emit(
             LLMCallStarted(call=call, purpose=purpose, model=model, replayed=True, messages=prompt)
         )
         used = Usage(recorded.prompt_tokens, recorded.completion_tokens)
         self._finished(call, purpose, used, recorded.duration, recorded.text, replayed=True)
+        if not request.tools:
+            return recorded.text
+        text, replayed = read_tool_turn(recorded.text)
+        calls.extend(replayed)
+        return text
 
     def _finished(
         self,
@@ -297,9 +348,10 @@ class MeteredLLM:
         finally:
             _CURRENT.reset(token)
 
-    async def complete(self, request: LLMRequest) -> str:
+    async def complete(self, request: LLMRequest, *, calls: list[ToolCall] | None = None) -> str:
+        """The response's whole text; its tool calls added to `calls` (see `stream`)."""
         parts = []
-        async with aclosing(self.stream(request)) as stream:
+        async with aclosing(self.stream(request, calls=calls)) as stream:
             async for text in stream:
                 parts.append(text)
         return "".join(parts)

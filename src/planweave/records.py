@@ -403,7 +403,7 @@ class RunResult:
 
     run_id: str
     question: str
-    mode: Literal["compiled", "react"]
+    mode: Literal["compiled", "react", "native"]
     status: Literal["finished", "failed", "cancelled", "awaiting_approval"]
     answer: str | None
     tasks: list[TaskRecord]

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast
 
 import anyio
 
@@ -279,7 +279,7 @@ class Runtime:
     ) -> RunResult:
         """One more session of a journaled run, in the mode, approval and output schema it
         began with."""
-        mode: Mode = "react" if state.mode == "react" else "compiled"
+        mode = cast(Mode, state.mode if state.mode in ("react", "native") else "compiled")
         recorded = {
             "output_schema": state.output_schema,
             "thread": state.thread,

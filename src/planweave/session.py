@@ -59,9 +59,10 @@ from .fanout import FanOutTally
 from .grammar import joiner_grammar, plan_grammar, react_grammar
 from .invoker import Invoker
 from .joiner import Joiner
-from .llm.base import LLM
+from .llm.base import LLM, require_tool_calling
 from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
+from .native import Native
 from .planner import Planner
 from .react import ReAct
 from .records import Recorded, RecordedItem, RunResult, TaskRecord
@@ -166,7 +167,7 @@ def check_approve(settings: RunSettings, journal: Journal | None) -> None:
     if settings.approve is None:
         return
     if settings.mode != "compiled":
-        raise UserError("approval is for compiled runs; ReAct mode has no plan to approve")
+        raise UserError(f"approval is for compiled runs; {settings.mode} mode has no plan")
     if journal is None:
         raise UserError("approval keeps the paused run in the journal: Runtime(journal=PATH)")
 
@@ -184,6 +185,8 @@ async def run_session(
     `admission`, answer within the budget, close the record (or leave it paused for
     approval).  A run error ends the run (in the result); a bug propagates once the record
     is closed: every finished result stays recorded."""
+    if settings.mode == "native":
+        require_tool_calling(setup.llm)
     session = _open(setup, settings, encodable(question), subscribers, resume, admission)
     result = session.result
     try:
@@ -352,11 +355,15 @@ class Session:
         return text
 
     async def answer(self) -> str:
-        """The run's answer: ReAct's, or the compiled mode's from the plan cache's start."""
+        """The run's answer: ReAct's, native function calling's, or the compiled mode's from
+        the plan cache's start."""
         setup, llm, scheduler, bus = self.setup, self.llm, self.scheduler, self.bus
         asked = self.memory.context(self.question)  # a follow-up reads what it follows
         if self.settings.mode == "react":
             return await setup.react.run(asked, llm, scheduler, bus)
+        if self.settings.mode == "native":
+            native = Native(setup.tools, max_turns=self.settings.react_max_steps)
+            return await native.run(asked, llm, scheduler, bus)
         plan, example = self.cached_start()
         return await setup.compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
 

@@ -25,7 +25,7 @@ from .errors import UserError
 from .executors import EXECUTORS, ExecutorName
 from .invoker import DEFAULT_TIMEOUT
 from .llm import registry as llm_backends
-from .llm.base import LLM, Deadlines, PromptStyle
+from .llm.base import LLM, Deadlines, PromptStyle, require_tool_calling
 from .mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
@@ -46,7 +46,7 @@ __all__ = [
     "recovery_policy",
 ]
 
-Mode = Literal["compiled", "react"]
+Mode = Literal["compiled", "react", "native"]
 # "custom": a Recovery object built in Python, which settings cannot rebuild.
 RecoveryName = Literal["default", "none", "custom"]
 # The embedded model reports assembling and loading as (stage, done, total).
@@ -252,7 +252,10 @@ class RunSettings:
         """What a runtime with `llm` runs these settings as, and so records: the model's name,
         the backend's own prompt style, `join_replan`, `grounding` and `plan_answers` decided
         (none left to the backend), the recovery it was given (`custom`: a policy object) and
-        whether it has a plan cache (none without a journal)."""
+        whether it has a plan cache (none without a journal).  Native mode on a backend
+        without function calling is a UserError."""
+        if self.mode == "native":
+            require_tool_calling(llm)
         return dataclasses.replace(
             self,
             model=self.model or llm.model,

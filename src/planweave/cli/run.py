@@ -108,7 +108,11 @@ def _summary(result: RunResult, load_s: float) -> str:
 def run(
     question: Annotated[str, typer.Argument(help="The question to answer.")],
     mode: Annotated[
-        str, typer.Option(help="compiled (parallel plan) or react (baseline).")
+        str,
+        typer.Option(
+            help="compiled (parallel plan), react (baseline) or native (the endpoint's own "
+            "parallel function calling)."
+        ),
     ] = "compiled",
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object and nothing else.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -22,17 +22,22 @@ __all__ = [
     "Message",
     "PromptStyle",
     "Purpose",
+    "ToolCall",
     "Usage",
     "estimate_tokens",
     "estimate_usage",
+    "require_tool_calling",
     "within_deadlines",
 ]
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
 
-Purpose = Literal["planner", "repair", "joiner", "react", "decompose", "tool", "output", "other"]
+Purpose = Literal[
+    "planner", "repair", "joiner", "react", "native", "decompose", "tool", "output", "other"
+]
 """What a request is for: each call's events and journal entry carry it, and fakes route by it
-(`tool`: the `llm` built-in tool's calls; `output`: writing a typed answer, `typed`)."""
+(`tool`: the `llm` built-in tool's calls; `output`: writing a typed answer, `typed`; `native`:
+a turn of native function calling, `native`)."""
 
 PromptStyle = Literal["full", "compact"]
 """How much the planner's and joiner's prompts spell out: `full` (worked examples, a thought
@@ -43,19 +48,71 @@ PURPOSE_HEADER = "X-Planweave-Purpose"
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call a model asks for in native function calling: its `id`, the tool's
+    `name` and the `arguments` as the JSON text the model wrote (not yet read)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call in OpenAI's wire format."""
+        function = {"name": self.name, "arguments": self.arguments}
+        return {"id": self.id, "type": "function", "function": function}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        """A call from OpenAI's wire format; missing parts are empty."""
+        function = data.get("function") or {}
+        return cls(
+            str(data.get("id") or ""),
+            str(function.get("name") or ""),
+            str(function.get("arguments") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
+    """One chat message.  An assistant's may carry the `tool_calls` it asked for, a tool
+    result (role `tool`) the `tool_call_id` it answers; other messages have neither."""
+
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def to_dict(self) -> dict[str, Any]:
+        """The message in OpenAI's wire format (role and content only, unless it has tool
+        calls or answers one)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["content"] = self.content or None
+            out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """A message from OpenAI's wire format (text content only)."""
+        calls = tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ())
+        call_id = data.get("tool_call_id")
+        return cls(
+            data["role"],
+            data.get("content") or "",
+            calls,
+            None if call_id is None else str(call_id),
+        )
 
 
 @dataclass(slots=True)
 class LLMRequest:
     """One chat completion.  `grammar` is a GBNF grammar for backends that take one; `json_schema`
     likewise for backends with structured output.  Backends ignore what they cannot use.
-    `purpose` says which part of planweave asks; it is not part of the request's fingerprint."""
+    `tools` are OpenAI function schemas offered for native function calling (backends with
+    `LLM.tool_calling` send them).  `purpose` says which part of planweave asks; it is not
+    part of the request's fingerprint."""
 
     messages: list[Message]
     stop: list[str] = field(default_factory=list)
@@ -63,6 +120,7 @@ class LLMRequest:
     temperature: float = 0.0
     grammar: str | None = None
     json_schema: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
     purpose: Purpose = "other"
 
 
@@ -78,13 +136,15 @@ class Delta:
     """A piece of streamed text; the last deltas of a response may carry only `usage`, or
     `finish_reason`, why the model stopped ("stop", "length", ...), where the backend says.
     A delta may also name the response (`response_id`) and the model that answered
-    (`response_model`, which an endpoint may spell otherwise than the one asked for)."""
+    (`response_model`, which an endpoint may spell otherwise than the one asked for), and
+    the model's `tool_calls`, each whole (native function calling)."""
 
     text: str = ""
     usage: Usage | None = None
     finish_reason: str | None = None
     response_id: str | None = None
     response_model: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class LLM(ABC):
@@ -107,6 +167,9 @@ class LLM(ABC):
     prompt_style: ClassVar[PromptStyle] = "full"
     # The embedded model: its prompts and defaults are the ones its accuracy was measured with.
     embedded: bool = False
+    # Native function calling: `stream()` offers a request's `tools` to the model and delivers
+    # the calls it asks for (`Delta.tool_calls`).  Native mode needs it.
+    tool_calling: ClassVar[bool] = False
 
     @abstractmethod
     def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
@@ -118,6 +181,18 @@ class LLM(ABC):
     async def warm(self) -> None:  # noqa: B027 - optional hook, most backends have nothing to do
         """Do now the one-time work the first request would otherwise do (a server calls this
         before it listens, so that no request waits behind it); the default has none."""
+
+
+def require_tool_calling(llm: LLM) -> None:
+    """Refuse native mode (`planweave.native`) on a backend without native function calling
+    (`LLM.tool_calling`), such as the embedded model: a UserError saying so."""
+    if llm.tool_calling:
+        return
+    what = "the embedded model" if llm.embedded else f"the {type(llm).__name__} backend"
+    raise UserError(
+        f"native mode calls tools through an endpoint's function calling, which {what} does "
+        "not have: give an endpoint (--base-url), or use mode compiled or react"
+    )
 
 
 def estimate_usage(messages: Sequence[Message], completion: str) -> Usage:
@@ -173,7 +248,7 @@ async def within_deadlines(
                     return
             if scope.cancelled_caught or delta is None:
                 raise LLMTimeout(_overdue(limit, gap or 0.0, source), limit=limit, seconds=gap)
-            if delta.text:
+            if delta.text or delta.tool_calls:
                 received = True
                 progress = anyio.current_time()
             yield delta

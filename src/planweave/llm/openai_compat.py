@@ -31,6 +31,7 @@ from .base import (
     Delta,
     LLMRequest,
     PromptStyle,
+    ToolCall,
     Usage,
     within_deadlines,
 )
@@ -105,8 +106,20 @@ class _Wire(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
 
+class _FunctionPiece(_Wire):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _CallPiece(_Wire):
+    index: NonNegativeInt = 0
+    id: str | None = None
+    function: _FunctionPiece | None = None
+
+
 class _ChunkDelta(_Wire):
     content: str | None = None
+    tool_calls: list[_CallPiece] | None = None
 
 
 class _Choice(_Wire):
@@ -128,6 +141,31 @@ class _Chunk(_Wire):
     usage: _ChunkUsage | None = None
 
 
+class _Calls:
+    """The tool calls of a streamed response, assembled from the pieces its chunks carry by
+    index: the id and name first, the arguments' JSON text in pieces."""
+
+    def __init__(self) -> None:
+        self._parts: dict[int, list[str]] = {}
+
+    def feed(self, pieces: list[_CallPiece]) -> None:
+        for piece in pieces:
+            part = self._parts.setdefault(piece.index, ["", "", ""])
+            part[0] = piece.id or part[0]
+            if piece.function is not None:
+                part[1] = piece.function.name or part[1]
+                part[2] += piece.function.arguments or ""
+
+    def take(self) -> tuple[ToolCall, ...]:
+        """The calls assembled so far, in index order (an id the server left out made up)."""
+        calls = tuple(
+            ToolCall(ident or f"call_{index}", name, arguments)
+            for index, (ident, name, arguments) in sorted(self._parts.items())
+        )
+        self._parts.clear()
+        return calls
+
+
 def _location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "the top level"
 
@@ -147,8 +185,10 @@ class OpenAICompatible(LLM):
     `PLANWEAVE_API_KEY` then `OPENAI_API_KEY`.  `grammar_field` names the request field that
     carries a GBNF grammar where the server takes one (`"grammar"` for llama.cpp server,
     `"guided_grammar"` for vLLM); None sends no grammar.  A request with a JSON Schema (a typed
-    answer) is sent it as `response_format` instead.  `deadlines` bound the wait for the
-    first token, between chunks and for the whole call (LLMTimeout); `timeout` is the HTTP
+    answer) is sent it as `response_format` instead.  A request's `tools` are sent as they are;
+    the calls the model streams back come whole with the finishing delta.  `deadlines` bound
+    the wait for the first token, between chunks and for the whole call (LLMTimeout; a
+    response of tool calls only counts as no text until they are whole); `timeout` is the HTTP
     client's own limit on each network operation.  The key is masked in every error text.
 
     Runtimes use the compact prompts with it by default (`PromptStyle`): an endpoint is taken
@@ -157,6 +197,7 @@ class OpenAICompatible(LLM):
 
     prompt_style: ClassVar[PromptStyle] = "compact"
     provider: ClassVar[str] = "openai"
+    tool_calling: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -236,6 +277,8 @@ class OpenAICompatible(LLM):
             kwargs["stop"] = request.stop[:4]
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
+        if request.tools:
+            kwargs["tools"] = request.tools
         if request.json_schema is not None:  # structured output: the schema, not a grammar
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -254,6 +297,7 @@ class OpenAICompatible(LLM):
         received = False
         finished = False
         named = False
+        calls = _Calls()
         try:
             response = await self._opened().chat.completions.create(**kwargs)
             async with response:
@@ -266,13 +310,16 @@ class OpenAICompatible(LLM):
                         )
                     if chunk.choices:
                         choice = chunk.choices[0]
-                        text = choice.delta.content if choice.delta is not None else None
-                        if text:
+                        delta = choice.delta or _ChunkDelta()
+                        if delta.content:
                             received = True
-                            yield Delta(text=text)
+                            yield Delta(text=delta.content)
+                        if delta.tool_calls:
+                            received = True
+                            calls.feed(delta.tool_calls)
                         if choice.finish_reason is not None:
                             finished = True
-                            yield Delta(finish_reason=choice.finish_reason)
+                            yield Delta(finish_reason=choice.finish_reason, tool_calls=calls.take())
                     used = chunk.usage
                     if used is not None:
                         prompt, completion = used.prompt_tokens, used.completion_tokens

@@ -27,6 +27,7 @@ from .base import (
     LLMRequest,
     Message,
     Purpose,
+    ToolCall,
     Usage,
     estimate_usage,
 )
@@ -45,8 +46,9 @@ class Reply:
     `chunk_size` characters per streamed chunk, `delay` seconds between chunks, `ttft` seconds
     before the first; `cut_after` breaks the stream after that many characters; a `status` other
     than 200 answers with an error body (and `retry_after` for 429).  `tool_calls` (name and
-    arguments each) answer a non-streaming request the way native function calling does; a
-    non-streaming reply waits as long as streaming it would have taken.
+    arguments each: an object, or JSON text sent as it is, malformed or not) answer the way
+    native function calling does, streamed (each call's arguments in `chunk_size` pieces after
+    its text) or not; a non-streaming reply waits as long as streaming it would have taken.
     """
 
     text: str = ""
@@ -56,13 +58,20 @@ class Reply:
     cut_after: int | None = None
     status: int = 200
     retry_after: float | None = None
-    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+    tool_calls: list[tuple[str, dict[str, Any] | str]] | None = None
 
     def duration(self) -> float:
         """How long streaming this reply takes."""
-        size = len(self.text) + sum(len(json.dumps(a)) + len(n) for n, a in self.tool_calls or [])
+        size = len(self.text) + sum(len(c.arguments) + len(c.name) for c in self.calls())
         chunks = max(1, -(-size // max(1, self.chunk_size)))
         return self.ttft + (chunks - 1) * self.delay
+
+    def calls(self) -> list[ToolCall]:
+        """The reply's tool calls as the wire carries them (ids `call_0`, `call_1`, ...)."""
+        return [
+            ToolCall(f"call_{i}", name, args if isinstance(args, str) else json.dumps(args))
+            for i, (name, args) in enumerate(self.tool_calls or [])
+        ]
 
     def chunks(self) -> list[str]:
         text = self.text if self.cut_after is None else self.text[: self.cut_after]
@@ -138,6 +147,7 @@ class ScriptedLLM(LLM):
     """Plays a `Script` in-process (no HTTP); the fast path for scheduler and runtime tests."""
 
     provider: ClassVar[str] = "planweave.scripted"
+    tool_calling: ClassVar[bool] = True
 
     def __init__(
         self, script: Script | Iterable[ReplySource] | Responder, *, model: str = "scripted"
@@ -161,7 +171,8 @@ class ScriptedLLM(LLM):
             yield Delta(text=chunk)
         if reply.cut_after is not None:
             raise LLMStreamError("the response stream broke off (scripted)")
-        yield Delta(finish_reason="stop")
+        calls = tuple(reply.calls())
+        yield Delta(finish_reason="tool_calls" if calls else "stop", tool_calls=calls)
         yield Delta(usage=estimate_usage(request.messages, "".join(sent)))
 
 
@@ -189,14 +200,7 @@ class _Shape:
         """A whole `chat.completion`, with native tool calls when the reply has them."""
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-                for i, (name, arguments) in enumerate(reply.tool_calls)
-            ]
+            message["tool_calls"] = [call.to_dict() for call in reply.calls()]
         finish = "tool_calls" if reply.tool_calls else "stop"
         return {
             "id": self.ident,
@@ -228,7 +232,17 @@ class _Shape:
         if reply.cut_after is not None:
             # Drop the connection mid-response, as a crashed server would.
             raise ConnectionAbortedError("scripted cut-off")
-        yield _sse(self._chunk({}, "stop"))
+        for index, call in enumerate(reply.calls()):
+            head = call.to_dict() | {"index": index}
+            head["function"] = {"name": call.name, "arguments": ""}
+            yield _sse(self._chunk({"tool_calls": [head]}))
+            size = max(1, reply.chunk_size)
+            for start in range(0, len(call.arguments), size):
+                if reply.delay:
+                    await asyncio.sleep(reply.delay)
+                arguments = {"arguments": call.arguments[start : start + size]}
+                yield _sse(self._chunk({"tool_calls": [{"index": index, "function": arguments}]}))
+        yield _sse(self._chunk({}, "tool_calls" if reply.tool_calls else "stop"))
         if include_usage:
             yield _sse(self._chunk({}) | {"choices": [], "usage": self._usage()})
         yield _sse("[DONE]")
@@ -284,7 +298,7 @@ class ScriptedServer:
         body = await request.json()
         self.bodies.append(body)
         self.headers.append(dict(request.headers))
-        messages = [Message(m["role"], m.get("content") or "") for m in body["messages"]]
+        messages = [Message.from_dict(m) for m in body["messages"]]
         try:
             purpose = _PURPOSES.get(request.headers.get(PURPOSE_HEADER) or "")
             purpose = purpose or self.guess(messages)

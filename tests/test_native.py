@@ -1,0 +1,237 @@
+"""Native mode: the endpoint's own parallel function calling, through the real OpenAI client
+against the scripted SSE server (tool calls streamed in pieces, as OpenAI streams them)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli_process import invoke_cli
+from demo_tools import AREA, GAUGE, POPULATION, TOOLS
+from planweave import (
+    BudgetExceeded,
+    OpenAICompatible,
+    Reply,
+    RunFailed,
+    Runtime,
+    Script,
+    ScriptedLLM,
+    ScriptedServer,
+    UserError,
+)
+from planweave.events import LLMCallFinished, TaskFinished, TaskPlanned, TaskStarted
+from planweave.llm.base import LLMRequest, Message, ToolCall
+from planweave.meter import request_hash
+from planweave.store import Journal
+
+BOTH = Reply(
+    "",
+    chunk_size=5,
+    tool_calls=[
+        ("population", {"country": "Belgium", "delay": 0.3}),
+        ("area", {"country": "Belgium", "delay": 0.3}),
+    ],
+)
+ANSWER = "Belgium has 11.8 million people on 30,689 km²."
+
+
+@pytest.fixture
+def server_factory() -> Iterator[type[ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    class Tracked(ScriptedServer):
+        def start(self) -> ScriptedServer:
+            servers.append(self)
+            return super().start()
+
+    yield Tracked
+    for server in servers:
+        server.stop()
+
+
+def runtime_for(server: ScriptedServer, **kwargs: object) -> Runtime:
+    llm = OpenAICompatible(base_url=server.base_url, model="scripted", max_retries=0)
+    return Runtime(TOOLS, llm, mode="native", **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_calls_of_one_turn_run_at_once_as_tasks(
+    server_factory: type[ScriptedServer], tmp_path: Path
+) -> None:
+    server = server_factory(Script.by_purpose(native=[BOTH, ANSWER])).start()
+    result = runtime_for(server, journal=tmp_path / "runs.db").run("Belgium?")
+    assert (result.status, result.mode, result.answer) == ("finished", "native", ANSWER)
+    first, second = result.tasks
+    assert (first.task.tool, second.task.tool) == ("population", "area")
+    assert (first.result, second.result) == (POPULATION["Belgium"], AREA["Belgium"])
+    assert first.start is not None
+    assert second.start is not None
+    assert first.end is not None
+    assert second.end is not None
+    assert first.start < second.end  # they overlapped
+    assert second.start < first.end
+    assert GAUGE.peak == 2
+    for kind in (TaskPlanned, TaskStarted, TaskFinished):
+        assert sorted(e.task_id for e in result.events if isinstance(e, kind)) == [1, 2]
+    calls = [e for e in result.events if isinstance(e, LLMCallFinished)]
+    assert [c.purpose for c in calls] == ["native", "native"]
+    # The tools went with every request; the results came back as tool messages.
+    asked, told = server.bodies
+    assert asked["tools"] == told["tools"] == [t.json_schema() for t in TOOLS]
+    assistant, *results = told["messages"][2:]
+    assert assistant["role"] == "assistant"
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_0", "call_1"]
+    assert json.loads(assistant["tool_calls"][1]["function"]["arguments"]) == {
+        "country": "Belgium",
+        "delay": 0.3,
+    }
+    assert results == [
+        {"role": "tool", "content": str(POPULATION["Belgium"]), "tool_call_id": "call_0"},
+        {"role": "tool", "content": str(AREA["Belgium"]), "tool_call_id": "call_1"},
+    ]
+    journal = Journal(tmp_path / "runs.db")
+    recorded = journal.recorded_tasks(result.run_id)
+    assert sorted(recorded) == [1, 2]
+    assert {t.status for t in recorded.values()} == {"done"}
+
+
+def test_a_bad_call_goes_back_to_the_model_as_an_error_and_the_run_answers(
+    server_factory: type[ScriptedServer],
+) -> None:
+    turn = Reply(
+        "",
+        tool_calls=[
+            ("population", '{"country": "Belg'),  # cut-off JSON
+            ("nope", {}),
+            ("population", {"country": 5}),
+            ("population", {"country": "Atlantis"}),  # a task that fails
+            ("area", {"country": "Belgium"}),
+        ],
+    )
+    server = server_factory(Script.by_purpose(native=[turn, ANSWER])).start()
+    result = runtime_for(server).run("Belgium?")
+    assert (result.status, result.answer) == ("finished", ANSWER)
+    assert [(r.task.id, r.task.tool, r.status.value) for r in result.tasks] == [
+        (1, "population", "failed"),
+        (2, "area", "done"),
+    ]
+    told = [m for m in server.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in told] == [f"call_{i}" for i in range(5)]
+    bad_json, unknown, wrong_type, failed, fine = (m["content"] for m in told)
+    assert bad_json.startswith("ERROR: the arguments of population are not valid JSON")
+    assert unknown.startswith("ERROR: unknown tool 'nope'")
+    assert wrong_type.startswith("ERROR: argument 'country' of population")
+    assert failed == "ERROR: no country named 'Atlantis'"
+    assert fine == str(AREA["Belgium"])
+
+
+def test_too_many_turns_fail_the_run_as_react_does(server_factory: type[ScriptedServer]) -> None:
+    again = Reply("", tool_calls=[("echo", {"text": "again"})])
+    server = server_factory(Script(lambda messages: again)).start()
+    with pytest.raises(RunFailed) as failed:
+        runtime_for(server, react_max_steps=3).run("Loop?")
+    assert isinstance(failed.value.cause, BudgetExceeded)
+    assert failed.value.cause.limit == "react_steps"
+    assert len(server.bodies) == 3
+    assert len(failed.value.result.tasks) == 3
+
+
+def test_a_resumed_native_run_replays_its_turns_and_reuses_its_results(
+    server_factory: type[ScriptedServer], tmp_path: Path
+) -> None:
+    db = tmp_path / "runs.db"
+    broken = server_factory(Script.by_purpose(native=[BOTH, Reply(status=400)])).start()
+    with pytest.raises(RunFailed) as failed:
+        runtime_for(broken, journal=db).run("Belgium?")
+    assert GAUGE.calls == 2
+    fixed = server_factory(Script.by_purpose(native=[ANSWER])).start()
+    result = runtime_for(fixed, journal=db).resume(failed.value.result.run_id)
+    assert (result.status, result.answer) == ("finished", ANSWER)
+    assert len(fixed.bodies) == 1  # the first turn was replayed from the journal
+    assert [m.get("tool_call_id") for m in fixed.bodies[0]["messages"][3:]] == [
+        "call_0",
+        "call_1",
+    ]
+    assert GAUGE.calls == 2  # the recorded results were reused
+    assert [r.result for r in result.tasks] == [POPULATION["Belgium"], AREA["Belgium"]]
+
+
+def test_the_in_process_scripted_llm_delivers_tool_calls_too() -> None:
+    script = Script.by_purpose(native=[BOTH, ANSWER])
+    runtime = Runtime(TOOLS, ScriptedLLM(script))  # compiled by default; native for one run
+    result = runtime.run("Belgium?", mode="native")
+    assert (result.mode, result.answer) == ("native", ANSWER)
+    assert [r.result for r in result.tasks] == [POPULATION["Belgium"], AREA["Belgium"]]
+    sent = script.requests[1]
+    assert sent[2].tool_calls == tuple(BOTH.calls())
+    assert [(m.role, m.tool_call_id) for m in sent[3:]] == [
+        ("tool", "call_0"),
+        ("tool", "call_1"),
+    ]
+
+
+def test_the_embedded_model_cannot_run_native_mode() -> None:
+    from planweave.llm.local import LocalLLM
+
+    with pytest.raises(UserError, match=r"native mode .* the embedded model"):
+        Runtime(TOOLS, LocalLLM(), mode="native")
+    runtime = Runtime(TOOLS, LocalLLM())
+    with pytest.raises(UserError, match=r"native mode .* the embedded model"):
+        runtime.run("Belgium?", mode="native")
+    # The command says so before it loads any model.
+    proc = invoke_cli("run", "Belgium?", "--mode", "native", "--tools", "demo_tools:TOOLS")
+    assert proc.returncode == 2
+    assert "the embedded model does not have" in proc.stderr
+
+
+def test_requests_without_tools_are_sent_and_fingerprinted_as_before(
+    server_factory: type[ScriptedServer],
+) -> None:
+    plain = LLMRequest(messages=[Message("system", "s"), Message("user", "q")], stop=["x"])
+    old = json.dumps([[["system", "s"], ["user", "q"]], ["x"], None, 0.0, None, None])
+    assert request_hash(plain) == hashlib.sha256(old.encode()).hexdigest()
+    offered = LLMRequest(messages=plain.messages, stop=["x"], tools=[TOOLS[0].json_schema()])
+    assert request_hash(offered) != request_hash(plain)
+    call = ToolCall("c", "echo", "{}")
+    answered = [*plain.messages, Message("assistant", "", (call,)), Message("tool", "r", (), "c")]
+    assert request_hash(LLMRequest(messages=answered)) != request_hash(
+        LLMRequest(messages=[*plain.messages, Message("assistant", ""), Message("tool", "r")])
+    )
+    assert [m.to_dict() for m in plain.messages] == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+    ]
+    plan = '1. echo("hi")\n2. join("${1}")\n<END_OF_PLAN>'
+    server = server_factory(Script.by_purpose(planner=[plan])).start()
+    llm = OpenAICompatible(base_url=server.base_url, model="scripted", max_retries=0)
+    assert Runtime(TOOLS, llm).run("Say hi.").answer == "hi"
+    assert "tools" not in server.bodies[0]
+
+
+def test_native_mode_from_the_cli(server_factory: type[ScriptedServer], tmp_path: Path) -> None:
+    server = server_factory(Script.by_purpose(native=[BOTH, ANSWER])).start()
+    proc = invoke_cli(
+        "run",
+        "Belgium?",
+        "--mode",
+        "native",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "m",
+        "--tools",
+        "demo_tools:TOOLS",
+        "--json",
+        env={"PLANWEAVE_DB": str(tmp_path / "runs.db")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["mode"], data["answer"]) == ("native", ANSWER)
+    assert [(t["tool"], t["status"]) for t in data["tasks"]] == [
+        ("population", "done"),
+        ("area", "done"),
+    ]
+    assert server.bodies[0]["tools"] == [t.json_schema() for t in TOOLS]
