@@ -112,3 +112,32 @@ def test_a_context_tool_runs_in_the_runtime_s_process() -> None:
         assert runtime.run("What did Ada order?").results[1] == ["lamp"]
     finally:
         runtime.close()
+
+
+def test_an_optional_context_is_a_context_and_a_resume_keeps_the_run_s_own(
+    tmp_path: Path,
+) -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    @tool
+    def refund(order: str, ctx: RunContext[None] | None = None) -> str:
+        """Refund an order."""
+        assert ctx is not None
+        seen.append((ctx.user, ctx.thread))
+        return "refunded"
+
+    assert "ctx" not in refund.signature_text()
+    script = Script.by_purpose(
+        planner=['1. refund("A1")\n2. join()\n<END_OF_PLAN>'], joiner=[FINISH]
+    )
+    journal = tmp_path / "runs.db"
+    paused = Runtime([refund], ScriptedLLM(script), journal=journal).run(
+        "Refund A1", approve="plan"
+    )
+    # Approved by a runtime whose own settings name a user and a thread: the run had neither,
+    # and keeps having neither.
+    from planweave import RunSettings
+
+    admin = RunSettings(user="admin", thread="admin-ops")
+    Runtime([refund], ScriptedLLM(script), admin, journal=journal).approve(paused.run_id)
+    assert seen == [(None, None)]

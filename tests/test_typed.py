@@ -310,3 +310,76 @@ def test_the_embedded_model_writes_a_nested_type_from_the_results() -> None:
         info = CountryInfo(name)
         assert country.capital == info.capital()
         assert country.population == int(info.population())  # copied, not re-typed
+
+
+def test_the_grammar_grows_with_the_schema_not_with_its_nesting() -> None:
+    deep: dict[str, object] = {"type": "integer"}
+    for _ in range(60):
+        deep = {"type": "array", "items": deep}
+    assert len(OutputShape.from_schema(deep).grammar) < 10_000
+    listed: dict[str, object] = {"type": "integer"}
+    for _ in range(10):  # every level holds its child twice, as a property and as items
+        child = json.loads(json.dumps(listed))
+        listed = {"type": ["object", "array", "null"], "properties": {"a": child}, "items": child}
+    schema_text = json.dumps(listed)
+    assert len(schema_text) < 100_000
+    assert len(OutputShape.from_text(schema_text).grammar) < 400_000  # linear in the text
+    # An optional object (a type list beside properties) may be null; two names that spell
+    # the same rule name stay two rules.
+    optional = Grammar(
+        schema_grammar({"type": ["object", "null"], "properties": {"a": {"type": "integer"}}})
+    )
+    assert optional.accepts("null")
+    assert optional.accepts('{"a": 3}')
+
+    class URL(BaseModel):
+        host: str
+
+    class Url(BaseModel):
+        port: int
+
+    class Both(BaseModel):
+        a: URL
+        b: Url
+
+    both = Grammar(schema_grammar(Both.model_json_schema()))
+    assert both.accepts('{"a": {"host": "x"}, "b": {"port": 1}}')
+    assert not both.accepts('{"a": {"host": "x"}, "b": {"host": "x"}}')
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        ({"$ref": "#"}, "leads only to itself"),
+        (
+            {
+                "$ref": "#/$defs/a",
+                "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+            },
+            "leads only to itself",
+        ),
+        ({"$ref": "#/$defs/missing"}, "leads nowhere"),
+        ({"$defs": [1]}, "that are not an object"),
+        ({"$dynamicRef": "#meta"}, "dynamicRef"),
+    ],
+)
+def test_a_schema_whose_references_lead_nowhere_is_refused(schema: object, why: str) -> None:
+    with pytest.raises(UserError, match=why):
+        OutputShape.from_schema(schema)
+
+
+def test_a_reply_the_validator_chokes_on_is_a_miss_not_a_crash() -> None:
+    recursive = OutputShape.of_type(list[list[int]])
+    with pytest.raises(ValueError, match="not JSON"):
+        recursive.read("[" * 100_000)
+
+
+def test_a_request_s_schema_may_hold_no_regex(server_factory: type[ScriptedServer]) -> None:
+    # Python's regular expressions have no time limit, and `^(a+)+$` takes exponential time:
+    # a schema from a request may not hold one; a Python type's may (the code is its author's).
+    evil = {"type": "string", "pattern": "^(a+)+$"}
+    with pytest.raises(UserError, match="no regex"):
+        OutputShape.from_schema(evil, patterns=False)
+    assert OutputShape.from_schema(evil).schema == evil
+    named = {"type": "object", "properties": {"pattern": {"type": "string"}}}
+    assert OutputShape.from_schema(named, patterns=False).schema == named  # a property's name

@@ -14,6 +14,7 @@ process or on Ray.
 
 from __future__ import annotations
 
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -36,5 +37,10 @@ class RunContext(Generic[DepsT]):
 
 
 def is_context(annotation: Any) -> bool:
-    """Whether a parameter's annotation is `RunContext` (bare or parameterised)."""
-    return annotation is RunContext or typing.get_origin(annotation) is RunContext
+    """Whether a parameter's annotation is `RunContext` (bare or parameterised, or optional:
+    a run always gives one)."""
+    if annotation is RunContext or typing.get_origin(annotation) is RunContext:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(is_context(a) for a in typing.get_args(annotation))
+    return False

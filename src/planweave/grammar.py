@@ -320,69 +320,122 @@ _JSON_TYPES = {
 def schema_grammar(schema: dict[str, Any]) -> str:
     """A GBNF grammar of the JSON values `schema` (a JSON Schema, as pydantic writes one)
     describes: objects with every property, in the schema's order (optional ones too, so the
-    value meets the schema whichever it leaves out), arrays of their items, enums and consts,
-    `anyOf`/`oneOf` and `type` lists as alternatives, `$ref`s into `$defs` as rules of their
-    own (recursion included).  What it does not read (`pattern`, bounds, formats) it leaves to
-    the validation after decoding."""
-    rules: dict[str, str] = {}
-    defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
-    rules["root"] = f"ws {_schema_rule(schema, defs, rules)} ws"
-    lines = [f"{name} ::= {body}" for name, body in rules.items()]
+    value meets the schema whichever it leaves out; a property no value meets, `false`, left
+    out), arrays of their items, enums and consts, `anyOf`/`oneOf` and `type` lists as
+    alternatives, local `$ref`s (JSON pointers into the schema, recursion included) as rules
+    of their own.  Every node of the schema is one rule, written once, so the grammar grows
+    with the schema, not with its nesting.  What it does not read (`pattern`, bounds, formats)
+    it leaves to the validation after decoding.  A `$ref` that leads nowhere, or only to
+    itself, is a ValueError (`typed.OutputShape` refuses such schemas first)."""
+    rules = _SchemaRules(schema)
+    rules.rules["root"] = ""  # first, for whoever reads the grammar
+    rules.rules["root"] = f"ws {rules.rule(schema, '#')} ws"
+    lines = [f"{name} ::= {body}" for name, body in rules.rules.items()]
     return "\n".join(lines) + _JSON_COMMON
 
 
-def _schema_rule(schema: Any, defs: dict[str, Any], rules: dict[str, str]) -> str:
-    """The GBNF expression of one schema node; named rules for `$defs` go into `rules`."""
-    if not isinstance(schema, dict) or not schema:
-        return "json-value"
-    if "$ref" in schema:
-        name = str(schema["$ref"]).rsplit("/", 1)[-1]
-        rule = "def-" + (re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-").lower() or "x")
-        if rule not in rules and name in defs:
-            rules[rule] = "json-value"  # a placeholder while its own body refers back to it
-            rules[rule] = _schema_rule(defs[name], defs, rules)
-        return rule if rule in rules else "json-value"
-    if "const" in schema:
-        return _literal(json.dumps(schema["const"], ensure_ascii=False))
-    if "enum" in schema:
-        values = [_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"]]
-        return "( " + " | ".join(values) + " )" if values else "json-value"
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [_schema_rule(s, defs, rules) for s in schema[key]]
-            return "( " + " | ".join(options) + " )"
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return (
-            "( " + " | ".join(_schema_rule({**schema, "type": k}, defs, rules) for k in kind) + " )"
-        )
-    if kind == "object" or "properties" in schema:
-        return _object_rule(schema, defs, rules)
-    if kind == "array":
-        item = _schema_rule(schema.get("items", {}), defs, rules)
-        if isinstance(schema.get("prefixItems"), list):  # a tuple: its items in order
-            parts = [_schema_rule(s, defs, rules) for s in schema["prefixItems"]]
-            return (
-                '"[" ws ' + ' "," ws '.join(f"{p} ws" for p in parts) + ' "]"'
-                if parts
-                else '"[" ws "]"'
-            )
-        return f'"[" ws ( {item} ws ( "," ws {item} ws )* )? "]"'
-    return _JSON_TYPES.get(str(kind), "json-value")
+class _SchemaRules:
+    """The rules of one schema's grammar: one per node (`where` it is found names it in
+    errors only)."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self.rules: dict[str, str] = {}
+        self.names: dict[int, str] = {}  # a node (by identity: a shared one is one rule) -> rule
+        self.following: list[str] = []  # the $refs being followed, to catch a circle of them
+
+    def rule(self, node: Any, where: str) -> str:
+        """The name of the rule for `node` (found at pointer `where`), made when first met."""
+        if not isinstance(node, dict) or not node:
+            return "json-value"
+        if set(node) <= {"$ref", "description", "title"}:
+            return self._ref(str(node["$ref"])) if "$ref" in node else "json-value"
+        name = self.names.get(id(node))
+        if name is None:
+            name = self.names[id(node)] = f"n{len(self.names)}"
+            self.rules[name] = "json-value"  # a placeholder while its body refers back to it
+            following, self.following = self.following, []  # a value in between: no circle
+            try:
+                self.rules[name] = self._body(node, where)
+            finally:
+                self.following = following
+        return name
+
+    def _ref(self, ref: str) -> str:
+        node = _pointed(self.root, ref)
+        if id(node) in self.names:
+            return self.names[id(node)]  # recursion through a value: the rule names itself
+        if ref in self.following:
+            raise ValueError(f"$ref {ref!r} leads only to itself")
+        self.following.append(ref)
+        try:
+            return self.rule(node, ref)
+        finally:
+            self.following.pop()
+
+    def _body(self, node: dict[str, Any], where: str) -> str:
+        if "$ref" in node:  # a $ref beside other keywords: the referred node decides here
+            return self._ref(str(node["$ref"]))
+        if "const" in node:
+            return _literal(json.dumps(node["const"], ensure_ascii=False))
+        if "enum" in node:
+            values = [_literal(json.dumps(v, ensure_ascii=False)) for v in node["enum"]]
+            return "( " + " | ".join(values) + " )" if values else "json-value"
+        for key in ("anyOf", "oneOf"):
+            if isinstance(node.get(key), list):
+                options = [self.rule(s, f"{where}/{key}/{i}") for i, s in enumerate(node[key])]
+                return "( " + " | ".join(options) + " )" if options else "json-value"
+        kind = node.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        if kind is None and "properties" in node:
+            kinds = ["object"]
+        return "( " + " | ".join(self._typed(node, where, str(k)) for k in kinds) + " )"
+
+    def _typed(self, node: dict[str, Any], where: str, kind: str) -> str:
+        """The expression of `node` as a value of JSON type `kind`."""
+        if kind == "object":
+            return self._object(node, where)
+        if kind == "array":
+            if isinstance(node.get("prefixItems"), list):  # a tuple: its items in order
+                items = node["prefixItems"]
+                parts = [self.rule(s, f"{where}/prefixItems/{i}") for i, s in enumerate(items)]
+                return '"[" ws ' + ' "," ws '.join(f"{p} ws" for p in parts) + ' "]"'
+            item = self.rule(node.get("items", {}), f"{where}/items")
+            return f'"[" ws ( {item} ws ( "," ws {item} ws )* )? "]"'
+        return _JSON_TYPES.get(kind, "json-value")
+
+    def _object(self, node: dict[str, Any], where: str) -> str:
+        """An object of the node's properties, every one, in order; without properties, any
+        object (a `dict[str, X]` has its values' type)."""
+        properties = node.get("properties") or {}
+        if not isinstance(properties, dict) or not properties:
+            extra = node.get("additionalProperties")
+            if not isinstance(extra, dict):
+                return "json-object"
+            value = self.rule(extra, f"{where}/additionalProperties")
+            pair = f'json-string ws ":" ws {value} ws'
+            return f'"{{" ws ( {pair} ( "," ws {pair} )* )? "}}"'
+        members = []
+        for key, sub in properties.items():
+            if sub is False:
+                continue  # no value meets it: the property cannot be there
+            name = _literal(json.dumps(key, ensure_ascii=False))
+            members.append(f'{name} ws ":" ws {self.rule(sub, f"{where}/properties/{key}")} ws')
+        return '"{" ws ' + ' "," ws '.join(members) + ' "}"' if members else '"{" ws "}"'
 
 
-def _object_rule(schema: dict[str, Any], defs: dict[str, Any], rules: dict[str, str]) -> str:
-    """An object of the schema's properties, every one, in order; without properties, any
-    object (a `dict[str, X]` has its values' type)."""
-    properties = schema.get("properties") or {}
-    if not properties:
-        extra = schema.get("additionalProperties")
-        if not isinstance(extra, dict):
-            return "json-object"
-        pair = f'json-string ws ":" ws {_schema_rule(extra, defs, rules)} ws'
-        return f'"{{" ws ( {pair} ( "," ws {pair} )* )? "}}"'
-    members = []
-    for name, sub in properties.items():
-        key = _literal(json.dumps(name, ensure_ascii=False))
-        members.append(f'{key} ws ":" ws {_schema_rule(sub, defs, rules)} ws')
-    return '"{" ws ' + ' "," ws '.join(members) + ' "}"'
+def _pointed(root: dict[str, Any], ref: str) -> Any:
+    """The node a local `$ref` (`#`, `#/$defs/Name`, escaped as JSON pointers are) points
+    at; ValueError when it is not local or leads nowhere."""
+    if not ref.startswith("#"):
+        raise ValueError(f"$ref {ref!r} is not into the schema itself")
+    node: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise ValueError(f"$ref {ref!r} leads nowhere in the schema")
+    return node

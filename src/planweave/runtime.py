@@ -280,12 +280,14 @@ class Runtime:
         """One more session of a journaled run, in the mode, approval and output schema it
         began with."""
         mode = cast(Mode, state.mode if state.mode in ("react", "native") else "compiled")
-        recorded = {
-            "output_schema": state.output_schema,
-            "thread": state.thread,
-            "user": state.user,
-        }
-        settings = self.settings.for_run(mode=mode, approve=state.approve, **recorded)
+        settings = self.settings.for_run(
+            mode=mode,
+            approve=state.approve,
+            output_schema=state.output_schema,
+            thread=state.thread,
+            user=state.user,
+            recorded=True,
+        )
         return await self._session(
             settings, state.question, subscribers, check, resume=state, admission=admission
         )

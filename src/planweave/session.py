@@ -273,7 +273,7 @@ def _memory(setup: Setup, settings: RunSettings, resume: ResumeState | None) -> 
     if setup.journal is None:
         raise UserError("a thread is kept in the journal: Runtime(..., journal=PATH)")
     before = resume.run_id if resume is not None else None
-    return recall(setup.journal, settings.thread, setup.tools, before=before)
+    return recall(setup.journal, settings.thread, setup.tools, before=before, user=settings.user)
 
 
 def trace(setup: Setup) -> list[Callable[[Event], None]]:
@@ -373,8 +373,8 @@ class Session:
         if self.resume is not None:
             return resumed_start(self.resume.cached)
         cache, question = self.setup.cache, self.question
-        if cache is None:
-            return None, None
+        if cache is None or self.memory.turns:
+            return None, None  # a follow-up means what it follows: no template knows that
         found = cache.lookup(question, self.setup.tools)  # a few ms of SQLite
         if isinstance(found, CacheAdapted):
             # An example longer than the generic ones saves nothing: never a negative saving.

@@ -276,12 +276,16 @@ class RunSettings:
         output_schema: str | None = None,
         thread: str | None = None,
         user: str | None = None,
+        recorded: bool = False,
     ) -> RunSettings:
         """The settings of one run: these, in the mode and with the approval it asked for, its
         answer typed by `output_schema`, its turn in `thread` and its `user` where given (else
-        these settings' own)."""
-        schema, thread = output_schema or self.output_schema, thread or self.thread
-        user = user or self.user
+        these settings' own).  `recorded`: a resumed run's own, taken as they are (a run that
+        had no thread or user gets none from the runtime that resumes it)."""
+        if not recorded:
+            output_schema = output_schema or self.output_schema
+            thread, user = thread or self.thread, user or self.user
+        schema = output_schema
         asked = (mode, approve, schema, thread, user)
         if asked == (self.mode, self.approve, self.output_schema, self.thread, self.user):
             return self

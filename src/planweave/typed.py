@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from .errors import OutputInvalid, UserError
 from .grammar import schema_grammar
@@ -26,6 +28,7 @@ from .records import RunResult, TaskRecord, TaskStatus
 __all__ = ["MAX_SCHEMA_CHARS", "OutputShape", "schema_text", "shape_answer", "typed_result"]
 
 MAX_SCHEMA_CHARS = 100_000
+MAX_GRAMMAR_CHARS = 400_000
 _RESULTS_CHARS = 8_000  # the results the call reads, all together
 _MAX_TOKENS = 1_024
 
@@ -40,9 +43,11 @@ _SYSTEM = (
 
 @dataclass(frozen=True)
 class OutputShape:
-    """The JSON Schema a typed answer is a value of, checked to be one when made."""
+    """The JSON Schema a typed answer is a value of, checked to be one when made, with the
+    grammar that holds decoding to it (made once: its size grows with the schema's)."""
 
     schema: dict[str, Any]
+    grammar: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def of_type(cls, output_type: Any) -> OutputShape:
@@ -67,23 +72,32 @@ class OutputShape:
         return cls.from_schema(schema)
 
     @classmethod
-    def from_schema(cls, schema: Any) -> OutputShape:
-        """`schema`, once it is known to be a JSON Schema object."""
+    def from_schema(cls, schema: Any, *, patterns: bool = True) -> OutputShape:
+        """`schema`, once it is known to be a JSON Schema object whose `$ref`s all lead into
+        it, and its grammar bounded.  `patterns=False` (a schema a request sends) refuses
+        regular expressions: Python's have no time limit, and one can take exponential time."""
         import jsonschema
 
         if not isinstance(schema, dict):
             raise UserError("the output schema must be a JSON object (a JSON Schema)")
-        remote = _remote_ref(schema)
-        if remote is not None:  # a schema is untrusted: it reaches nothing
-            raise UserError(f"the output schema refers outside itself ($ref {remote!r})")
+        found = _walk(schema)
+        if found is not None:  # a schema is untrusted: it reaches nothing
+            raise UserError(f"the output schema {found}")
+        if not patterns and _has_pattern(schema):
+            raise UserError("the output schema may not hold a `pattern` here (no regex)")
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise UserError(f"the output schema is not a valid JSON Schema: {exc.message}") from exc
-        shape = cls(schema)
-        if len(shape.text) > MAX_SCHEMA_CHARS:
+        if len(json.dumps(schema, ensure_ascii=False)) > MAX_SCHEMA_CHARS:
             raise UserError(f"the output schema is over {MAX_SCHEMA_CHARS:,} characters")
-        return shape
+        try:
+            grammar = schema_grammar(schema)
+        except ValueError as exc:
+            raise UserError(f"the output schema cannot be read: {exc}") from exc
+        if len(grammar) > MAX_GRAMMAR_CHARS:
+            raise UserError(f"the output schema's grammar is over {MAX_GRAMMAR_CHARS:,} characters")
+        return cls(schema, grammar)
 
     @property
     def text(self) -> str:
@@ -95,7 +109,7 @@ class OutputShape:
         return LLMRequest(
             messages=messages,
             max_tokens=_MAX_TOKENS,
-            grammar=schema_grammar(self.schema) if grammar else None,
+            grammar=(self.grammar or schema_grammar(self.schema)) if grammar else None,
             json_schema=self.schema,
             purpose="output",
         )
@@ -106,34 +120,51 @@ class OutputShape:
 
         try:
             value = json.loads(_unfenced(text))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"it is not JSON ({exc})") from exc
-        error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(self.schema)(self.schema).iter_errors(value)
-        )
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"it is not JSON ({exc})") from None
+        try:
+            error = jsonschema.exceptions.best_match(
+                jsonschema.validators.validator_for(self.schema)(self.schema).iter_errors(value)
+            )
+        except Exception as exc:  # the validator's own failures (a reference, a depth)
+            raise ValueError(f"it could not be checked ({type(exc).__name__}: {exc})") from None
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "the value"
             raise ValueError(f"at {where}: {error.message}")
         return value
 
 
-def _remote_ref(node: Any, depth: int = 0) -> str | None:
-    """A `$ref` (or `$dynamicRef`) of `node` that is not into the schema itself (`#...`)."""
+def _walk(node: Any, depth: int = 0) -> str | None:
+    """What is wrong with the schema's shape, or None: a `$ref` (or `$dynamicRef`, which
+    planweave does not follow) out of the schema, `$defs` that are not an object, nesting
+    over 100 deep."""
     if depth > 100:
-        raise UserError("the output schema is nested over 100 deep")
+        return "is nested over 100 deep"
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in ("$ref", "$dynamicRef") and not str(value).startswith("#"):
-                return str(value)
-            found = _remote_ref(value, depth + 1)
+            if key == "$dynamicRef":
+                return "uses $dynamicRef, which is not supported"
+            if key == "$ref" and not str(value).startswith("#"):
+                return f"refers outside itself ($ref {str(value)!r})"
+            if key in ("$defs", "definitions") and not isinstance(value, dict):
+                return f"has {key} that are not an object"
+            found = _walk(value, depth + 1)
             if found is not None:
                 return found
     elif isinstance(node, list):
         for value in node:
-            found = _remote_ref(value, depth + 1)
+            found = _walk(value, depth + 1)
             if found is not None:
                 return found
     return None
+
+
+def _has_pattern(node: Any) -> bool:
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str) or "patternProperties" in node:
+            return True
+        return any(_has_pattern(v) for v in node.values())
+    return isinstance(node, list) and any(_has_pattern(v) for v in node)
 
 
 def _unfenced(text: str) -> str:
@@ -180,7 +211,8 @@ async def shape_answer(
     for attempt in range(2):
         text = await llm.complete(shape.request(messages, grammar=grammar))
         try:
-            value = shape.read(text)
+            # Off the event loop: validating a large value takes a while, and nothing else waits.
+            value = await anyio.to_thread.run_sync(shape.read, text)
             if grounding:
                 _grounded(value, question, records)
         except ValueError as exc:

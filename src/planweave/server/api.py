@@ -140,7 +140,7 @@ def _add_runs_routes(router: APIRouter, service: RunService, *, max_question_cha
             question,
             request.mode,
             approve=request.approve,
-            output=None if schema is None else OutputShape.from_schema(schema),
+            output=None if schema is None else OutputShape.from_schema(schema, patterns=False),
             thread=request.thread,
         )
         return _with_wait(service, {"id": run_id, "status": "running"})

@@ -171,9 +171,9 @@ def _output(body: ChatRequest) -> OutputShape | None:
     spec = value.get("json_schema") if isinstance(value, dict) else None
     try:
         if kind == "json_object":
-            return OutputShape.from_schema({"type": "object"})
+            return OutputShape.from_schema({"type": "object"}, patterns=False)
         if kind == "json_schema" and isinstance(spec, dict):
-            return OutputShape.from_schema(spec.get("schema", {}))
+            return OutputShape.from_schema(spec.get("schema", {}), patterns=False)
     except UserError as exc:
         raise InvalidParam(str(exc), param="response_format") from None
     raise InvalidParam(

@@ -19,9 +19,13 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "THREAD_OF", "connect"]
 APPLICATION_ID = 0x706C7776  # "plwv"
 
 # A run's thread, from its settings (`RunSettings.thread`); null for settings that are not JSON
-# (a damaged or hostile row must not make every query over the runs fail).  Queries spell it
+# or a thread that is no text (a damaged or hostile row must not make every query over the
+# runs fail).  Queries spell it
 # exactly so, for the index of migration 8 to serve them.
-THREAD_OF = "(CASE WHEN json_valid(settings) THEN json_extract(settings, '$.thread') END)"
+THREAD_OF = (
+    "(CASE WHEN json_valid(settings) AND json_type(settings, '$.thread') = 'text' "
+    "THEN json_extract(settings, '$.thread') END)"
+)
 BUSY_TIMEOUT_S = 30.0
 
 # Each migration is a list of statements, applied in one transaction; never edit a released one.

@@ -222,10 +222,12 @@ def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list
 
 
 def thread_runs(journal: Source, thread: str) -> list[dict[str, Any]]:
-    """The runs of conversation `thread`, oldest first: id, question, answer, status, created."""
+    """The runs of conversation `thread`, oldest first: id, question, answer, status, created,
+    user (`RunSettings.user`, null when none or not text)."""
     rows = journal.read(
-        f"SELECT id, question, answer, status, created FROM runs WHERE {THREAD_OF} = ? "
-        "ORDER BY created, id",
+        "SELECT id, question, answer, status, created, CASE WHEN json_type(settings, '$.user') "
+        "= 'text' THEN json_extract(settings, '$.user') END AS user "
+        f"FROM runs WHERE {THREAD_OF} = ? ORDER BY created, id",
         (thread,),
     )
     return [dict(r) for r in rows]
