@@ -198,6 +198,10 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "llm_call_timeout": 600.0,
         "approve": None,
         "executor": "thread",
+        "llm_backend": "auto",
+        "output_schema": None,
+        "thread": None,
+        "user": None,
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves
