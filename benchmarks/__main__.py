@@ -77,6 +77,9 @@ CONTESTANTS = {
     "compiled-separate-replan": {"mode": "compiled", "join_replan": False},
     "react": {"mode": "react", "streaming": True},
     "native": {},
+    # planweave's own native mode (`--mode native`): the same function calling, through the
+    # runtime (tasks, journal, recovery, events), against the benchmark's bare SDK loop.
+    "planweave-native": {"mode": "native"},
 }
 
 # Compiled mode with the prompt levers one at a time: (the planner's style, the joiner's).
