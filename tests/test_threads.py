@@ -326,3 +326,22 @@ def test_only_a_tool_s_own_results_are_recalled(tmp_path: Path) -> None:
     second = runtime.run("q2", thread="t")
     assert second.tasks[0].recalled is None  # called again, not the default recalled
     assert second.results[1] == 2.5
+
+
+def test_a_question_that_asks_afresh_calls_again(server: ScriptedServer, tmp_path: Path) -> None:
+    from planweave.threads import asks_afresh
+
+    assert asks_afresh("Check the population of France again")
+    assert asks_afresh("How many people live in France now?")
+    assert not asks_afresh("And Belgium?")
+    PLANS["And Belgium, checked again?"] = ['population("France")', 'population("Belgium")']
+    try:
+        runtime = _runtime(server, tmp_path / "runs.db")
+        runtime.run("How many people live in France?", thread="t")
+        again = runtime.run("And Belgium, checked again?", thread="t")
+    finally:
+        del PLANS["And Belgium, checked again?"]
+    assert [t.recalled for t in again.tasks] == [None, None]
+    assert sorted(CALLS) == ["Belgium", "France", "France"]
+    # The earlier turn is still read: only its results are not taken.
+    assert "Q: How many people live in France?" in server.script.requests[-2][-1].content

@@ -73,7 +73,7 @@ from .resume import ResumeState
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings
 from .store import Journal, RunRecorder, encode
-from .threads import Memory, recall
+from .threads import Memory, asks_afresh, recall
 from .tools import ToolRegistry
 from .typed import OutputShape, shape_answer
 
@@ -229,7 +229,7 @@ def _open(
     event bus (the journal first: no view shows what has not been recorded), the metered
     LLM, the top-level scheduler.  The session's opening events are emitted."""
     run_id = resume.run_id if resume is not None else uuid.uuid4().hex[:12]
-    memory = _memory(setup, settings, resume)  # before the run's own row is there
+    memory = _memory(setup, settings, question, resume)  # before the run's own row is there
     recorder = None
     if setup.journal is not None:
         if resume is None:
@@ -266,14 +266,19 @@ def _open(
     return session
 
 
-def _memory(setup: Setup, settings: RunSettings, resume: ResumeState | None) -> Memory:
+def _memory(
+    setup: Setup, settings: RunSettings, question: str, resume: ResumeState | None
+) -> Memory:
     """What the run's thread found before it (`threads`); nothing outside a thread."""
     if settings.thread is None:
         return Memory()
     if setup.journal is None:
         raise UserError("a thread is kept in the journal: Runtime(..., journal=PATH)")
     before = resume.run_id if resume is not None else None
-    return recall(setup.journal, settings.thread, setup.tools, before=before, user=settings.user)
+    memory = recall(setup.journal, settings.thread, setup.tools, before=before, user=settings.user)
+    if asks_afresh(question):
+        memory.remembered.clear()  # "check again": its calls are made again
+    return memory
 
 
 def trace(setup: Setup) -> list[Callable[[Event], None]]:

@@ -34,6 +34,7 @@ __all__ = [
     "RECALLED_TURNS",
     "Memory",
     "Turn",
+    "asks_afresh",
     "check_thread",
     "from_messages",
     "recall",
@@ -44,6 +45,19 @@ RECALLED_TURNS = 20  # the last turns whose results may be recalled (and read at
 _TURN_CHARS = 1_500  # one turn's text, results included
 _RESULT_CHARS = 200  # one result's text
 _THREAD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+# A question that asks for the facts afresh ("check again", "the latest", "now"): its calls are
+# made again, whatever earlier turns found.
+_AFRESH = re.compile(
+    r"\b(again|afresh|latest|now|currently|current|today|refresh|re-?check|up[- ]to[- ]date)\b",
+    re.I,
+)
+
+
+def asks_afresh(question: str) -> bool:
+    """Whether `question` asks for the facts afresh, so that no earlier result is recalled."""
+    return _AFRESH.search(question) is not None
 
 
 def check_thread(thread: str) -> str:
