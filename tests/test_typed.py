@@ -383,3 +383,18 @@ def test_a_request_s_schema_may_hold_no_regex(server_factory: type[ScriptedServe
     assert OutputShape.from_schema(evil).schema == evil
     named = {"type": "object", "properties": {"pattern": {"type": "string"}}}
     assert OutputShape.from_schema(named, patterns=False).schema == named  # a property's name
+
+
+def test_a_plan_that_names_its_answer_fills_the_type_without_a_call(
+    server_factory: type[ScriptedServer],
+) -> None:
+    named = '1. population("Netherlands")\n2. area("Netherlands")\n3. join("${1}")\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[named, named], joiner=[FINISH], output=['["a"]'])
+    server = server_factory(script).start()
+    result = _runtime(server).run("How many people live in the Netherlands?", output_type=int)
+    assert result.output == 17_900_000  # the result itself, not re-typed
+    assert "output" not in server.script.purposes  # no LLM call wrote it
+    # A named result that is not a value of the type goes to the call as before.
+    result = _runtime(server).run("How many people live there?", output_type=list[str])
+    assert result.output == ["a"]
+    assert server.script.purposes.count("output") == 1

@@ -85,6 +85,7 @@ class Scheduler:
         self.invoker = invoker
         self.bus = bus
         self.records: dict[int, TaskRecord] = {}
+        self.join: Task | None = None  # the last plan's join
         self.results: dict[int, Any] = {}
         self.plan_round = 0
         self._limiter = anyio.CapacityLimiter(max_concurrency)
@@ -137,6 +138,7 @@ class Scheduler:
     def add(self, task: Task) -> TaskRecord | None:
         """Accept a validated task; start it now if its inputs are ready."""
         if task.is_join:
+            self.join = task  # the plan's end, and the answer it may name
             return None
         if self.gate is not None:
             reviewed = self.gate.review(task, self.records)

@@ -16,6 +16,7 @@ approval) is the session's own `RunSettings`.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -75,7 +76,7 @@ from .settings import Mode, RunSettings
 from .store import Journal, RunRecorder, encode
 from .threads import Memory, asks_afresh, recall
 from .tools import ToolRegistry
-from .typed import OutputShape, shape_answer
+from .typed import NO_VALUE, OutputShape, named_value, shape_answer
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -347,6 +348,10 @@ class Session:
         if self.settings.output_schema is None:
             return answer
         shape = OutputShape.from_text(self.settings.output_schema)
+        named = named_value(shape, self.scheduler.join, self.scheduler.results)
+        if named is not NO_VALUE:  # the plan named a result that is the value: no LLM call
+            self.result.output = named
+            return json.dumps(named, ensure_ascii=False)
         records = list(self.scheduler.records.values())
         text, self.result.output = await shape_answer(
             self.llm,

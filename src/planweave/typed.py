@@ -13,19 +13,28 @@ gives, where the run checks grounding (the embedded model, by default).  A secon
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from .errors import OutputInvalid, UserError
+from .errors import OutputInvalid, PlanweaveError, UserError
 from .grammar import schema_grammar
 from .llm.base import LLMRequest, Message
 from .meter import MeteredLLM
+from .plan import Ref, Task, Template, resolve
 from .records import RunResult, TaskRecord, TaskStatus
 
-__all__ = ["MAX_SCHEMA_CHARS", "OutputShape", "schema_text", "shape_answer", "typed_result"]
+__all__ = [
+    "MAX_SCHEMA_CHARS",
+    "NO_VALUE",
+    "OutputShape",
+    "named_value",
+    "schema_text",
+    "shape_answer",
+    "typed_result",
+]
 
 MAX_SCHEMA_CHARS = 100_000
 MAX_GRAMMAR_CHARS = 400_000
@@ -230,6 +239,23 @@ async def shape_answer(
             continue
         return json.dumps(value, ensure_ascii=False), value
     raise AssertionError("unreachable")
+
+
+def named_value(shape: OutputShape, join: Task | None, results: Mapping[int, Any]) -> Any:
+    """The result the plan's answer names whole (`join($3)`, `join("${3}")`), when it is a
+    value of the schema already: the answer without an LLM call.  Else NO_VALUE."""
+    answer = None if join is None else join.answer
+    if isinstance(answer, Template) and len(answer.parts) == 1:
+        answer = answer.parts[0]
+    if not isinstance(answer, Ref) or answer.task_id not in results:
+        return NO_VALUE
+    try:
+        return shape.read(json.dumps(resolve(answer, results), ensure_ascii=False))
+    except (ValueError, TypeError, PlanweaveError):
+        return NO_VALUE
+
+
+NO_VALUE = object()
 
 
 def _grounded(value: Any, question: str, records: Sequence[TaskRecord]) -> None:
