@@ -235,3 +235,27 @@ def test_native_mode_from_the_cli(server_factory: type[ScriptedServer], tmp_path
         ("area", "done"),
     ]
     assert server.bodies[0]["tools"] == [t.json_schema() for t in TOOLS]
+
+
+def test_the_rest_api_starts_native_runs(tmp_path: Path) -> None:
+    import time
+
+    import httpx2 as httpx
+
+    import live_server
+    from planweave.server import ServerConfig
+
+    token = "a-native-token-of-32-characters!"
+    script = Script.by_purpose(native=[BOTH, ANSWER])
+    runtime = Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    with live_server.serving(runtime, ServerConfig(token=token)) as url:
+        headers = {"authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=20) as http:
+            run_id = http.post("/runs", json={"question": "Belgium?", "mode": "native"}).json()
+            for _ in range(200):
+                run = http.get(f"/runs/{run_id['id']}").json()
+                if run["status"] != "running":
+                    break
+                time.sleep(0.05)
+    assert (run["mode"], run["status"], run["answer"]) == ("native", "finished", ANSWER)
+    assert [t["tool"] for t in run["tasks"]] == ["population", "area"]

@@ -27,7 +27,7 @@ class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1)
-    mode: Literal["compiled", "react"] | None = None
+    mode: Literal["compiled", "react", "native"] | None = None
     approve: Literal["plan", "side_effects"] | None = None
     # The conversation the run is a turn of (`threads`), and a JSON Schema its answer is a
     # value of (`typed`).
