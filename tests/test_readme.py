@@ -6,6 +6,7 @@ fresh interpreter; the scripted server plans and answers by the question it is a
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -83,6 +84,14 @@ def test_the_readme_has_its_blocks() -> None:
     assert len(blocks()) >= 8
 
 
+# A served block's server stops with its runs' HTTP streams to the scripted endpoint torn down
+# with its event loop; when the collector later finalizes one of httpx's response generators
+# it reports "async generator already executing" (seen once in a loaded CI run, never in
+# isolation).  It is collected here, in the block's own test, and only that report is let go.
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <async_generator object Response.aiter_raw"
+    ":pytest.PytestUnraisableExceptionWarning"
+)
 @pytest.mark.slow  # a real process
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("index", range(len(blocks())))
@@ -114,6 +123,7 @@ def test_a_readme_block_runs_as_written(index: int, endpoint: str, tmp_path: Pat
         with serving(runtime, ServerConfig(token=TOKEN)) as url:
             env.update(PLANWEAVE_SERVER=f"{url}/v1", PLANWEAVE_TOKEN=TOKEN)
             proc = run()
+        gc.collect()  # what the server left behind is finalized now, in this test
     else:
         proc = run()
     assert proc.returncode == 0, f"block {index}:\n{code}\n{proc.stdout}\n{proc.stderr[-3000:]}"
