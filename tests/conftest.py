@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 import demo_tools
+from planweave import ScriptedServer
 
 
 @pytest.fixture(autouse=True)
@@ -17,6 +20,21 @@ def _own_user_data(
     """The user data directory (the default journal, the seal key) is each test's own, for the
     CLI in this process and in the subprocesses it starts: never the user's."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def server_factory() -> Iterator[type[ScriptedServer]]:
+    """ScriptedServer, each one started in the test stopped when it ends."""
+    servers: list[ScriptedServer] = []
+
+    class Tracked(ScriptedServer):
+        def start(self) -> ScriptedServer:
+            servers.append(self)
+            return super().start()
+
+    yield Tracked
+    for server in servers:
+        server.stop()
 
 
 MODEL_TIMEOUT_S = 300

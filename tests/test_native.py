@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,20 +36,6 @@ BOTH = Reply(
     ],
 )
 ANSWER = "Belgium has 11.8 million people on 30,689 km²."
-
-
-@pytest.fixture
-def server_factory() -> Iterator[type[ScriptedServer]]:
-    servers: list[ScriptedServer] = []
-
-    class Tracked(ScriptedServer):
-        def start(self) -> ScriptedServer:
-            servers.append(self)
-            return super().start()
-
-    yield Tracked
-    for server in servers:
-        server.stop()
 
 
 def runtime_for(server: ScriptedServer, **kwargs: object) -> Runtime:

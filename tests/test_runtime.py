@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -48,20 +47,6 @@ PLAN = (
     "<END_OF_PLAN>"
 )
 FINISH = "Thought: Done.\nAction: Finish(About 428 people per km² (17,900,000 / 41,850).)"
-
-
-@pytest.fixture
-def server_factory() -> Iterator[type[ScriptedServer]]:
-    servers: list[ScriptedServer] = []
-
-    class Tracked(ScriptedServer):
-        def start(self) -> ScriptedServer:
-            servers.append(self)
-            return super().start()
-
-    yield Tracked
-    for server in servers:
-        server.stop()
 
 
 def runtime_for(server: ScriptedServer, **kwargs: object) -> Runtime:

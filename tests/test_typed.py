@@ -62,20 +62,6 @@ GOOD = {
 }
 
 
-@pytest.fixture
-def server_factory() -> Iterator[type[ScriptedServer]]:
-    servers: list[ScriptedServer] = []
-
-    class Tracked(ScriptedServer):
-        def start(self) -> ScriptedServer:
-            servers.append(self)
-            return super().start()
-
-    yield Tracked
-    for server in servers:
-        server.stop()
-
-
 def _runtime(server: ScriptedServer, **kwargs: object) -> Runtime:
     llm = OpenAICompatible(base_url=server.base_url, model="scripted", max_retries=0)
     return Runtime(TOOLS, llm, **kwargs)  # type: ignore[arg-type]

@@ -177,11 +177,7 @@ def _cache(text: str | None) -> dict[str, Any] | None:
 
 
 def _approve(settings: str | None) -> ApproveMode | None:
-    try:
-        data = json.loads(settings) if settings else None
-    except ValueError:
-        return None
-    approve = data.get("approve") if isinstance(data, dict) else None
+    approve = _recorded_text(settings, "approve")
     return "plan" if approve == "plan" else "side_effects" if approve == "side_effects" else None
 
 

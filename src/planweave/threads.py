@@ -32,6 +32,7 @@ from .tools import ToolRegistry
 __all__ = [
     "MAX_TURNS",
     "RECALLED_TURNS",
+    "THREAD_PATTERN",
     "Memory",
     "Turn",
     "asks_afresh",
@@ -44,7 +45,8 @@ MAX_TURNS = 5  # the last turns the planner reads
 RECALLED_TURNS = 20  # the last turns whose results may be recalled (and read at all)
 _TURN_CHARS = 1_500  # one turn's text, results included
 _RESULT_CHARS = 200  # one result's text
-_THREAD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+THREAD_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"  # a thread id, whole
+_THREAD_RE = re.compile(THREAD_PATTERN)
 
 
 # A question that asks for the facts afresh ("check again", "the latest", "now"): its calls are

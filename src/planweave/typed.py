@@ -12,6 +12,7 @@ gives, where the run checks grounding (the embedded model, by default).  A secon
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,14 +72,9 @@ class OutputShape:
 
     @classmethod
     def from_text(cls, text: str) -> OutputShape:
-        """The schema written as JSON text (a file's, a journal's, a request's)."""
-        if len(text) > MAX_SCHEMA_CHARS:
-            raise UserError(f"the output schema is over {MAX_SCHEMA_CHARS:,} characters")
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"the output schema is not JSON: {exc}") from exc
-        return cls.from_schema(schema)
+        """The schema written as JSON text (a file's, a journal's, a request's).  Read once
+        per text: the settings check it when they are made, the run reads it again."""
+        return _shape_of(text)
 
     @classmethod
     def from_schema(cls, schema: Any, *, patterns: bool = True) -> OutputShape:
@@ -141,6 +137,17 @@ class OutputShape:
             where = "/".join(str(p) for p in error.absolute_path) or "the value"
             raise ValueError(f"at {where}: {error.message}")
         return value
+
+
+@functools.lru_cache(maxsize=32)
+def _shape_of(text: str) -> OutputShape:
+    if len(text) > MAX_SCHEMA_CHARS:
+        raise UserError(f"the output schema is over {MAX_SCHEMA_CHARS:,} characters")
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"the output schema is not JSON: {exc}") from exc
+    return OutputShape.from_schema(schema)
 
 
 def _walk(node: Any, depth: int = 0) -> str | None:
@@ -241,6 +248,9 @@ async def shape_answer(
     raise AssertionError("unreachable")
 
 
+NO_VALUE = object()  # what `named_value` gives when the plan names no value of the schema
+
+
 def named_value(shape: OutputShape, join: Task | None, results: Mapping[int, Any]) -> Any:
     """The result the plan's answer names whole (`join($3)`, `join("${3}")`), when it is a
     value of the schema already: the answer without an LLM call.  Else NO_VALUE."""
@@ -253,9 +263,6 @@ def named_value(shape: OutputShape, join: Task | None, results: Mapping[int, Any
         return shape.read(json.dumps(resolve(answer, results), ensure_ascii=False))
     except (ValueError, TypeError, PlanweaveError):
         return NO_VALUE
-
-
-NO_VALUE = object()
 
 
 def _grounded(value: Any, question: str, records: Sequence[TaskRecord]) -> None:

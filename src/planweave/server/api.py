@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
 from ..store import Journal
+from ..threads import THREAD_PATTERN
 from ..typed import OutputShape
 from .service import RunService
 
@@ -31,7 +32,7 @@ class RunRequest(BaseModel):
     approve: Literal["plan", "side_effects"] | None = None
     # The conversation the run is a turn of (`threads`), and a JSON Schema its answer is a
     # value of (`typed`).
-    thread: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+    thread: str | None = Field(default=None, pattern=f"^{THREAD_PATTERN}$")
     output_schema: dict[str, Any] | None = None
 
 
