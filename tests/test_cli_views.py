@@ -126,6 +126,55 @@ def test_runs_show_prints_the_results_and_the_llm_s_text_and_lists_say_what_fail
     assert " 1/2 " in row
 
 
+def test_a_priced_model_s_cost_is_in_the_result_the_view_and_runs_show(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    script = Script.by_purpose(planner=[PLAN, "3. join()"], joiner=[FINISH])
+    with ScriptedServer(script) as server:
+        url = ["--base-url", server.base_url, "--price", "2/10"]
+        ran = planweave(db, "run", "How many people?", *TOOLS, *url, "--json")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    llm = result["llm"]
+    # $2 per million prompt tokens, $10 per million completion tokens, over the run's calls.
+    cost = (2 * llm["prompt_tokens"] + 10 * llm["completion_tokens"]) / 1e6
+    assert cost > 0
+    assert llm["cost"] == pytest.approx(cost)
+
+    shown = planweave(db, "runs", "show", result["id"]).stdout
+    assert f"{llm['prompt_tokens']}+{llm['completion_tokens']} tokens · ${cost:,.6f}" in shown
+    calls = json.loads(planweave(db, "runs", "show", result["id"], "--json").stdout)
+    first = calls["llm_calls"][0]
+    each = (2 * first["prompt_tokens"] + 10 * first["completion_tokens"]) / 1e6
+    assert (
+        f"m · {first['prompt_tokens']}+{first['completion_tokens']} tokens · ${each:,.6f}" in shown
+    )
+
+    view = DagView()
+    view(
+        LLMCallFinished(
+            call=1,
+            purpose="planner",
+            model="m",
+            prompt_tokens=1000,
+            completion_tokens=100,
+            duration=1.0,
+            text="",
+            cost=0.003,
+            t=1.0,
+        )
+    )
+    assert "LLM: 1 call · 1000+100 tokens · $0.003000" in _text(view)
+
+
+@pytest.mark.parametrize("price", ["cheap", "1/2/3", "-1/2", "nan/1", "1e9/1"])
+def test_a_price_that_is_not_one_is_refused_saying_how_to_write_it(
+    tmp_path: Path, price: str
+) -> None:
+    ran = planweave(tmp_path / "runs.db", "run", "How many people?", *TOOLS, "--price", price)
+    assert ran.returncode == 2
+    assert "write dollars per million prompt and completion tokens as INPUT/OUTPUT" in ran.stderr
+
+
 @pytest.mark.slow  # a real process
 def test_a_resumed_run_s_time_leaves_out_the_time_it_lay_dead(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"

@@ -29,6 +29,7 @@ from planweave import (
     Recovery,
     Retry,
     RunFailed,
+    RunSettings,
     Runtime,
     Script,
     ScriptedLLM,
@@ -288,6 +289,43 @@ def test_chat_and_tool_spans_carry_the_genai_and_openinference_attributes(
     schema = json.loads(str(a["tool.parameters"]))["function"]
     assert (schema["name"], sorted(schema["parameters"]["properties"])) == ("divide", ["a", "b"])
     assert "input.value" not in a
+
+
+def test_a_priced_model_s_calls_and_run_carry_their_cost(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        runtime = Runtime(MORE, llm, RunSettings(price="2/10"), tracing=provider)
+        result = runtime.run("How many more people in France?")
+    spans = exporter.get_finished_spans()
+    costs = []
+    for chat in by_operation(spans, "chat"):
+        a = chat.attributes
+        assert a is not None
+        # $2 per million prompt tokens, $10 per million completion tokens.
+        cost = (
+            2 * int(a["gen_ai.usage.input_tokens"]) + 10 * int(a["gen_ai.usage.output_tokens"])
+        ) / 1e6  # type: ignore[arg-type]
+        assert a["gen_ai.usage.cost"] == a["llm.cost.total"] == pytest.approx(cost)
+        costs.append(cost)
+    (run,) = by_operation(spans, "invoke_agent")
+    assert run.attributes is not None
+    assert run.attributes["gen_ai.usage.cost"] == pytest.approx(sum(costs)) == result.llm.cost
+    assert result.llm.to_dict()["cost"] == pytest.approx(sum(costs))
+
+
+def test_an_unpriced_model_s_spans_carry_no_cost(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    script = Script.by_purpose(planner=[PARALLEL], joiner=["Action: Finish(5.76)"])
+    with ScriptedServer(script) as server:
+        llm = OpenAICompatible(base_url=server.base_url, model="m")
+        result = Runtime(MORE, llm, tracing=provider).run("How many more people in France?")
+    assert not [k for s in exporter.get_finished_spans() for k in s.attributes or {} if "cost" in k]
+    assert result.llm.cost is None
+    assert "cost" not in result.llm.to_dict()
 
 
 def test_captured_content_is_in_both_conventions_with_secrets_masked(

@@ -22,7 +22,7 @@ import live_server
 import planweave.server
 from demo_tools import TOOLS
 from one_model import OneAtATime
-from planweave import Reply, Runtime, Script, ScriptedLLM
+from planweave import Reply, RunSettings, Runtime, Script, ScriptedLLM
 from planweave.llm.base import Message, Purpose
 from planweave.server import ServerConfig
 
@@ -279,7 +279,10 @@ def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
         assert purpose == "joiner"
         return Reply(f"Action: Finish({ANSWER})", chunk_size=2, delay=0.1)  # about 2.5 s
 
-    runtime = Runtime(TOOLS, ScriptedLLM(Script.routed(reply)), journal=tmp_path / "runs.db")
+    # $2 per million prompt tokens, $10 per million completion tokens.
+    settings = RunSettings(price="2/10")
+    llm = ScriptedLLM(Script.routed(reply))
+    runtime = Runtime(TOOLS, llm, settings, journal=tmp_path / "runs.db")
     with (
         live_server.serving(runtime, ServerConfig(token=TOKEN)) as base,
         httpx.Client(
@@ -307,9 +310,10 @@ def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
         page.locator("#run-status").filter(has_text="finished, 1 failed").wait_for()
         assert "s-finished-failed" in (page.locator("#run-status").get_attribute("class") or "")
         listed.locator(".badge").filter(has_text="finished, 1 failed").wait_for()
-        # The run's LLM totals are the journal's.
-        llm = http.get(f"/runs/{run_id}").json()["llm"]
-        totals = f"3 LLM calls · {llm['prompt_tokens']}+{llm['completion_tokens']} tokens"
+        # The run's LLM totals are the journal's, and what they cost.
+        used = http.get(f"/runs/{run_id}").json()["llm"]
+        p, c = used["prompt_tokens"], used["completion_tokens"]
+        totals = f"3 LLM calls · {p}+{c} tokens · ${(2 * p + 10 * c) / 1e6:.6f}"
         assert page.locator("#run-llm").inner_text() == totals
         # Nodes say the tool and its key argument: the two lookups of one country differ.
         labels = [
@@ -336,9 +340,8 @@ def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
         text = body.inner_text()
         calls = http.get(f"/runs/{run_id}").json()["llm_calls"]
         first = calls[0]
-        assert text.startswith(
-            f"scripted · {first['prompt_tokens']}+{first['completion_tokens']} tokens · "
-        )
+        p, c = first["prompt_tokens"], first["completion_tokens"]
+        assert text.startswith(f"scripted · {p}+{c} tokens · ${(2 * p + 10 * c) / 1e6:.6f} · ")
         prompt, response = text.split("── response ──")
         assert "[system]" in prompt
         assert "The population of a country." in prompt  # the tools, as the planner saw them

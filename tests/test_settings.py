@@ -25,6 +25,7 @@ from planweave import (
     tool,
 )
 from planweave.llm.base import Deadlines
+from planweave.records import Price
 from planweave.settings import load_tool_sets, make_llm, recovery_policy
 
 # What `planweave run` wrote before RunSettings existed (the Runtime's keys merged with the
@@ -75,6 +76,11 @@ def test_round_trip() -> None:
     }
     assert RunSettings.from_dict(data) == settings
     assert RunSettings.from_dict(RunSettings().to_dict()) == RunSettings()
+    priced = RunSettings(price="0.15/0.6")
+    assert RunSettings.from_dict(priced.to_dict()).priced() == Price(0.15, 0.6)
+    assert RunSettings(price="3").priced() == Price(3.0, 3.0)  # one number: both
+    with pytest.raises(UserError, match="INPUT/OUTPUT"):
+        RunSettings.from_dict({"price": "0.15/0.6/9"})  # a journal's, refused alike
     deadlines = RunSettings(llm_first_token_timeout=0.5, llm_call_timeout=None)
     assert RunSettings.from_dict(deadlines.to_dict()).deadlines() == Deadlines(
         first_token=0.5, call=None
@@ -116,6 +122,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "output_schema",
         "thread",
         "user",
+        "price",
     }
     assert settings.mcp == ()  # no MCP servers then
     assert settings.llm_backend == "auto"  # the endpoint when there is one: as then

@@ -81,15 +81,21 @@ _COPY = textwrap.dedent(
         Message("user", text),
     ]
 
+    named = {}
+
     async def main() -> str:
         out = ""
         request = LLMRequest(messages=messages, max_tokens=80, temperature=0.0)
         async for delta in llm.stream(request):
             out += delta.text or ""
+            if delta.response_id:
+                named.update(id=delta.response_id, model=delta.response_model)
         return out
 
     out = anyio.run(main)
-    print(json.dumps({"text": out, "passes": len(passes) - 1, "batched": max(passes[1:])}))
+    print(json.dumps(
+        {"text": out, "passes": len(passes) - 1, "batched": max(passes[1:]), "named": named}
+    ))
     """
 )
 
@@ -117,6 +123,9 @@ def test_drafting_decodes_the_same_text_in_fewer_forward_passes(binding: str) ->
 
     plain, drafted = run(0), run(4)
     assert "Belgium" in str(plain["text"])
+    # The embedded model names each response as an endpoint does (traces read the names).
+    assert plain["named"]["model"] == drafted["named"]["model"] == "qwen2.5-coder-1.5b"  # type: ignore[index]
+    assert plain["named"]["id"] != drafted["named"]["id"]  # type: ignore[index]
     # Greedy either way: the texts agree until a near tie, where batched and single-token
     # logits (which differ in their last bits) may pick differently ("km²" or "square
     # kilometers" after the same numbers, in one run on CI).

@@ -124,7 +124,8 @@ class LLMCallStarted(Event):
 @dataclass(slots=True, kw_only=True)
 class LLMCallFinished(Event):
     """An LLM call ends.  `response_id` and `response_model` are what the backend said of its
-    response (its id, the model that answered), where it said."""
+    response (its id, the model that answered), where it said; `cost` what its tokens cost in
+    dollars, where the run's settings give the model's price."""
 
     kind: ClassVar[str] = "llm_call_finished"
     call: int
@@ -139,6 +140,7 @@ class LLMCallFinished(Event):
     finish_reason: str | None = None
     response_id: str | None = None
     response_model: str | None = None
+    cost: float | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -33,7 +33,7 @@ from .llm.base import (
     estimate_usage,
 )
 from .llm.queue import Listener, listening
-from .records import LLMUsage, Replay
+from .records import LLMUsage, Price, Replay
 from .recoverer import LLMRecoverer
 from .recovery import Budget, Recovery
 from .redaction import encodable, redact
@@ -102,10 +102,12 @@ class MeteredLLM:
         *,
         recovery: Recovery | None = None,
         budget: Budget | None = None,
+        price: Price | None = None,
     ):
         self.llm = llm
         self.bus = bus
-        self.usage = LLMUsage()
+        self.usage = LLMUsage(cost=None if price is None else 0.0)
+        self.price = price
         self.replay = dict(replay or {})
         self.budget = budget
         # Which failed requests are sent again is the recovery policy's, applied by its engine.
@@ -319,9 +321,14 @@ class MeteredLLM:
         response_id: str | None = None,
         response_model: str | None = None,
     ) -> None:
-        """Count a call's tokens into the run's usage and report the call as finished."""
+        """Count a call's tokens (and their cost, where priced) into the run's usage and
+        report the call as finished."""
         self.usage.prompt_tokens += used.prompt_tokens
         self.usage.completion_tokens += used.completion_tokens
+        cost = None
+        if self.price is not None:
+            cost = self.price.cost(used.prompt_tokens, used.completion_tokens)
+            self.usage.cost = (self.usage.cost or 0.0) + cost
         self.bus.emit(
             LLMCallFinished(
                 call=call,
@@ -336,6 +343,7 @@ class MeteredLLM:
                 finish_reason=finish_reason,
                 response_id=response_id,
                 response_model=response_model,
+                cost=cost,
             )
         )
 

@@ -260,6 +260,8 @@ class RunTrace:
                 "planweave.llm.calls": event.llm.get("calls", 0),
             }
         )
+        if isinstance(event.llm.get("cost"), float):
+            self._run.set_attribute("gen_ai.usage.cost", event.llm["cost"])
         if event.status == "cancelled":
             _fail(self._run, "cancelled", "the run was cancelled")
         elif event.error is not None:
@@ -410,6 +412,8 @@ class RunTrace:
             attributes["gen_ai.response.model"] = event.response_model
         if event.finish_reason is not None:
             attributes["gen_ai.response.finish_reasons"] = [event.finish_reason]
+        if event.cost is not None:  # not a GenAI convention (yet): Langfuse reads it
+            attributes["gen_ai.usage.cost"] = event.cost
         text = redact(event.text) if self.content else ""
         if self.content:
             attributes["gen_ai.output.messages"] = _messages(
@@ -425,6 +429,8 @@ class RunTrace:
                 attributes["llm.model_name"] = event.response_model
             if event.finish_reason is not None:
                 attributes["llm.finish_reason"] = event.finish_reason
+            if event.cost is not None:
+                attributes["llm.cost.total"] = event.cost
             if self.content:
                 attributes |= _flat("llm.output_messages", [("assistant", text)])
                 attributes |= {"output.value": text, "output.mime_type": "text/plain"}

@@ -17,13 +17,14 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from .errors import RunError, TaskError
+from .errors import RunError, TaskError, UserError
 from .events import Event, LLMCallFinished, timings
 from .plan import Ref, Task, Template, format_args, render_text
 from .redaction import redact, redact_value
 
 __all__ = [
     "LLMUsage",
+    "Price",
     "Recorded",
     "RecordedItem",
     "RecordedTask",
@@ -31,6 +32,7 @@ __all__ = [
     "RunResult",
     "TaskRecord",
     "TaskStatus",
+    "dollars",
     "item_call",
     "item_dict",
     "jsonable",
@@ -319,14 +321,58 @@ def partial_text(records: Sequence[TaskRecord]) -> str | None:
 
 @dataclass(slots=True)
 class LLMUsage:
-    """LLM calls and tokens of one run."""
+    """LLM calls and tokens of one run, and what they cost where the model's price is known
+    (`Price`; None: not priced)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: float | None = None
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = asdict(self)
+        if self.cost is None:
+            del data["cost"]
+        return data
+
+
+# Prices above this, per million tokens, are a typo, not a model (the dearest list ~$600).
+_MAX_PRICE = 100_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A model's price: US dollars per million prompt (`input`) and completion (`output`)
+    tokens.  Written `INPUT/OUTPUT` (`0.15/0.60`), or one number for both."""
+
+    input: float
+    output: float
+
+    @classmethod
+    def parse(cls, text: str) -> Price:
+        """The price `text` writes; UserError naming the setting when it is not one."""
+        parts = text.split("/") if isinstance(text, str) else []
+        try:
+            numbers = [float(p) for p in parts]
+        except ValueError:
+            numbers = []
+        if len(numbers) == 1:
+            numbers *= 2
+        if len(numbers) != 2 or not all(0 <= n <= _MAX_PRICE for n in numbers):
+            raise UserError(
+                f"price: {str(text)[:40]!r} is not a price: write dollars per million prompt "
+                "and completion tokens as INPUT/OUTPUT (e.g. 0.15/0.60), each 0 to 100000"
+            )
+        return cls(numbers[0], numbers[1])
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """What so many tokens cost, in dollars."""
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+
+def dollars(cost: float) -> str:
+    """A cost as the CLI and the page show it: dollars to the millionth (`$0.000420`)."""
+    return f"${cost:,.6f}"
 
 
 # ---------------------------------------------------------------------- what the journal gives back

@@ -255,6 +255,7 @@ def _open(
         replay=resume.replay if resume else None,
         recovery=setup.recovery,
         budget=settings.budget,
+        price=settings.priced(),
     )
     scheduler = _top_scheduler(setup, settings, run_id, llm, bus, recorder, resume, memory)
     result = RunResult(run_id, question, settings.mode, "failed", None, [], llm.usage, 0.0)

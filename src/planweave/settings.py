@@ -28,6 +28,7 @@ from .llm import registry as llm_backends
 from .llm.base import LLM, Deadlines, PromptStyle, require_tool_calling
 from .mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
+from .records import Price
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .redaction import redact_endpoints, redact_url
 from .tools import ToolRegistry, load_tools
@@ -104,7 +105,9 @@ class RunSettings:
     `output_schema` is a JSON Schema, as JSON text, the answer is written as a value of (a
     typed answer, `typed`; null: the answer in words); `thread` the conversation the run is a
     turn of (`threads`; null: none); `user` who the run answers, as its tools' `RunContext`
-    sees it (null: nobody named; at most 200 characters, no control characters).
+    sees it (null: nobody named; at most 200 characters, no control characters); `price` the
+    model's price in dollars per million prompt/completion tokens, `0.15/0.60` (`Price`;
+    null: calls are not priced).
     `mcp_timeout` is the seconds an MCP server has for each step of being reached (its
     handshake, its tool listing, a run's own handshake; the wall budget when shorter), and
     `mcp_max_tools` how many MCP tools a run takes at most (the rest are left out).
@@ -151,6 +154,7 @@ class RunSettings:
     output_schema: str | None = None
     thread: str | None = None
     user: str | None = None
+    price: str | None = None
 
     def __post_init__(self) -> None:
         _choice("mode", self.mode, get_args(Mode))
@@ -162,7 +166,7 @@ class RunSettings:
         if self.prompt_style is not None:
             _choice("prompt_style", self.prompt_style, get_args(PromptStyle))
         names = ("model", "base_url", "grammar_field", "files", "ray_address", "examples")
-        for name in (*names, "output_schema", "thread", "user"):
+        for name in (*names, "output_schema", "thread", "user", "price"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _invalid(name, "a string or null", value)
@@ -205,7 +209,9 @@ class RunSettings:
 
     def _check_texts(self) -> None:
         """The settings whose text is a language of its own: a thread id, a JSON Schema, a
-        user's name."""
+        user's name, a price."""
+        if self.price is not None:
+            Price.parse(self.price)
         user = self.user
         if user is not None and (len(user) > 200 or not user.isprintable() or not user.strip()):
             raise _invalid("user", "a name of 1 to 200 printable characters or null", user)
@@ -223,6 +229,10 @@ class RunSettings:
                 OutputShape.from_text(self.output_schema)
             except UserError as exc:
                 raise UserError(f"run settings: output_schema: {exc}") from exc
+
+    def priced(self) -> Price | None:
+        """The model's price these settings give (`price`), None when not given."""
+        return None if self.price is None else Price.parse(self.price)
 
     def deadlines(self) -> Deadlines:
         """The endpoint's deadlines these settings give."""

@@ -257,6 +257,14 @@ def _settings(
             "Ray on loopback."
         ),
     ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option(
+            envvar="PLANWEAVE_PRICE",
+            help="The model's price, dollars per million prompt/completion tokens (0.15/0.60): "
+            "each LLM call and each run then shows its cost.",
+        ),
+    ] = None,
     **command: Any,
 ) -> RunSettings:
     """The settings the options give, and `command`: the command's own options that are
@@ -313,6 +321,7 @@ def _settings(
         llm_call_timeout=llm_call_timeout,
         executor=executor,  # one of EXECUTORS: checked above
         ray_address=ray_address,
+        price=price,
         **command,
     )
 

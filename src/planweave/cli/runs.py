@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import DecisionNeeded, PlanweaveError, ResumeError
+from ..errors import DecisionNeeded, PlanweaveError, ResumeError, UserError
 from ..events import (
     Event,
 )
+from ..records import Price, dollars
 from ..resume import ResumeDecision
 from ..runtime import RunResult, Runtime
 from ..settings import RunSettings, reach_differences
@@ -160,11 +161,14 @@ def runs_show(
             out.print(labelled(f"task {t['id']} result:", "green", _shown(t["result"])))
         elif t["status"] == "failed":
             out.print(labelled(f"task {t['id']} failed:", "red", _error_text(t["error"])))
+    price = _price(run.get("settings"))
     for c in run["llm_calls"]:
+        used = (c["prompt_tokens"] or 0, c["completion_tokens"] or 0)
         out.print(
             Text.assemble(
                 (f"LLM call {c['call']} ({c['purpose']})", "bold cyan"),
-                f"  {c['model']} · {c['prompt_tokens'] or 0}+{c['completion_tokens'] or 0} tokens"
+                f"  {c['model']} · {used[0]}+{used[1]} tokens"
+                + ("" if price is None else f" · {dollars(price.cost(*used))}")
                 + ("" if c["duration"] is None else f" · {c['duration']:.2f} s")
                 + ("" if c["status"] == "done" else f" · {c['status']}"),
                 style="dim",
@@ -175,9 +179,11 @@ def runs_show(
         if c["text"]:
             out.print(Text(indent(c["text"].rstrip(), "  ")))
     llm = run["llm"]
+    used = (llm.get("prompt_tokens", 0), llm.get("completion_tokens", 0))
     out.print(
-        f"{llm.get('calls', 0)} LLM calls · {llm.get('prompt_tokens', 0)}+"
-        f"{llm.get('completion_tokens', 0)} tokens · sessions {run['sessions']}"
+        f"{llm.get('calls', 0)} LLM calls · {used[0]}+{used[1]} tokens"
+        + ("" if price is None else f" · {dollars(price.cost(*used))}")
+        + f" · sessions {run['sessions']}"
         + ("" if run["wall_s"] is None else f" · {run['wall_s']:.2f} s since start"),
         style="dim",
     )
@@ -185,6 +191,16 @@ def runs_show(
         out.print(labelled("error:", "red", _error_text(run["error"])))
     if run["answer"] is not None:
         out.print(f"answer: {run['answer']}")
+
+
+def _price(settings: Any) -> Price | None:
+    """The model's price a run's stored settings give (none where they give none, or one a
+    journal's editor made unreadable)."""
+    text = settings.get("price") if isinstance(settings, dict) else None
+    try:
+        return Price.parse(text) if isinstance(text, str) else None
+    except UserError:
+        return None
 
 
 _RESULT_CHARS = 300  # a task's result in `runs show`; `--json` has it whole

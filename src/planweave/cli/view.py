@@ -37,7 +37,7 @@ from ..events import (
     TaskSkipped,
     TaskStarted,
 )
-from ..records import item_call
+from ..records import dollars, item_call
 
 # Control characters (but tab and newline) a model or a tool wrote must not reach the terminal:
 # ESC starts escape sequences that retitle the window, move the cursor or worse.  Each becomes
@@ -132,6 +132,7 @@ class DagView:
     llm_tokens: int = 0
     # The run's finished LLM calls: how many, their prompt and completion tokens.
     llm_usage: list[int] = field(default_factory=lambda: [0, 0, 0])
+    llm_cost: float | None = None  # their cost, where the model's price is set
     # A live view's clock runs on between events (`tick`); a recorded run's stands still.
     ticking: bool = False
     _heard: float = field(default=0.0, repr=False)
@@ -228,6 +229,8 @@ class DagView:
                     prompt + event.prompt_tokens,
                     completion + event.completion_tokens,
                 ]
+                if event.cost is not None:
+                    self.llm_cost = (self.llm_cost or 0.0) + event.cost
             case _:
                 pass
 
@@ -351,7 +354,8 @@ class DagView:
         if calls:
             parts.append(
                 Text(
-                    f"LLM: {calls} call{'s' if calls != 1 else ''} · {prompt}+{completion} tokens",
+                    f"LLM: {calls} call{'s' if calls != 1 else ''} · {prompt}+{completion} tokens"
+                    + ("" if self.llm_cost is None else f" · {dollars(self.llm_cost)}"),
                     style="dim",
                 )
             )

@@ -14,6 +14,7 @@ import codecs
 import os
 import threading
 import time
+import uuid
 from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -251,6 +252,15 @@ class LocalLLM(LLM):
             self.seed,
         )
 
+    def _ending(self, reason: str) -> Delta:
+        """A response's last text-free delta: why it stopped, and its id and model, named like
+        an endpoint's response so that traces tell the calls apart."""
+        return Delta(
+            finish_reason=reason,
+            response_id=f"local-{uuid.uuid4().hex[:24]}",
+            response_model=self.model,
+        )
+
     async def stream(self, request: LLMRequest) -> AsyncGenerator[Delta, None]:
         if self._loaded is None:
             await anyio.to_thread.run_sync(self.load)
@@ -302,7 +312,7 @@ class LocalLLM(LLM):
                 if rest:
                     yield Delta(text=rest)
             reason = "stop" if stopped else outcome.get("finish_reason", "stop")
-            yield Delta(finish_reason=reason)
+            yield self._ending(reason)
             yield Delta(usage=Usage(prompt_tokens, produced))
         finally:
             with anyio.CancelScope(shield=True):

@@ -168,6 +168,8 @@ $("forget").addEventListener("click", () => {
 // The model answers one LLM call at a time (the embedded model): a run whose call waits for it
 // shows how many calls are ahead, in the list (`model_wait`) and in its own view (its events).
 const waitText = (ahead) => `waiting for the model — ${ahead} ahead`;
+// A cost, where the run's settings price the model (`--price`): dollars to the millionth.
+const costText = (cost) => (typeof cost === "number" ? ` · $${cost.toFixed(6)}` : "");
 
 let runsAt = 0;  // when the list was last asked for (ms, performance.now())
 
@@ -242,7 +244,7 @@ function newRun(id) {
     id, question: "", status: "running", tasks: new Map(), llm: new Map(), notes: [],
     answer: "", finalAnswer: null, error: null, cache: null, awaiting: null, now: 0,
     clockAt: performance.now(), live: true, waits: new Map(),
-    usage: { calls: 0, prompt: 0, completion: 0 },
+    usage: { calls: 0, prompt: 0, completion: 0, cost: null },
   };
 }
 
@@ -326,11 +328,12 @@ function apply(run, e) {
       const c = open || { key: `f${e.seq}`, purpose: e.purpose, model: e.model, start, call: e.call,
         session: e.session, replayed: e.replayed, messages: [] };
       Object.assign(c, { end: e.t, prompt_tokens: e.prompt_tokens, completion_tokens: e.completion_tokens,
-        duration: e.duration, error: e.error });
+        duration: e.duration, error: e.error, cost: e.cost });
       if (!open) run.llm.set(c.key, c);
       run.usage.calls += 1;
       run.usage.prompt += e.prompt_tokens || 0;
       run.usage.completion += e.completion_tokens || 0;
+      if (typeof e.cost === "number") run.usage.cost = (run.usage.cost || 0) + e.cost;
       break;
     }
     // A call waiting for the model: how many calls are ahead of it (by call), until it has it.
@@ -390,7 +393,7 @@ function render() {
   statusBadge(run.status, failed, $("run-status"));
   const u = run.usage;
   $("run-llm").textContent = u.calls
-    ? `${u.calls} LLM call${u.calls === 1 ? "" : "s"} · ${u.prompt}+${u.completion} tokens` : "";
+    ? `${u.calls} LLM call${u.calls === 1 ? "" : "s"} · ${u.prompt}+${u.completion} tokens${costText(u.cost)}` : "";
   $("run-cache").hidden = !run.cache;
   $("run-cache").textContent = run.cache || "";
   const ahead = run.waits.size ? Math.min(...run.waits.values()) : null;
@@ -440,7 +443,7 @@ function renderTasks(run, now) {
   }
   for (const c of run.llm.values()) {
     const took = c.end == null ? "" : `${(c.end - c.start).toFixed(2)} s`;
-    const tokens = c.end == null ? "" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens`;
+    const tokens = c.end == null ? "" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens${costText(c.cost)}`;
     const row = el("tr", { class: "llm", "data-llm": c.key },
       el("td", {}, ""), el("td", {}, `LLM ${c.purpose}${c.replayed ? " (replayed)" : ""}`),
       el("td", {}, ""),
@@ -574,7 +577,7 @@ async function showLLM(run, c) {
     }
   }
   const parts = [];
-  const tokens = c.end == null ? "streaming" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens`;
+  const tokens = c.end == null ? "streaming" : `${c.prompt_tokens || 0}+${c.completion_tokens || 0} tokens${costText(c.cost)}`;
   const took = c.end == null ? "" : ` · ${(c.duration != null ? c.duration : c.end - c.start).toFixed(2)} s`;
   parts.push(`${c.model || ""} · ${tokens}${took}${c.replayed ? " · replayed from the journal" : ""}`);
   parts.push("", "── prompt ──");
