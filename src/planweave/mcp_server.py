@@ -8,6 +8,10 @@ the official SDK's `MCPServer`; over stdio, or streamable HTTP behind the HTTP s
 questions it answers; while a run goes, a client that asks for progress (a progress token) gets
 a notification each time a task ends: tasks done of tasks planned so far.
 
+Over streamable HTTP with users (`users.Users`), each request's token says whose it is: `ask`
+starts that user's run, and the resources list and show only their runs (an admin's: all;
+another user's run is "no run").  Over stdio the caller is the operator who started it.
+
 Whoever may call `ask` is trusted to ask questions, not to act: unless the operator opts in
 (`allow_side_effects`, `--allow-side-effects`), a run that would call a tool with side effects
 pauses before those calls for the operator's approval (`planweave runs approve ID`), and `ask`
@@ -17,13 +21,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Annotated, Any, cast
 
 import anyio
 
 try:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp.shared.exceptions import MCPError
     from mcp.types import ToolAnnotations
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError("`planweave mcp` needs its extra: pip install 'planweave[mcp]'") from exc
@@ -35,6 +42,7 @@ from .events import Event, TaskEnded, TaskFailed, TaskPlanned
 from .redaction import redact
 from .runtime import Runtime
 from .tools import Tool
+from .users import OPERATOR, User, Users, find_run, runs_of
 
 __all__ = [
     "RUNS_URI",
@@ -42,6 +50,7 @@ __all__ = [
     "AskedTask",
     "ask_description",
     "create_server",
+    "http_app",
     "serve_http",
     "serve_stdio",
 ]
@@ -112,6 +121,7 @@ def create_server(
             "Ask planweave a question: it plans the tool calls it needs as a parallel DAG, runs "
             f"them and answers. Its tools: {tools}. Recorded runs are resources ({RUNS_URI})."
         ),
+        middleware=[_identify],
     )
 
     @server.tool(
@@ -123,7 +133,12 @@ def create_server(
         ctx: Context,
     ) -> Answer:
         return await _ask(
-            runtime, question, ctx, approve=approve, max_question_chars=max_question_chars
+            runtime,
+            question,
+            ctx,
+            approve=approve,
+            max_question_chars=max_question_chars,
+            user=_caller(),
         )
 
     @server.resource(
@@ -132,8 +147,8 @@ def create_server(
         description=f"The {MAX_RUNS} newest recorded runs: id, status, tasks done, question.",
         mime_type="application/json",
     )
-    def runs() -> str:
-        return _json(journal.runs(MAX_RUNS))
+    async def runs() -> str:
+        return _json(runs_of(journal, _caller(), MAX_RUNS))
 
     @server.resource(
         RUNS_URI + "/{run_id}",
@@ -142,13 +157,46 @@ def create_server(
         "errors, LLM calls and the answer (a unique id prefix will do).",
         mime_type="application/json",
     )
-    def run(run_id: str) -> str:
+    async def run(run_id: str) -> str:
         try:
-            return _json(journal.show(run_id))
+            return _json(journal.show(find_run(journal, _caller(), run_id)))
         except PlanweaveError as exc:
             raise ResourceError(str(exc)) from exc
 
     return server
+
+
+# Who the request being handled comes from (`_identify` sets it for each one).
+_CALLER: ContextVar[User | None] = ContextVar("planweave_mcp_caller", default=None)
+
+
+async def _identify(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: the request's caller, for its handler.  Over HTTP, the user the guard found
+    for the POST that carried it (`security.CALLER`); with no HTTP request (stdio, a client in
+    the process), the operator.  An HTTP request without one is refused, never let in."""
+    request = ctx.request
+    if request is None:
+        user: User | None = OPERATOR
+    else:
+        from .server.security import CALLER
+
+        scope = getattr(request, "scope", None)
+        found = scope.get(CALLER) if isinstance(scope, Mapping) else None
+        user = found if isinstance(found, User) else None
+        if user is None:
+            raise MCPError(code=-32001, message="unauthorized: no valid token came with it")
+    reset = _CALLER.set(user)
+    try:
+        return await call_next(ctx)
+    finally:
+        _CALLER.reset(reset)
+
+
+def _caller() -> User:
+    user = _CALLER.get()
+    if user is None:  # a handler reached without `_identify`: refuse, never assume
+        raise ToolError("unauthorized: this request has no caller")
+    return user
 
 
 def _approval(
@@ -177,6 +225,7 @@ async def _ask(
     *,
     approve: ApproveMode | None,
     max_question_chars: int,
+    user: User,
 ) -> Answer:
     """`ask`: the answer to `question`, with progress reported to `ctx`; ToolError when the
     question is too long, or the run waits for approval or ends without an answer."""
@@ -187,7 +236,11 @@ async def _ask(
         group.start_soon(progress.report, ctx)
         try:
             result = await runtime.arun(
-                question, check=False, approve=approve, subscribers=[progress.heard]
+                question,
+                check=False,
+                approve=approve,
+                subscribers=[progress.heard],
+                user=user.name,
             )
         finally:
             progress.close()
@@ -320,34 +373,30 @@ def serve_stdio(
     anyio.run(main)
 
 
-def serve_http(
+def http_app(
     runtime: Runtime,
     *,
     host: str = "127.0.0.1",
-    port: int = 8000,
     token: str | None = None,
+    users: Users | None = None,
     max_body_bytes: int = 1_000_000,
     max_question_chars: int = 20_000,
-    log_level: str = "info",
     allow_side_effects: bool = False,
-    request_timeout_s: float = 30.0,
-) -> None:
-    """Serve streamable HTTP at /mcp until interrupted, behind the HTTP server's guard: a
-    non-loopback `host` is refused without a `token`, which every request must then carry; a
-    request must arrive whole within `request_timeout_s`; the access log masks the token."""
+) -> Any:
+    """The streamable HTTP app (at /mcp) behind the HTTP server's guard: with a `token` (the
+    operator's) or `users` every request must carry one of theirs, and each user sees only
+    their own runs; with neither, loopback only.  Refuses a non-loopback `host` without
+    either."""
     try:
-        import anyio
-        import uvicorn
         from mcp.server.transport_security import TransportSecuritySettings
 
         from .server.security import ASGIApp, Guard, check_bind
-        from .server.transport import masked_access_log, uvicorn_config
     except ImportError as exc:
         raise UserError(
             f"`planweave mcp --transport http` needs the server extra: pip install "
             f"'planweave[mcp,server]' ({exc})"
         ) from exc
-    check_bind(host, token)
+    check_bind(host, token, users)
     server = create_server(
         runtime, max_question_chars=max_question_chars, allow_side_effects=allow_side_effects
     )
@@ -357,7 +406,37 @@ def serve_http(
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    guarded = Guard(cast(ASGIApp, app), token=token, max_body_bytes=max_body_bytes)
+    return Guard(cast(ASGIApp, app), token=token, max_body_bytes=max_body_bytes, users=users)
+
+
+def serve_http(
+    runtime: Runtime,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    users: Users | None = None,
+    max_body_bytes: int = 1_000_000,
+    max_question_chars: int = 20_000,
+    log_level: str = "info",
+    allow_side_effects: bool = False,
+    request_timeout_s: float = 30.0,
+) -> None:
+    """Serve streamable HTTP at /mcp until interrupted (`http_app`): a request must arrive
+    whole within `request_timeout_s`; the access log masks the token."""
+    guarded = http_app(
+        runtime,
+        host=host,
+        token=token,
+        users=users,
+        max_body_bytes=max_body_bytes,
+        max_question_chars=max_question_chars,
+        allow_side_effects=allow_side_effects,
+    )
+    import uvicorn
+
+    from .server.transport import masked_access_log, uvicorn_config
+
     config = uvicorn_config(
         guarded, host=host, port=port, log_level=log_level, request_timeout_s=request_timeout_s
     )

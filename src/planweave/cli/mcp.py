@@ -3,15 +3,18 @@ over stdio or streamable HTTP, for the runtime the run options describe."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..errors import PlanweaveError
 from ..settings import RunSettings
+from ..users import Users
 from .app import DbOption, app, open_journal
 from .options import choose, settings_options
 from .run import build_runtime
+from .serve import auth_line
 from .view import labelled, plain_console
 
 
@@ -33,6 +36,16 @@ def mcp(
             show_default=False,
             help="HTTP: every request must carry `Authorization: Bearer TOKEN` (env "
             "PLANWEAVE_TOKEN; at least 16 characters).",
+        ),
+    ] = None,
+    users_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--users",
+            envvar="PLANWEAVE_USERS",
+            show_default=False,
+            help="HTTP: a users file (`planweave users add`; env PLANWEAVE_USERS): each request "
+            "carries one of its tokens, and each user sees only their own runs.",
         ),
     ] = None,
     db: DbOption = None,
@@ -65,10 +78,12 @@ def mcp(
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
     try:
+        users = None
         if transport == "http":
             from ..server import check_bind
 
-            check_bind(host, token or None)
+            users = None if users_file is None else Users.load(users_file)
+            check_bind(host, token or None, users)
         journal = open_journal(db, err)
         # stdout is the protocol's under stdio: nothing else may be written there.
         runtime, _ = build_runtime(settings, journal=journal, console=err, quiet=True)
@@ -86,7 +101,7 @@ def mcp(
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
-    auth = "a token required" if token else "no token: loopback only"
+    auth = auth_line(token or None, users, users_file)
     err.print(
         f"planweave mcp: http://{host}:{port}/mcp; journal {journal.path}; {auth}", style="dim"
     )
@@ -96,6 +111,7 @@ def mcp(
             host=host,
             port=port,
             token=token or None,
+            users=users,
             max_body_bytes=max_body_bytes,
             max_question_chars=max_question_chars,
             log_level=log_level,

@@ -3,12 +3,14 @@ options describe."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..errors import PlanweaveError
 from ..settings import RunSettings
+from ..users import Users
 from .app import DbOption, app, open_journal
 from .options import settings_options
 from .run import build_runtime
@@ -29,6 +31,16 @@ def serve(
             show_default=False,
             help="Every request must carry `Authorization: Bearer TOKEN` (env PLANWEAVE_TOKEN; "
             "at least 16 characters).",
+        ),
+    ] = None,
+    users_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--users",
+            envvar="PLANWEAVE_USERS",
+            show_default=False,
+            help="A users file (`planweave users add`; env PLANWEAVE_USERS): each request "
+            "carries one of its tokens, and each user sees only their own runs.",
         ),
     ] = None,
     db: DbOption = None,
@@ -68,24 +80,34 @@ def serve(
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
     try:
+        users = None if users_file is None else Users.load(users_file)
         config = ServerConfig(
             token=token or None,
+            users=users,
             max_body_bytes=max_body_bytes,
             max_question_chars=max_question_chars,
             max_running=max_running,
             max_queued=max_queued,
             request_timeout_s=request_timeout,
         )
-        check_bind(host, config.token)
+        check_bind(host, config.token, users)
         journal = open_journal(db, err)
         runtime, _ = build_runtime(settings, journal=journal, console=err, quiet=False)
     except PlanweaveError as exc:
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
-    auth = "a token required" if config.token else "no token: loopback only"
+    auth = auth_line(config.token, users, users_file)
     load = f"{max_running} runs at once, {max_queued} queued"
     err.print(
         f"planweave: journal {journal.path}; model {runtime.llm.model}; {auth}; {load}",
         style="dim",
     )
     run_server(runtime, host=host, port=port, config=config, log_level=log_level)
+
+
+def auth_line(token: str | None, users: Users | None, path: Path | None) -> str:
+    """Who may call the server, in a few words (its start-up line)."""
+    if users is not None:
+        also = " and the operator's token" if token else ""
+        return f"{len(users.names)} users from {path}{also}"
+    return "a token required" if token else "no token: loopback only"

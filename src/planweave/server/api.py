@@ -1,4 +1,6 @@
-"""The REST API: start, list, show, cancel and resume runs, and follow a run's events (SSE)."""
+"""The REST API: start, list, show, cancel and resume runs, and follow a run's events (SSE).
+Every route sees only the caller's runs (an admin's: all): a run is found through `find_run`
+and listed through `runs_of`, with the caller the guard found (`security.caller`)."""
 
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations, some of
 # which are local to `_add_run_routes`.
@@ -14,9 +16,21 @@ from ..errors import UserError
 from ..store import Journal
 from ..threads import THREAD_PATTERN
 from ..typed import OutputShape
+from ..users import User, find_run, runs_of
+from .security import caller
 from .service import RunService
 
-__all__ = ["RETRY_MS", "InvalidEventId", "QuestionTooLong", "RunRequest", "runs_router"]
+__all__ = [
+    "RETRY_MS",
+    "Caller",
+    "InvalidEventId",
+    "QuestionTooLong",
+    "RunRequest",
+    "runs_router",
+]
+
+# Who the request comes from: every route that starts or reads runs depends on it.
+Caller = Annotated[User, Depends(caller)]
 
 # Runs one page of `GET /runs` may hold.
 MAX_PAGE = 100
@@ -81,9 +95,10 @@ def runs_router(service: RunService, *, max_question_chars: int) -> APIRouter:
     journal = service.journal
     router = APIRouter()
 
-    def known_run(run_id: str) -> str:
-        """The full id of the run `run_id` names; RunNotFound (404) before any response."""
-        return journal.find(run_id)
+    def known_run(run_id: str, user: Caller) -> str:
+        """The full id of the run `run_id` names among the caller's; RunNotFound (404) before
+        any response, for another user's run too."""
+        return find_run(journal, user, run_id)
 
     _add_runs_routes(router, service, max_question_chars=max_question_chars)
     _add_run_routes(router, service, known_run)
@@ -130,11 +145,16 @@ def _add_runs_routes(router: APIRouter, service: RunService, *, max_question_cha
         (`planweave serve` answers it in its protocol: see `door`.)"""
         return service.health()
 
+    @router.get("/me")
+    async def me(user: Caller) -> dict[str, Any]:
+        """Who the token is: `user` (null: the operator) and `role`."""
+        return {"user": user.name, "role": user.role}
+
     @router.post("/runs", status_code=202)
-    async def start_run(request: RunRequest) -> dict[str, Any]:
-        """Start a run in the background; its id comes back once the journal has it, with
-        `queued` (`{"ahead": N}`) when it waits for its turn.  503 (`Retry-After`) when the
-        server holds as many runs as it may."""
+    async def start_run(request: RunRequest, user: Caller) -> dict[str, Any]:
+        """Start a run in the background, the caller's; its id comes back once the journal
+        has it, with `queued` (`{"ahead": N}`) when it waits for its turn.  503
+        (`Retry-After`) when the server holds as many runs as it may."""
         question = check_question(request.question, max_question_chars)
         schema = request.output_schema
         run_id = await service.start(
@@ -143,21 +163,25 @@ def _add_runs_routes(router: APIRouter, service: RunService, *, max_question_cha
             approve=request.approve,
             output=None if schema is None else OutputShape.from_schema(schema, patterns=False),
             thread=request.thread,
+            user=user.name,
         )
         return _with_wait(service, {"id": run_id, "status": "running"})
 
     @router.get("/runs")
     async def list_runs(
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20, before: str | None = None
+        user: Caller,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+        before: str | None = None,
     ) -> dict[str, Any]:
-        """Runs, newest first; `before` (the `next` of the previous page) pages on.  A run
-        that waits for the model (which answers one call at a time) has `model_wait`."""
-        runs = [_with_wait(service, run) for run in journal.runs(limit, before=before)]
+        """The caller's runs (an admin's: all), newest first; `before` (the `next` of the
+        previous page) pages on.  A run that waits for the model (which answers one call at a
+        time) has `model_wait`."""
+        runs = [_with_wait(service, run) for run in runs_of(journal, user, limit, before=before)]
         return {"runs": runs, "next": runs[-1]["id"] if len(runs) == limit else None}
 
 
 def _add_run_routes(
-    router: APIRouter, service: RunService, known_run: Callable[[str], str]
+    router: APIRouter, service: RunService, known_run: Callable[[str, User], str]
 ) -> None:
     """The routes of one run (`/runs/{run_id}`, its id checked by `known_run`): show, cancel,
     resume, approve, reject and follow its events."""

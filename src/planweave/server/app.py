@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..redaction import add_secret, redact
 from ..runtime import Runtime
+from ..users import Users
 from .api import InvalidEventId, QuestionTooLong, runs_router
 from .chat import InvalidParam, UnknownModel, openai_router
 from .door import Door
@@ -60,9 +61,12 @@ class ServerConfig:
     `max_running`: runs that answer at once, `max_queued`: runs that may wait for their turn
     besides (past both, 503 with `Retry-After`); `request_timeout_s`: how long a connection
     has to send a whole request (head and body) before it is closed (`serve` only: it is
-    uvicorn's protocol)."""
+    uvicorn's protocol); `users`: the users of a users file (`users.Users.load`), each with
+    their tokens and seeing only their own runs (`token` is then the operator's, an admin).
+    """
 
     token: str | None = None
+    users: Users | None = None
     max_body_bytes: int = 1_000_000
     max_question_chars: int = 20_000
     max_running: int = 8
@@ -121,6 +125,7 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
             token=config.token,
             max_body_bytes=config.max_body_bytes,
             public=frozenset(PAGE_FILES),
+            users=config.users,
         )
         return door.guard
 
@@ -278,7 +283,7 @@ def serve(
 ) -> None:
     """Serve `runtime` until interrupted.  Refuses a non-loopback `host` without a token."""
     config = config or ServerConfig()
-    check_bind(host, config.token)
+    check_bind(host, config.token, config.users)
     app = create_app(runtime, config)
     settings = uvicorn_config(
         app,

@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..settings import Mode
 from ..threads import check_thread, from_messages
 from ..typed import OutputShape
-from .api import check_question
+from .api import Caller, check_question
 from .security import error_body
 from .service import RunService
 
@@ -205,7 +205,9 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         return model(name)
 
     @router.post("/chat/completions", response_model=None)
-    async def chat(body: ChatRequest, request: Request) -> JSONResponse | StreamingResponse:
+    async def chat(
+        body: ChatRequest, request: Request, user: Caller
+    ) -> JSONResponse | StreamingResponse:
         if body.model not in MODELS:
             raise UnknownModel(body.model)
         _check_supported(body)
@@ -216,7 +218,9 @@ def openai_router(service: RunService, *, max_question_chars: int) -> APIRouter:
         mode, thread = MODELS[body.model], _thread(body)
         if thread is None:
             question = from_messages(_history(body.messages)).context(question)
-        run_id = await service.start(question, mode, output=output, thread=thread)
+        # The run is the caller's; OpenAI's own `user` field (an end-user tag for abuse
+        # monitoring) names nobody here and is not read.
+        run_id = await service.start(question, mode, output=output, thread=thread, user=user.name)
         shape = _Shape(run_id, body.model)
         if body.stream:
             usage = bool((body.stream_options or {}).get("include_usage"))

@@ -10,26 +10,35 @@
   broken JSON or a lone surrogate that the journal could not store.
 - The web page's own files (`public`: no data, no secret) are served without the token, since
   a browser cannot send a header when it opens a page; everything the page reads needs it.
+- With users (`users.Users`: a users file, the operator's token), a request's token says who
+  it comes from: the guard puts that `User` in the request's scope (`CALLER`), and `caller`
+  gives it to the routes, which show each user only their own runs (`users.find_run`,
+  `users.runs_of`).  Without a token, the caller is the operator (loopback only).
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from starlette.exceptions import HTTPException
+from starlette.requests import HTTPConnection
+
 from ..errors import UserError
 from ..redaction import add_secret
+from ..users import OPERATOR, User, Users
 
 __all__ = [
+    "CALLER",
     "MAX_HEADER_BYTES",
     "MIN_TOKEN_CHARS",
     "Answer",
     "Guard",
     "Refusal",
+    "caller",
     "check_bind",
     "error_answer",
     "error_body",
@@ -50,6 +59,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+# Where the guard leaves the request's `User` in its ASGI scope.
+CALLER = "planweave.caller"
+UNAUTHORIZED = "a valid `Authorization: Bearer TOKEN` header is required"
 # A refusal: status, message, the error's type, headers to send with it.
 Refusal = tuple[int, str, str, dict[str, str]]
 # An answer as the protocol sends it: status, headers, body.
@@ -67,19 +79,31 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to serve on `host` without a token unless it is loopback; refuse a short token."""
+def check_bind(host: str, token: str | None, users: Users | None = None) -> None:
+    """Refuse to serve on `host` without a token (or users, each with theirs) unless it is
+    loopback; refuse a short token."""
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise UserError(
             f"the token must have at least {MIN_TOKEN_CHARS} characters; make one with "
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
         )
-    if token is None and not is_loopback(host):
+    if token is None and users is None and not is_loopback(host):
         raise UserError(
             f"serving on {host} lets other machines in: give a token (--token or env "
-            "PLANWEAVE_TOKEN) that every request must carry, or bind to 127.0.0.1"
+            "PLANWEAVE_TOKEN) that every request must carry, or users (--users), or bind to "
+            "127.0.0.1"
         )
     add_secret(token)
+
+
+def caller(connection: HTTPConnection) -> User:
+    """Who the request comes from, as the guard found it (a FastAPI dependency of every route
+    that reads or starts runs).  A request the guard let in without one (a page file) has
+    none: 401, never a default."""
+    user = connection.scope.get(CALLER)
+    if not isinstance(user, User):
+        raise HTTPException(401, UNAUTHORIZED, headers={"www-authenticate": "Bearer"})
+    return user
 
 
 def is_openai_path(path: str) -> bool:
@@ -122,9 +146,12 @@ class Guard:
         token: str | None,
         max_body_bytes: int,
         public: frozenset[str] = frozenset(),
+        users: Users | None = None,
     ) -> None:
+        """`token`: the operator's; `users`: the users file's (either, both, or neither:
+        then loopback only, every caller the operator)."""
         self.app = app
-        self.token = None if token is None else token.encode()
+        self.users = (users or Users()).with_operator(token)
         self.max_body_bytes = max_body_bytes
         self.public = public
 
@@ -132,10 +159,12 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        refusal = self.head_refusal(scope["method"], scope["path"], scope["headers"])
+        refusal, user = self._admit(scope["method"], scope["path"], scope["headers"])
         if refusal is not None:
             await send_error(scope, send, *refusal)
             return
+        if user is not None:
+            scope[CALLER] = user
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -163,38 +192,56 @@ class Guard:
     ) -> Refusal | None:
         """Why a request is refused from its head alone (the size of its headers, its host,
         token and origin), or None.  What comes after (the body) is checked as it arrives."""
+        return self._admit(method, path, raw)[0]
+
+    def _admit(
+        self, method: str, path: str, raw: list[tuple[bytes, bytes]]
+    ) -> tuple[Refusal | None, User | None]:
+        """Why the request is refused from its head alone, or None and who it comes from (None
+        for a public file asked for without a valid token)."""
         size = sum(len(k) + len(v) for k, v in raw)
         if size > MAX_HEADER_BYTES:
-            return (
+            refusal: Refusal = (
                 431,
                 f"the request's headers have {size} bytes; this server takes at most "
                 f"{MAX_HEADER_BYTES}",
                 "headers_too_large",
                 {},
             )
+            return refusal, None
         headers = {k.decode("latin-1").lower(): v for k, v in raw}
         public = method in ("GET", "HEAD") and path in self.public
         return self._refusal(headers, token=not public)
 
-    def _refusal(self, headers: dict[str, bytes], *, token: bool = True) -> Refusal | None:
-        """Why the request is refused, or None; `token`: whether it must carry the token."""
+    def _refusal(
+        self, headers: dict[str, bytes], *, token: bool = True
+    ) -> tuple[Refusal | None, User | None]:
+        """Why the request is refused, or None and its user; `token`: whether it must carry
+        a valid token."""
         host = headers.get("host", b"").decode("latin-1")
-        if self.token is not None:
+        user: User | None = OPERATOR
+        if self.users.required:
             scheme, _, given = headers.get("authorization", b"").partition(b" ")
-            valid = scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
-            if token and not valid:
-                return (
-                    401,
-                    "a valid `Authorization: Bearer TOKEN` header is required",
-                    "unauthorized",
-                    {"www-authenticate": "Bearer"},
-                )
+            user = self.users.authenticate(given.strip()) if scheme.lower() == b"bearer" else None
+            if token and user is None:
+                refusal = (401, UNAUTHORIZED, "unauthorized", {"www-authenticate": "Bearer"})
+                return refusal, None
         elif not is_loopback(urlsplit(f"//{host}").hostname or ""):
-            return 403, "this server answers requests to a loopback name only", "forbidden", {}
+            return (
+                403,
+                "this server answers requests to a loopback name only",
+                "forbidden",
+                {},
+            ), None
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin.decode("latin-1")).netloc.lower() != host.lower():
-            return 403, "requests from another origin are not allowed (no CORS)", "forbidden", {}
-        return None
+            return (
+                403,
+                "requests from another origin are not allowed (no CORS)",
+                "forbidden",
+                {},
+            ), None
+        return None, user
 
     async def _body(self, headers: dict[str, bytes], receive: Receive) -> bytes | None:
         """The whole body, None once it is larger than the bound, or _GONE when the

@@ -70,9 +70,11 @@ class RunService:
         approve: ApproveMode | None = None,
         output: OutputShape | None = None,
         thread: str | None = None,
+        user: str | None = None,
     ) -> str:
         """Start answering `question` (typed by `output`, a JSON Schema, where given; a turn of
-        `thread`); returns the run's id once it is in the journal."""
+        `thread`; for `user`, whose run it is); returns the run's id once it is in the
+        journal."""
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,
@@ -83,6 +85,7 @@ class RunService:
                 admission=self.admission,
                 output_type=output,
                 thread=thread,
+                user=user,
             )
         )
 
