@@ -41,6 +41,7 @@ from .errors import PlanweaveError, UserError
 from .events import Event, TaskEnded, TaskFailed, TaskPlanned
 from .redaction import redact
 from .runtime import Runtime
+from .store import Journal
 from .tools import Tool
 from .users import OPERATOR, User, Users, find_run, runs_of
 
@@ -141,6 +142,13 @@ def create_server(
             user=_caller(),
         )
 
+    _add_resources(server, journal)
+    return server
+
+
+def _add_resources(server: MCPServer, journal: Journal) -> None:
+    """The runs as resources: the caller's (an admin's: all), each by its id."""
+
     @server.resource(
         RUNS_URI,
         name="runs",
@@ -162,8 +170,6 @@ def create_server(
             return _json(journal.show(find_run(journal, _caller(), run_id)))
         except PlanweaveError as exc:
             raise ResourceError(str(exc)) from exc
-
-    return server
 
 
 # Who the request being handled comes from (`_identify` sets it for each one).
