@@ -1,5 +1,5 @@
-"""The web page at `/`: one HTML file, its script and its style, and the graph layout library
-(`page/vendor/`, from npm), all from the package; no build step, nothing from a CDN.  The page
+"""The web page at `/`: one HTML file, its script and its style, all from the package; no build
+step, nothing from a CDN.  The page
 holds no data: it asks for the token and reads everything through the API, so it is the one
 thing served without the token."""
 
@@ -18,7 +18,6 @@ PAGE_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/page.js": ("page.js", "text/javascript; charset=utf-8"),
     "/page.css": ("page.css", "text/css; charset=utf-8"),
-    "/vendor/dagre.min.js": ("vendor/dagre.min.js", "text/javascript; charset=utf-8"),
     "/favicon.ico": ("favicon.ico", "image/x-icon"),
 }
 

@@ -1,6 +1,5 @@
 // planweave's page: runs, a question box, and one run's plan as it is compiled and run, built
-// from the run's event stream.  One library, dagre (page/vendor/, from npm), places the plan's
-// nodes; no build step.  Every text a model, a tool or a
+// from the run's event stream; no library, no build step.  Every text a model, a tool or a
 // person wrote is put in the page with textContent or as an SVG text node's data, never as HTML.
 //
 // The token: asked for here, kept in sessionStorage (this tab only), sent as an Authorization
@@ -468,31 +467,32 @@ function renderAxis(scale) {
   $("axis").replaceChildren(...ticks);
 }
 
-// Node placement by dagre (vendored from npm: a layered layout with few crossings), redone only
-// when the plan's shape changes, so that nodes stay put while their colours change.
-const NODE_W = 170, NODE_H = 40, LABEL_CHARS = 24;
-let dagLayout = { key: null };
+// Node placement: layered left to right, a task one column right of its rightmost input, and
+// in its column below the tasks that came before it.  A task's inputs are earlier tasks, so a
+// task that arrives (the planner still streaming, or a replan) never moves one already drawn.
+const NODE_W = 170, NODE_H = 40, LABEL_CHARS = 24, COL_GAP = 40, ROW_GAP = 10, MARGIN = 8;
 
 function layoutDag(tasks) {
-  const key = tasks.map((t) => `${t.id}<${t.deps.join(",")}`).join(";");
-  if (key === dagLayout.key) return dagLayout;
-  const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: "LR", nodesep: 10, ranksep: 40, marginx: 8, marginy: 8 });
-  g.setDefaultEdgeLabel(() => ({}));
-  const ids = new Set(tasks.map((t) => t.id));
-  for (const t of tasks) g.setNode(String(t.id), { width: NODE_W, height: NODE_H });
+  const rank = new Map(), rows = [], at = new Map();
   for (const t of tasks) {
-    for (const d of t.deps) if (ids.has(d)) g.setEdge(String(d), String(t.id));
+    const r = Math.max(-1, ...t.deps.filter((d) => rank.has(d)).map((d) => rank.get(d))) + 1;
+    rank.set(t.id, r);
+    rows[r] = (rows[r] || 0) + 1;
+    at.set(t.id, { x: MARGIN + r * (NODE_W + COL_GAP), y: MARGIN + (rows[r] - 1) * (NODE_H + ROW_GAP) });
   }
-  dagre.layout(g);
-  const at = new Map(tasks.map((t) => {
-    const n = g.node(String(t.id));
-    return [t.id, { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2 }];
-  }));
-  const edges = g.edges().map((e) => g.edge(e).points);
-  const { width, height } = g.graph();
-  dagLayout = { key, at, edges, width, height };
-  return dagLayout;
+  const edges = [];
+  for (const t of tasks) {
+    const to = at.get(t.id);
+    for (const d of t.deps) {
+      const from = at.get(d);
+      if (!from) continue;
+      const a = { x: from.x + NODE_W, y: from.y + NODE_H / 2 }, b = { x: to.x, y: to.y + NODE_H / 2 };
+      edges.push({ a, b });
+    }
+  }
+  const width = 2 * MARGIN + rows.length * NODE_W + (rows.length - 1) * COL_GAP;
+  const height = 2 * MARGIN + Math.max(...rows.map((n) => n || 0)) * (NODE_H + ROW_GAP) - ROW_GAP;
+  return { at, edges, width, height };
 }
 
 // Nodes for tasks, coloured by state; edges from each task to those that use its result.
@@ -514,8 +514,9 @@ function renderDag(run) {
   const defs = svg("defs", {});
   defs.append(marker);
   const nodes = [defs];
-  for (const points of edges) {
-    const d = points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+  for (const { a, b } of edges) {
+    const bend = Math.max(20, (b.x - a.x) / 2);
+    const d = `M${a.x},${a.y} C${a.x + bend},${a.y} ${b.x - bend},${b.y} ${b.x},${b.y}`;
     nodes.push(svg("path", { d, class: "edge", "marker-end": "url(#arrow)" }));
   }
   for (const t of tasks) {
