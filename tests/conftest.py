@@ -6,6 +6,7 @@ import pytest
 
 import demo_tools
 from planweave import ScriptedServer
+from postgres_server import journal_db, postgres_server  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(autouse=True)

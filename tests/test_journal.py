@@ -45,8 +45,21 @@ def _ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    return Journal(tmp_path / "runs.db")
+def journal(journal_db: str) -> Journal:
+    """The test's journal, on each backend in turn (`journal_db`: SQLite, PostgreSQL)."""
+    return Journal(journal_db)
+
+
+def edit(journal_db: str, sql: str, *params: object) -> None:
+    """Change the journal at `journal_db` behind planweave's back (`?` placeholders)."""
+    if journal_db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(journal_db, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+    else:
+        with sqlite3.connect(journal_db) as conn:
+            conn.execute(sql, params)
 
 
 def script(planner: int = 2, joiner: int = 2) -> Script:
@@ -185,8 +198,8 @@ def test_many_runs_at_once_in_one_process_share_the_journal(journal: Journal) ->
 
 
 @pytest.mark.slow  # a real process
-def test_several_processes_write_one_journal_without_losing_writes(tmp_path: Path) -> None:
-    db = tmp_path / "shared.db"
+def test_several_processes_write_one_journal_without_losing_writes(journal_db: str) -> None:
+    db = journal_db
     worker = (
         "import sys; sys.path.insert(0, sys.argv[2])\n"
         "from ledger_tools import TOOLS, PLAN, FINISH\n"
@@ -261,14 +274,13 @@ def test_resume_refuses_unknown_and_finished_runs(journal: Journal) -> None:
 
 
 def test_a_resumed_plan_that_writes_another_call_under_a_finished_id_is_refused(
-    journal: Journal, tmp_path: Path
+    journal: Journal, journal_db: str
 ) -> None:
     run_id = failed_at_joiner(journal)
     # As if the process had died while the planner still streamed: its response is not
     # recorded, so the resumed run asks the planner again, and this time it writes another
     # side effect under task 4, which already ran.
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute("UPDATE llm_calls SET status = 'streaming' WHERE purpose = 'planner'")
+    edit(journal_db, "UPDATE llm_calls SET status = 'streaming' WHERE purpose = 'planner'")
     journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     other = PLAN.replace('send("total ${3}")', 'send("total 6")')
     llm = ScriptedLLM(Script.by_purpose(planner=[other], joiner=[FINISH]))
@@ -302,13 +314,12 @@ def test_resume_refuses_a_run_still_running_and_an_ambiguous_prefix(journal: Jou
 
 
 def test_a_recorded_result_that_cannot_be_read_back_pauses_the_resume(
-    journal: Journal, tmp_path: Path
+    journal: Journal, journal_db: str
 ) -> None:
     run_id = failed_at_joiner(journal)
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute(
-            "UPDATE tasks SET result = ? WHERE id = 3", ('{"__pw__": "no-such-kind", "v": 1}',)
-        )
+    edit(
+        journal_db, "UPDATE tasks SET result = ? WHERE id = 3", '{"__pw__": "no-such-kind", "v": 1}'
+    )
     journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     runtime = Runtime(TOOLS, ScriptedLLM(script()), journal=journal)
     with pytest.raises(ResumeError, match=r"result of task 3 `add\(\$1, \$2\)` cannot be read"):
@@ -318,11 +329,10 @@ def test_a_recorded_result_that_cannot_be_read_back_pauses_the_resume(
 
 
 def test_a_recorded_response_whose_request_changed_is_asked_again(
-    journal: Journal, tmp_path: Path
+    journal: Journal, journal_db: str
 ) -> None:
     run_id = failed_at_joiner(journal)
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        conn.execute("UPDATE llm_calls SET request_hash = 'other' WHERE purpose = 'planner'")
+    edit(journal_db, "UPDATE llm_calls SET request_hash = 'other' WHERE purpose = 'planner'")
     journal.seal(run_id)  # an edit its owner vouches for (tests/test_journal_trust.py: others)
     ran = ledger_tools.ledger()
     llm = ScriptedLLM(script(planner=1, joiner=1))
@@ -476,7 +486,7 @@ def test_marking_the_in_flight_side_effect_failed_keeps_it_from_running(tmp_path
     assert journal.show(run_id)["tasks"][3]["status"] == "failed"
 
 
-def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path: Path) -> None:
+def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, journal_db: str) -> None:
     started = anyio.Event()
 
     @tool
@@ -497,7 +507,7 @@ def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: runtime.arun("q", check=False))
             await started.wait()  # the run's task is recorded as started: it is in flight
-            other = Journal(tmp_path / "runs.db")  # another connection, as another process
+            other = Journal(journal_db)  # another connection, as another process
             run_id = other.runs()[0]["id"]
             assert other.request_cancel(run_id) == "cancelling"
         return run_id
@@ -510,7 +520,7 @@ def test_cancel_through_the_journal_stops_a_live_run(journal: Journal, tmp_path:
 
 
 def test_a_cancelled_side_effect_in_flight_is_not_run_again_without_a_decision(
-    journal: Journal, tmp_path: Path
+    journal: Journal, journal_db: str
 ) -> None:
     started = anyio.Event()
 
@@ -532,7 +542,7 @@ def test_a_cancelled_side_effect_in_flight_is_not_run_again_without_a_decision(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(lambda: runtime.arun("q", check=False))
                 await started.wait()
-                other = Journal(tmp_path / "runs.db")
+                other = Journal(journal_db)
                 run_id = other.runs()[0]["id"]
                 assert other.request_cancel(run_id) == "cancelling"
         return run_id
@@ -569,21 +579,34 @@ def test_another_applications_database_is_refused_untouched(tmp_path: Path) -> N
     assert path.read_bytes() == before
 
 
-def test_a_journal_from_a_newer_planweave_is_refused(journal: Journal) -> None:
+def set_version(journal_db: str, version: int) -> None:
+    """Stamp the journal at `journal_db` with schema `version`, behind planweave's back."""
+    if journal_db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(journal_db, autocommit=True) as conn:
+            conn.execute("UPDATE planweave_schema SET version = %s", (version,))
+    else:
+        with sqlite3.connect(journal_db) as conn:
+            conn.execute(f"PRAGMA user_version = {version}")
+
+
+def test_a_journal_from_a_newer_planweave_is_refused(journal_db: str) -> None:
+    journal = Journal(journal_db)
     run_id = Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q").run_id
     journal.close()
-    with sqlite3.connect(journal.path) as conn:
-        conn.execute("PRAGMA user_version = 99")
+    set_version(journal_db, 99)
     with pytest.raises(JournalError, match=r"newer planweave.*schema 99"):
-        Journal(journal.path)
-    with sqlite3.connect(journal.path) as conn:
-        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
-    assert Journal(journal.path).show(run_id)["status"] == "finished"
+        Journal(journal_db)
+    with pytest.raises(JournalError, match=r"newer planweave.*schema 99"):
+        Journal.for_reading(journal_db)
+    set_version(journal_db, len(MIGRATIONS))
+    assert Journal(journal_db).show(run_id)["status"] == "finished"
 
 
-def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(
-    journal: Journal,
-) -> None:
+def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "runs.db")
+    conn = journal._backend._conn  # type: ignore[attr-defined]
     first = Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q")
 
     @tool
@@ -594,8 +617,8 @@ def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(
     def fill_up(event: Event) -> None:
         # SQLite's own size limit makes the next growth fail exactly as a full disk does.
         if isinstance(event, TaskStarted):
-            pages = journal._conn.execute("PRAGMA page_count").fetchone()[0]
-            journal._conn.execute(f"PRAGMA max_page_count = {pages}")
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count = {pages}")
 
     llm = ScriptedLLM(Script.by_purpose(planner=["1. big()\n2. join()\n<END_OF_PLAN>"]))
     runtime = Runtime(ToolRegistry([big]), llm, journal=journal, subscribers=[fill_up])
@@ -608,7 +631,7 @@ def test_a_full_journal_ends_the_run_clearly_and_keeps_what_was_recorded(
     assert failed.value.result.llm.calls == 1
     with pytest.raises((JournalError, RunFailed), match="is full"):
         Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("another")
-    journal._conn.execute("PRAGMA max_page_count = 1073741823")
+    conn.execute("PRAGMA max_page_count = 1073741823")
     assert journal.show(first.run_id)["tasks"][3]["result"] == "sent"
     started = journal.show(failed.value.result.run_id)["tasks"][0]
     assert started["status"] == "running"  # recorded as in flight: resumable

@@ -129,7 +129,7 @@ def test_nothing_outside_the_store_reaches_into_a_journal() -> None:
     """Code outside store/ (the package and the benchmarks) uses the journal's public interface
     (`Journal`'s methods, `store.base.Storage`), never a private method or attribute of it."""
     private = _private_names(ROOT / "store" / "journal.py", "Journal")
-    assert {"_conn", "_lock", "_sqlite_errors"} <= private
+    assert {"_backend", "_sealer"} <= private
     files = [p for p in ROOT.rglob("*.py") if "store" not in p.relative_to(ROOT).parts]
     files += list((ROOT.parents[1] / "benchmarks").rglob("*.py"))
     for path in files:

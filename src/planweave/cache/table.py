@@ -81,10 +81,12 @@ class TemplateTable:
         return [_stored(r) for r in rows]
 
     def all(self, limit: int | None = None) -> list[StoredTemplate]:
-        rows = self.storage.read(
-            "SELECT * FROM plan_templates ORDER BY used DESC LIMIT ?",
-            (-1 if limit is None else limit,),
-        )
+        if limit is None:
+            rows = self.storage.read("SELECT * FROM plan_templates ORDER BY used DESC")
+        else:
+            rows = self.storage.read(
+                "SELECT * FROM plan_templates ORDER BY used DESC LIMIT ?", (limit,)
+            )
         return [_stored(r) for r in rows]
 
     def find(self, prefix: str) -> list[StoredTemplate]:
@@ -124,8 +126,13 @@ class TemplateTable:
                 )
                 return False
             conn.execute(
-                "INSERT OR REPLACE INTO plan_templates (tools, id, key, slots, plan, question, "
-                "source_run, tokens, created, used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO plan_templates (tools, id, key, slots, plan, question, source_run, "
+                "tokens, created, used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (tools, id) DO UPDATE SET key = excluded.key, "
+                "slots = excluded.slots, plan = excluded.plan, question = excluded.question, "
+                "source_run = excluded.source_run, tokens = excluded.tokens, "
+                "created = excluded.created, used = excluded.used, hits = 0, good = 0, "
+                "bad = 0, mac = NULL",
                 (
                     tools,
                     template["id"],
@@ -139,7 +146,7 @@ class TemplateTable:
                     now,
                 ),
             )
-            # Sealed as SQLite gives it back, the form every later read checks.
+            # Sealed as the database gives it back, the form every later read checks.
             stored = _row(conn, tools, template["id"])
             assert stored is not None
             conn.execute(
@@ -147,8 +154,8 @@ class TemplateTable:
                 (sealer.seal(TABLE, stored), tools, template["id"]),
             )
             conn.execute(
-                "DELETE FROM plan_templates WHERE rowid IN (SELECT rowid FROM plan_templates "
-                "ORDER BY used DESC LIMIT -1 OFFSET ?)",
+                "DELETE FROM plan_templates WHERE (tools, id) NOT IN (SELECT tools, id FROM "
+                "plan_templates ORDER BY used DESC LIMIT ?)",
                 (bound,),
             )
         return True
@@ -191,15 +198,10 @@ class TemplateTable:
 
 
 def _row(conn: Connection, tools: str, template_id: str) -> dict[str, Any] | None:
-    cursor = conn.execute(
+    found = conn.execute(
         "SELECT * FROM plan_templates WHERE tools = ? AND id = ?", (tools, template_id)
-    )
-    values = cursor.fetchone()
-    return (
-        None
-        if values is None
-        else dict(zip([d[0] for d in cursor.description], values, strict=True))
-    )
+    ).fetchone()
+    return None if found is None else dict(found)
 
 
 def _verified(row: dict[str, Any], sealer: Sealer) -> bool:

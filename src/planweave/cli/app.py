@@ -6,7 +6,6 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -41,14 +40,16 @@ threads_app = typer.Typer(
 app.add_typer(threads_app, name="threads")
 
 DbOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
-        "--db", help="The journal file (env PLANWEAVE_DB; default: runs.db in the user data dir)."
+        "--db",
+        help="The journal: a file, or a PostgreSQL URL postgresql://... (the postgres extra) "
+        "(env PLANWEAVE_DB; default: runs.db in the user data dir).",
     ),
 ]
 
 
-def open_journal(db: Path | None, console: Console, *, reading: bool = False) -> Journal:
+def open_journal(db: str | None, console: Console, *, reading: bool = False) -> Journal:
     try:
         return Journal.for_reading(db) if reading else Journal(db)
     except PlanweaveError as exc:
@@ -57,7 +58,7 @@ def open_journal(db: Path | None, console: Console, *, reading: bool = False) ->
 
 
 def read_journal(
-    db: Path | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
+    db: str | None, console: Console, read: Callable[[Journal], T], *, reading: bool = True
 ) -> T:
     """`read(journal)`, or the error on the console and exit status 2.  History is read from
     a journal that cannot be written too (`reading`)."""

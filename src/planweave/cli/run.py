@@ -6,7 +6,6 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import anyio
@@ -186,7 +185,7 @@ def run(
         raise typer.Exit(2) from None
 
 
-def _journal(db: Path | None, console: Console) -> Journal | None:
+def _journal(db: str | None, console: Console) -> Journal | None:
     """The journal to record in.  The default one is a convenience: if it cannot be opened
     (a read-only home, a foreign file), say so and run without it; an asked-for one must work."""
     try:

@@ -1,38 +1,40 @@
-"""The durable journal: every run, plan line, task, LLM call and event, in one SQLite file.
+"""The durable journal: every run, plan line, task, LLM call and event, in one SQLite file (the
+default) or one PostgreSQL database (`postgresql://...`): the backends are `sqlite` and
+`postgres`, the same tables and the same SQL above them.
 
 Writes happen synchronously on the event stream (see `RunRecorder`), one transaction per event,
 so a task's start is committed before its tool is called and its result before any dependent
-starts.  Starts of tasks whose tool has side effects are also fsynced (`synchronous=FULL` for that
-commit); everything else relies on WAL's ordering, which survives a killed process.
+starts.  Starts of tasks whose tool has side effects are also fsynced (a durable commit);
+everything else relies on the database's write-ahead log, which survives a killed process.
 
 Every row a resume reads is sealed as it is written (`seal`: an HMAC under this user's key,
 which the file does not hold), and `verify` checks the seals before a resume replays anything.
 
-This module keeps the connection and the runs' life cycle; `projection` writes an event onto the
-run's rows, `views` reads them back.  `Journal`'s public methods, with `base.Storage`'s, are the
-whole of what planweave asks of a journal.
+This module keeps the runs' life cycle over a backend (`base.Backend`); `projection` writes an
+event onto the run's rows, `views` reads them back.  `Journal`'s public methods, with
+`base.Storage`'s, are the whole of what planweave asks of a journal.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError, JournalUnverified, PlanRejected, ResumeError
 from ..events import Event, PlanRejectedEvent, RunFinished
 from ..records import RecordedItem, RecordedTask, Replay
-from . import views
+from . import postgres, views
+from .base import Backend, Dialect
 from .codec import dumps, loads
+from .dbapi import Connection, Row
 from .owner import alive, here
 from .projection import append
-from .schema import connect
 from .seal import KEY_ENV, SEALED, Sealer, run_column, seal_rows, seal_run, unsealed
+from .sqlite import SQLite
 
 __all__ = ["Journal", "RecordHook", "default_path", "record_hooks"]
 
@@ -45,18 +47,19 @@ record_hooks: list[RecordHook] = []
 _IN_FLIGHT = "(status = 'running' OR (status = 'cancelled' AND started IS NOT NULL))"
 
 
-def default_path() -> Path:
-    """PLANWEAVE_DB, or runs.db in the user data directory."""
+def default_path() -> Path | str:
+    """PLANWEAVE_DB (a file, or a `postgresql://` URL), or runs.db in the user data directory."""
     env = os.environ.get("PLANWEAVE_DB")
     if env:
-        return Path(env).expanduser()
+        return env if postgres.is_url(env) else Path(env).expanduser()
     import platformdirs
 
     return platformdirs.user_data_path("planweave") / "runs.db"
 
 
 class Journal:
-    """One journal file.  Safe to share between runs, threads and processes.
+    """One journal: a file, or a PostgreSQL database.  Safe to share between runs, threads and
+    processes.
 
     Its public methods are all planweave asks of a journal, and what a journal on another
     database would implement:
@@ -72,12 +75,22 @@ class Journal:
     """
 
     def __init__(self, path: str | Path | None = None, *, read_only: bool = False) -> None:
-        """Open (creating it if needed) the journal at `path`; `read_only` opens an existing
-        one for reading only, and every write then raises JournalError."""
-        self.path = Path(path).expanduser() if path is not None else default_path()
+        """Open (creating it if needed) the journal at `path`: a file, or a database's URL
+        (`postgresql://...`); `read_only` opens an existing one for reading only, and every
+        write then raises JournalError."""
+        target = path if path is not None else default_path()
+        backend: Backend
+        # The file, or the URL with its credentials masked: what messages name.
+        self.path: Path | str
+        if postgres.is_url(target):
+            backend = postgres.Postgres(str(target), read_only=read_only)
+            self.path = backend.location
+        else:
+            self.path = Path(target).expanduser()
+            backend = SQLite(self.path, read_only=read_only)
         self.read_only = read_only
-        self._conn = connect(self.path, read_only=read_only)
-        self._lock = threading.Lock()
+        self.dialect: Dialect = backend.dialect
+        self._backend = backend
         self._sealer: Sealer | None = None  # the key is read when first needed
 
     @classmethod
@@ -94,8 +107,7 @@ class Journal:
                 raise exc from None
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._backend.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -105,57 +117,15 @@ class Journal:
 
     # ------------------------------------------------------------------ storage (`base.Storage`)
 
-    @contextlib.contextmanager
-    def _sqlite_errors(self, run_id: str | None = None, *, doing: str = "write") -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as exc:
-            code = getattr(exc, "sqlite_errorcode", None)
-            if code == sqlite3.SQLITE_FULL:
-                why = "the disk (or the journal's size limit) is full"
-            elif code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                why = "the database stayed locked by another process for too long"
-            elif code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-                why = f"the file is damaged ({exc}); copy what can be read with sqlite3's .recover"
-            elif code == sqlite3.SQLITE_READONLY or self.read_only:
-                why = f"it is open read-only here ({exc})"
-            else:
-                why = f"SQLite failed: {exc}"
-            raise JournalError(
-                f"cannot {doing} the journal {self.path}: {why}",
-                path=str(self.path),
-                run_id=run_id,
-            ) from exc
-
-    @contextlib.contextmanager
     def transaction(
         self, *, durable: bool = False, run_id: str | None = None
-    ) -> Iterator[sqlite3.Connection]:
-        """One write transaction (`BEGIN IMMEDIATE`): committed when the block ends, rolled
-        back when it raises; `durable` commits with `synchronous=FULL`."""
-        with self._lock, self._sqlite_errors(run_id):
-            conn = self._conn
-            if durable:
-                conn.execute("PRAGMA synchronous=FULL")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            finally:
-                if durable:
-                    conn.execute("PRAGMA synchronous=NORMAL")
+    ) -> AbstractContextManager[Connection]:
+        """One write transaction (`base.Storage.transaction`)."""
+        return self._backend.transaction(durable=durable, run_id=run_id)
 
-    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
         """The rows `sql` selects."""
-        with self._lock, self._sqlite_errors(doing="read"):
-            cursor = self._conn.execute(sql, params)
-            cursor.row_factory = sqlite3.Row
-            return cursor.fetchall()
+        return self._backend.read(sql, params)
 
     def sealer(self) -> Sealer:
         """This user's sealer, its key read (or made) when first needed."""
@@ -228,9 +198,7 @@ class Journal:
         awaiting approval is taken only `approving` it, and only such a run is."""
         run_id = self.find(run_id)
         with self.transaction(run_id=run_id) as conn:
-            cursor = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,))
-            cursor.row_factory = sqlite3.Row
-            row = dict(cursor.fetchone())
+            row = dict(conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
             awaiting = row["status"] == "awaiting_approval"
             if approving and not awaiting:
                 raise ResumeError(f"run {run_id} is not awaiting approval (it is {row['status']})")

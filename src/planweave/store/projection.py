@@ -6,7 +6,6 @@ writer's transaction.  The values written are the event's own; every row written
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import fields
 from typing import Any
@@ -32,7 +31,9 @@ from ..events import (
     TaskStarted,
 )
 from ..records import item_call, jsonable
-from .codec import Unstorable, dumps, encode
+from .codec import Unstorable, dumps, encode, loads
+from .dbapi import Connection
+from .schema import KEYS, key_where
 from .seal import Sealer, seal_rows, unseal_rows
 
 __all__ = ["append"]
@@ -41,25 +42,23 @@ __all__ = ["append"]
 _HEAVY = frozenset({"result", "stored", "arguments", "text", "args"})
 
 
-def append(
-    conn: sqlite3.Connection, sealer: Sealer, run_id: str, session: int, event: Event
-) -> None:
+def append(conn: Connection, sealer: Sealer, run_id: str, session: int, event: Event) -> None:
     """Append `event` to the run's event log and bring its rows up to date with it, in the
     transaction of `conn`; every row written is sealed with `sealer`."""
     # Not event.to_dict(): that deep-copies results, which the tasks table already holds.
     data = {f.name: getattr(event, f.name) for f in fields(event) if f.name not in _HEAVY}
-    cursor = conn.execute(
-        "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, (SELECT "
-        "coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?), ?, ?, ?, ?)",
-        (run_id, run_id, session, event.t, event.kind, dumps(data)),
+    (seq,) = conn.execute(
+        "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO events (run_id, seq, session, t, kind, data) VALUES (?, ?, ?, ?, ?, ?)",
+        (run_id, seq, session, event.t, event.kind, dumps(data)),
     )
-    seal_rows(conn, sealer, "events", "rowid = ?", (cursor.lastrowid,))
+    seal_rows(conn, sealer, "events", "run_id = ? AND seq = ?", (run_id, seq))
     _apply(conn, sealer, run_id, session, event)
 
 
-def _apply(
-    conn: sqlite3.Connection, sealer: Sealer, run_id: str, session: int, event: Event
-) -> None:
+def _apply(conn: Connection, sealer: Sealer, run_id: str, session: int, event: Event) -> None:
     """Bring the run's rows up to date with `event`: the values are the event's own."""
     if isinstance(event, LLMCallStarted | LLMCallFinished):
         _apply_llm(conn, sealer, run_id, session, event)
@@ -71,7 +70,7 @@ def _apply(
         _apply_task(conn, sealer, run_id, event)
 
 
-def _apply_task(conn: sqlite3.Connection, sealer: Sealer, run_id: str, event: Event) -> None:
+def _apply_task(conn: Connection, sealer: Sealer, run_id: str, event: Event) -> None:
     task_id, item = getattr(event, "task_id", None), getattr(event, "item", None)
     if task_id is None:
         return
@@ -85,7 +84,7 @@ def _apply_task(conn: sqlite3.Connection, sealer: Sealer, run_id: str, event: Ev
 
 
 def _apply_llm(
-    conn: sqlite3.Connection,
+    conn: Connection,
     sealer: Sealer,
     run_id: str,
     session: int,
@@ -96,8 +95,13 @@ def _apply_llm(
             where = "run_id = ? AND session = ? AND call = ?"
             unseal_rows(conn, sealer, "llm_calls", where, (run_id, session, event.call))
             conn.execute(
-                "INSERT OR REPLACE INTO llm_calls (run_id, session, call, purpose, model, "
-                "request_hash, status, started) VALUES (?, ?, ?, ?, ?, ?, 'streaming', ?)",
+                "INSERT INTO llm_calls (run_id, session, call, purpose, model, request_hash, "
+                "status, started) VALUES (?, ?, ?, ?, ?, ?, 'streaming', ?) "
+                "ON CONFLICT (run_id, session, call) DO UPDATE SET purpose = excluded.purpose, "
+                "model = excluded.model, request_hash = excluded.request_hash, "
+                "status = 'streaming', started = excluded.started, prompt_tokens = NULL, "
+                "completion_tokens = NULL, duration = NULL, text = NULL, error = NULL, "
+                "mac = NULL",
                 (
                     run_id,
                     session,
@@ -132,7 +136,7 @@ def _apply_llm(
 
 
 def _apply_approval(
-    conn: sqlite3.Connection,
+    conn: Connection,
     sealer: Sealer,
     run_id: str,
     event: PlanAwaitingApproval | PlanApproved,
@@ -152,7 +156,7 @@ def _apply_approval(
 
 
 def _apply_run(
-    conn: sqlite3.Connection,
+    conn: Connection,
     sealer: Sealer,
     run_id: str,
     event: ReplanEvent | RunFinished | CacheHit | CacheAdapted | CacheMiss,
@@ -183,18 +187,18 @@ def _apply_run(
             # with the run: none of it stays `running` or `pending` under an ended run.
             # `cancelled` with its start kept: a later resume still asks about it.
             for table, left in (("tasks", "'running', 'pending'"), ("task_items", "'running'")):
+                keys, where = KEYS[table], key_where(table)
                 rows = conn.execute(
-                    f"SELECT rowid FROM {table} WHERE run_id = ? AND status IN ({left})",
+                    f"SELECT {', '.join(keys)} FROM {table} WHERE run_id = ? AND status IN "
+                    f"({left})",
                     (run_id,),
                 ).fetchall()
-                for (rowid,) in rows:
-                    conn.execute(
-                        f"UPDATE {table} SET status = 'cancelled' WHERE rowid = ?", (rowid,)
-                    )
-                    seal_rows(conn, sealer, table, "rowid = ?", (rowid,))
+                for row in rows:
+                    conn.execute(f"UPDATE {table} SET status = 'cancelled' WHERE {where}", (*row,))
+                    seal_rows(conn, sealer, table, where, (*row,))
 
 
-def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> None:
+def _keep_step(conn: Connection, run_id: str, event: TaskPlanned) -> None:
     """A step is keyed by (run id, task id): once its tool was called, the call under that key
     is fixed.  A resumed plan that writes another call there is refused (DBOS does the same),
     never recorded over the step that ran."""
@@ -216,7 +220,7 @@ def _keep_step(conn: sqlite3.Connection, run_id: str, event: TaskPlanned) -> Non
     )
 
 
-def _task_row(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
+def _task_row(conn: Connection, run_id: str, event: Event) -> None:
     """A task's event on its row: the values are the event's own."""
     key = (run_id, getattr(event, "task_id", None))
     match event:
@@ -269,14 +273,10 @@ def _task_row(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
                 (event.start, event.end, event.attempts, *key),
             )
         case TaskRecovery():
-            conn.execute(
-                "UPDATE tasks SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
-                "json(?)) WHERE run_id = ? AND id = ?",
-                (dumps(event.record()), *key),
-            )
+            _add_recovery(conn, "tasks", "run_id = ? AND id = ?", key, event)
 
 
-def _item_row(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
+def _item_row(conn: Connection, run_id: str, event: Event) -> None:
     """A fan-out element's event, on its own row: the task's row is the whole fan-out's."""
     key = (run_id, getattr(event, "task_id", None), getattr(event, "item", None))
     match event:
@@ -306,11 +306,26 @@ def _item_row(conn: sqlite3.Connection, run_id: str, event: Event) -> None:
                 (status, error, event.end, event.attempts, *key),
             )
         case TaskRecovery():
-            conn.execute(
-                "UPDATE task_items SET recovery = json_insert(coalesce(recovery, '[]'), '$[#]', "
-                "json(?)) WHERE run_id = ? AND task_id = ? AND item = ?",
-                (dumps(event.record()), *key),
-            )
+            where = "run_id = ? AND task_id = ? AND item = ?"
+            _add_recovery(conn, "task_items", where, key, event)
+
+
+def _add_recovery(
+    conn: Connection, table: str, where: str, key: tuple[Any, ...], event: TaskRecovery
+) -> None:
+    """Append what recovery did to the row's `recovery` list (a JSON list; one that does not
+    read as one starts again)."""
+    found = conn.execute(f"SELECT recovery FROM {table} WHERE {where}", key).fetchone()
+    if found is None:
+        return
+    try:
+        done = loads(found[0]) or []
+    except ValueError:
+        done = []
+    done = done if isinstance(done, list) else []
+    conn.execute(
+        f"UPDATE {table} SET recovery = ? WHERE {where}", (dumps([*done, event.record()]), *key)
+    )
 
 
 def _storable(value: Any) -> Any:

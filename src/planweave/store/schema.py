@@ -1,32 +1,54 @@
-"""Opening a journal file: recognising it, numbered migrations, connection settings.
+"""The journal's tables, for both databases, at one version number.
 
-A planweave journal is an SQLite database stamped with `PRAGMA application_id` (so a foreign
-database is refused instead of written into) and `PRAGMA user_version` (the number of migrations
-applied; a file from a newer planweave is refused instead of misread).  WAL mode lets readers and
-one writer work at once across processes; `BEGIN IMMEDIATE` takes the write lock up front, so a
-busy database waits (busy_timeout) instead of failing with "database is locked".
+SQLite (`sqlite`) builds them by numbered migrations (`MIGRATIONS`), the number applied kept in
+`PRAGMA user_version`: a journal file of any earlier planweave opens and is migrated in place.
+PostgreSQL (`postgres`) came later: a new database gets the tables as they are at version
+`POSTGRES_BASE` in one go (`POSTGRES_SCHEMA`), and its version is kept in the table
+`planweave_schema`.  A migration after that is written for both, under the same number: the
+SQLite statements appended to `MIGRATIONS`, the PostgreSQL ones to `POSTGRES_MIGRATIONS` (so a
+lease table for replicas, say, is migration 9 of both).
+
+`KEYS` names each table's primary key: rows are found by it (PostgreSQL has no `rowid`).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+__all__ = [
+    "APPLICATION_ID",
+    "KEYS",
+    "MIGRATIONS",
+    "POSTGRES_BASE",
+    "POSTGRES_MIGRATIONS",
+    "POSTGRES_SCHEMA",
+    "THREAD_OF",
+    "VERSION",
+    "key_where",
+]
 
-from ..errors import JournalError
-
-__all__ = ["APPLICATION_ID", "MIGRATIONS", "THREAD_OF", "connect"]
-
-APPLICATION_ID = 0x706C7776  # "plwv"
+APPLICATION_ID = 0x706C7776  # "plwv", SQLite's `PRAGMA application_id` of a journal
 
 # A run's thread, from its settings (`RunSettings.thread`); null for settings that are not JSON
 # or a thread that is no text (a damaged or hostile row must not make every query over the
-# runs fail).  Queries spell it
-# exactly so, for the index of migration 8 to serve them.
+# runs fail).  SQLite's queries spell it exactly so, for the index of migration 8 to serve them.
 THREAD_OF = (
     "(CASE WHEN json_valid(settings) AND json_type(settings, '$.thread') = 'text' "
     "THEN json_extract(settings, '$.thread') END)"
 )
-BUSY_TIMEOUT_S = 30.0
+
+KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("id",),
+    "tasks": ("run_id", "id"),
+    "task_items": ("run_id", "task_id", "item"),
+    "llm_calls": ("run_id", "session", "call"),
+    "events": ("run_id", "seq"),
+    "plan_templates": ("tools", "id"),
+}
+
+
+def key_where(table: str) -> str:
+    """The condition that finds one row of `table` by its key, its values as parameters."""
+    return " AND ".join(f"{k} = ?" for k in KEYS[table])
+
 
 # Each migration is a list of statements, applied in one transaction; never edit a released one.
 MIGRATIONS: list[list[str]] = [
@@ -160,140 +182,130 @@ MIGRATIONS: list[list[str]] = [
     [f"CREATE INDEX runs_by_thread ON runs ({THREAD_OF}, created)"],
 ]
 
+VERSION = len(MIGRATIONS)  # the journal schema this planweave writes
 
-def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
-    """Open (creating or migrating as needed) the journal at `path`; with `read_only`, open an
-    existing one for reading only (a read-only folder, someone else's file)."""
-    if read_only:
-        return _connect_read_only(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise JournalError(
-            f"cannot create the journal's folder {path.parent}: {exc.strerror or exc}",
-            path=str(path),
-        ) from exc
-    try:
-        conn = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-    except sqlite3.Error as exc:
-        raise JournalError(f"cannot open the journal {path}: {exc}", path=str(path)) from exc
-    try:
-        _check(conn, path)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise _unusable(path, exc) from exc
-    except JournalError:
-        conn.close()
-        raise
-    return conn
-
-
-_UNWRITABLE = frozenset(
-    {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH}
-)
-
-
-def _unusable(path: Path, exc: sqlite3.Error) -> JournalError:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code in _UNWRITABLE:
-        why = f"cannot write the journal {path} ({exc}): it or its folder is read-only here"
-    elif code == sqlite3.SQLITE_CORRUPT:  # its schema is in the damaged part
-        why = (
-            f"cannot open the journal {path}: the file is damaged ({exc}); copy what can be "
-            "read with sqlite3's .recover"
-        )
-    else:
-        why = f"{path} is not a usable planweave journal ({exc})"
-    return JournalError(f"{why}; nothing was written to it", path=str(path))
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise JournalError(f"there is no journal at {path}", path=str(path))
-    uri = path.resolve().as_uri()
-    # A WAL database needs its -shm file to be read; in a folder nobody may write, where none
-    # can be made, it is read as immutable: nothing can change it meanwhile anyway.
-    last: sqlite3.Error | None = None
-    for query in ("mode=ro", "mode=ro&immutable=1"):
-        try:
-            conn = sqlite3.connect(
-                f"{uri}?{query}",
-                uri=True,
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            last = exc
-            continue
-        try:
-            _check(conn, path)
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            last = exc
-            continue
-        except JournalError:
-            conn.close()
-            raise
-        if version < len(MIGRATIONS):
-            conn.close()
-            raise JournalError(
-                f"{path} has an older journal schema ({version}) that must be migrated before "
-                "it can be read, and it cannot be written here",
-                path=str(path),
-            )
-        return conn
-    assert last is not None
-    raise JournalError(
-        f"{path} is not a readable planweave journal ({last})", path=str(path)
-    ) from last
-
-
-def _check(conn: sqlite3.Connection, path: Path) -> None:
-    # One read transaction: another process may be creating the schema meanwhile.
-    conn.execute("BEGIN")
-    try:
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-    finally:
-        conn.execute("COMMIT")
-    if app_id != APPLICATION_ID and (app_id != 0 or tables or version):
-        raise JournalError(
-            f"{path} is an SQLite database of another application, not a planweave journal; "
-            "pass another path with --db or PLANWEAVE_DB",
-            path=str(path),
-        )
-    if version > len(MIGRATIONS):
-        raise JournalError(
-            f"{path} was written by a newer planweave (journal schema {version}; this version "
-            f"knows up to {len(MIGRATIONS)}): upgrade planweave to read it",
-            path=str(path),
-        )
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    while True:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version >= len(MIGRATIONS):
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated while this one waited for the lock.
-            if conn.execute("PRAGMA user_version").fetchone()[0] == version:
-                for statement in MIGRATIONS[version]:
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={version + 1}")
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        _check(conn, path)
+# PostgreSQL: the tables as SQLite's migrations 1 to 8 leave them.  REAL is double precision
+# and INTEGER bigint here (SQLite's are 8 bytes); ids compare bytewise (COLLATE "C"), as in
+# SQLite, so a run id's prefix finds it and runs page in the same order.  `json_text` reads a
+# text field of a JSON column as SQLite's THREAD_OF does: null for text that is no JSON.
+POSTGRES_BASE = 8
+POSTGRES_SCHEMA: list[str] = [
+    """CREATE FUNCTION planweave_json_text(doc text, field text) RETURNS text
+        LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+        BEGIN
+            IF jsonb_typeof(doc::jsonb -> field) = 'string' THEN
+                RETURN doc::jsonb ->> field;
+            END IF;
+            RETURN NULL;
+        EXCEPTION WHEN others THEN
+            RETURN NULL;
+        END $$""",
+    """CREATE TABLE runs (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        question TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        status TEXT NOT NULL,
+        answer TEXT,
+        error TEXT,
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL,
+        wall_s DOUBLE PRECISION,
+        settings TEXT NOT NULL DEFAULT '{}',
+        pid BIGINT,
+        host TEXT,
+        llm TEXT NOT NULL DEFAULT '{}',
+        replans BIGINT NOT NULL DEFAULT 0,
+        sessions BIGINT NOT NULL DEFAULT 1,
+        cancel_requested BIGINT NOT NULL DEFAULT 0,
+        partial TEXT,
+        cache TEXT,
+        mac TEXT,
+        tally TEXT
+    )""",
+    "CREATE INDEX runs_by_created ON runs (created DESC)",
+    "CREATE INDEX runs_by_thread ON runs (planweave_json_text(settings, 'thread'), created)",
+    """CREATE TABLE tasks (
+        run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        id BIGINT NOT NULL,
+        plan_round BIGINT NOT NULL DEFAULT 0,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        call TEXT NOT NULL,
+        deps TEXT NOT NULL,
+        thought TEXT,
+        side_effects BIGINT NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        arguments TEXT,
+        result TEXT,
+        error TEXT,
+        started DOUBLE PRECISION,
+        ended DOUBLE PRECISION,
+        recovery TEXT,
+        mac TEXT,
+        PRIMARY KEY (run_id, id)
+    )""",
+    """CREATE TABLE llm_calls (
+        run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        session BIGINT NOT NULL,
+        call BIGINT NOT NULL,
+        purpose TEXT NOT NULL,
+        model TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        status TEXT NOT NULL,
+        prompt_tokens BIGINT,
+        completion_tokens BIGINT,
+        duration DOUBLE PRECISION,
+        text TEXT,
+        error TEXT,
+        started DOUBLE PRECISION,
+        mac TEXT,
+        PRIMARY KEY (run_id, session, call)
+    )""",
+    """CREATE TABLE events (
+        run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        seq BIGINT NOT NULL,
+        session BIGINT NOT NULL,
+        t DOUBLE PRECISION NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        mac TEXT,
+        PRIMARY KEY (run_id, seq)
+    )""",
+    """CREATE TABLE plan_templates (
+        tools TEXT COLLATE "C" NOT NULL,
+        id TEXT COLLATE "C" NOT NULL,
+        key TEXT NOT NULL,
+        slots TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        question TEXT NOT NULL,
+        source_run TEXT,
+        tokens BIGINT NOT NULL DEFAULT 0,
+        created DOUBLE PRECISION NOT NULL,
+        used DOUBLE PRECISION NOT NULL,
+        hits BIGINT NOT NULL DEFAULT 0,
+        good BIGINT NOT NULL DEFAULT 0,
+        bad BIGINT NOT NULL DEFAULT 0,
+        mac TEXT,
+        PRIMARY KEY (tools, id)
+    )""",
+    "CREATE INDEX plan_templates_by_use ON plan_templates (used DESC)",
+    """CREATE TABLE task_items (
+        run_id TEXT COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        task_id BIGINT NOT NULL,
+        item BIGINT NOT NULL,
+        call TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        arguments TEXT,
+        result TEXT,
+        error TEXT,
+        recovery TEXT,
+        started DOUBLE PRECISION,
+        ended DOUBLE PRECISION,
+        mac TEXT,
+        PRIMARY KEY (run_id, task_id, item)
+    )""",
+]
+# Migrations POSTGRES_BASE + 1 onwards, in order, each the PostgreSQL twin of SQLite's.
+POSTGRES_MIGRATIONS: list[list[str]] = []

@@ -25,13 +25,14 @@ import hmac
 import json
 import os
 import secrets
-import sqlite3
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError
+from .dbapi import Connection
+from .schema import KEYS, key_where
 
 __all__ = [
     "KEY_ENV",
@@ -151,18 +152,17 @@ def run_column(table: str) -> str:
 
 
 def seal_rows(
-    conn: sqlite3.Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
+    conn: Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
 ) -> None:
     """Seal the rows of `table` that `where` selects, as they now are, and keep their runs'
     tallies in step: each old seal out, each new one in."""
-    cursor = conn.execute(f"SELECT rowid AS rowid_, * FROM {table} WHERE {where}", params)
-    names = [d[0] for d in cursor.description]
+    keys = KEYS[table]
+    update = f"UPDATE {table} SET mac = ? WHERE {key_where(table)}"
     changed: dict[str, int] = {}
-    for values in cursor.fetchall():
-        row = dict(zip(names, values, strict=True))
-        rowid = row.pop("rowid_")
+    for found in conn.execute(f"SELECT * FROM {table} WHERE {where}", params).fetchall():
+        row = dict(found)
         mac = sealer.seal(table, row)
-        conn.execute(f"UPDATE {table} SET mac = ? WHERE rowid = ?", (mac, rowid))
+        conn.execute(update, (mac, *(row[k] for k in keys)))
         run_id = row[run_column(table)]
         changed[run_id] = changed.get(run_id, 0) ^ fold([row.get("mac"), mac])
     for run_id, delta in changed.items():
@@ -170,7 +170,7 @@ def seal_rows(
 
 
 def unseal_rows(
-    conn: sqlite3.Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
+    conn: Connection, sealer: Sealer, table: str, where: str, params: tuple[Any, ...]
 ) -> None:
     """Take the seals of the rows `where` selects out of their runs' tallies: call it just
     before those rows are deleted or replaced."""
@@ -181,9 +181,7 @@ def unseal_rows(
         _retally(conn, sealer, run_id, delta, new_run=False)
 
 
-def _retally(
-    conn: sqlite3.Connection, sealer: Sealer, run_id: str, delta: int, *, new_run: bool
-) -> None:
+def _retally(conn: Connection, sealer: Sealer, run_id: str, delta: int, *, new_run: bool) -> None:
     """Apply `delta` to the run's tally.  A tally that is missing (a run from before seals;
     only a new run or `seal_run` starts one) or not this key's is left as it is, so `unsealed`
     still names the run: a write never launders an edited tally."""
@@ -200,7 +198,7 @@ def _retally(
     )
 
 
-def seal_run(conn: sqlite3.Connection, sealer: Sealer, run_id: str) -> None:
+def seal_run(conn: Connection, sealer: Sealer, run_id: str) -> None:
     """Seal every record of run `run_id` as it is now, and its tally."""
     macs: list[object] = []
     for table in SEALED:

@@ -7,7 +7,6 @@ its reading methods here).
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,9 +22,10 @@ from ..records import (
     task_dict,
 )
 from ..redaction import redact_endpoints
+from .base import Dialect
 from .codec import Unstorable, decode, loads
+from .dbapi import Row
 from .owner import alive
-from .schema import THREAD_OF
 
 __all__ = [
     "Source",
@@ -49,9 +49,12 @@ class Source(Protocol):
     """What the views read: a journal."""
 
     @property
-    def path(self) -> Path: ...
+    def path(self) -> Path | str: ...
 
-    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]: ...
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]: ...
 
 
 def find(journal: Source, run_id: str) -> str:
@@ -203,6 +206,8 @@ def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list
             "id = ?) ORDER BY created DESC, id DESC LIMIT ?",
             (find(journal, before), limit),
         )
+    if not rows:
+        return []
     ids = [r["id"] for r in rows]
     counts = {
         (r["run_id"], r["status"]): r["n"]
@@ -224,10 +229,10 @@ def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list
 def thread_runs(journal: Source, thread: str) -> list[dict[str, Any]]:
     """The runs of conversation `thread`, oldest first: id, question, answer, status, created,
     user (`RunSettings.user`, null when none or not text)."""
+    sql = journal.dialect
     rows = journal.read(
-        "SELECT id, question, answer, status, created, CASE WHEN json_type(settings, '$.user') "
-        "= 'text' THEN json_extract(settings, '$.user') END AS user "
-        f"FROM runs WHERE {THREAD_OF} = ? ORDER BY created, id",
+        f"SELECT id, question, answer, status, created, {sql.user_of} AS user "
+        f"FROM runs WHERE {sql.thread_of} = ? ORDER BY created, id",
         (thread,),
     )
     return [dict(r) for r in rows]
@@ -235,16 +240,17 @@ def thread_runs(journal: Source, thread: str) -> list[dict[str, Any]]:
 
 def threads(journal: Source, limit: int = 20) -> list[dict[str, Any]]:
     """The conversations, the one spoken in last first: id, runs, first question, last time."""
+    thread_of = journal.dialect.thread_of
     rows = journal.read(
-        f"SELECT {THREAD_OF} AS thread, count(*) AS runs, min(created) AS started, "
-        f"max(created) AS updated FROM runs WHERE {THREAD_OF} IS NOT NULL "
-        "GROUP BY thread ORDER BY updated DESC LIMIT ?",
+        f"SELECT {thread_of} AS thread, count(*) AS runs, min(created) AS started, "
+        f"max(created) AS updated FROM runs WHERE {thread_of} IS NOT NULL "
+        f"GROUP BY {thread_of} ORDER BY updated DESC LIMIT ?",
         (limit,),
     )
     out = []
     for r in rows:
         first = journal.read(
-            f"SELECT question FROM runs WHERE {THREAD_OF} = ? ORDER BY created, id LIMIT 1",
+            f"SELECT question FROM runs WHERE {thread_of} = ? ORDER BY created, id LIMIT 1",
             (r["thread"],),
         )
         out.append({**dict(r), "first_question": first[0]["question"] if first else None})
@@ -317,13 +323,14 @@ def events(
             **json.loads(r["data"]),
         }
         for r in journal.read(
-            "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after, -1 if limit is None else limit),
+            "SELECT * FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"
+            + ("" if limit is None else " LIMIT ?"),
+            (run_id, after) if limit is None else (run_id, after, limit),
         )
     ]
 
 
-def _run_dict(r: sqlite3.Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
+def _run_dict(r: Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
     """The run row in `run_dict`'s shape, plus the journal's own bookkeeping."""
     status = r["status"]
     if status == "running" and not alive(r["pid"], r["host"]):
@@ -365,7 +372,7 @@ def _shown_result(status: str, text: str | None) -> Any:
         return loads(text)
 
 
-def _task_dict(r: sqlite3.Row, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _task_dict(r: Row, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return task_dict(
         id=r["id"],
         tool=r["tool"],
