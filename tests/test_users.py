@@ -373,6 +373,8 @@ def test_planweave_users_add_prints_the_token_once_and_keeps_its_hash(tmp_path: 
     assert users.authenticate(admin.stdout.strip().encode()) == User("dave", "admin")
     assert users.authenticate(b"carol") is None
     assert [u.name for u, _ in read_users(path)] == ["carol", "dave"]
+    with pytest.raises(UserError, match="cannot be written"):
+        add_user(tmp_path / "no" / "such" / "folder.toml", "frank")
     # A name with quotes and backslashes reads back as written.
     odd = 'o"brien \\ co'
     add_user(path, odd)

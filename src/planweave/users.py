@@ -30,7 +30,7 @@ import os
 import re
 import secrets
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -212,7 +212,7 @@ def _users(data: dict[str, Any], path: Path) -> list[tuple[User, list[str]]]:
     return found
 
 
-def check_name(name: object, bad: Any) -> None:
+def check_name(name: object, bad: Callable[[str], Exception]) -> None:
     """A user's name must be one a run's settings can hold: 1 to MAX_NAME_CHARS printable
     characters, not blank; `bad(problem)` is the error raised."""
     if (
@@ -232,7 +232,10 @@ def add_user(path: str | Path, name: str, role: Role = "user") -> str:
     check_name(name, lambda problem: UserError(f"the user's {problem}"))
     if role not in ROLES:
         raise UserError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError):
+        before = "?"  # read_users says what is wrong with it
     known = {user.name for user, _ in read_users(path)} if before else set()
     if name in known:
         raise UserError(f"the users file {path} already has a user {name!r}")
@@ -246,9 +249,12 @@ def add_user(path: str | Path, name: str, role: Role = "user") -> str:
     lead = (
         "" if not before or before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
     )
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as file:
-        file.write(lead + block)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as file:
+            file.write(lead + block)
+    except OSError as exc:
+        raise UserError(f"the users file {path} cannot be written: {exc.strerror or exc}") from None
     Users.load(path)  # what was written reads back
     return token
 
