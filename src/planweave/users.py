@@ -32,6 +32,7 @@ import secrets
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -185,7 +186,7 @@ def _users(data: dict[str, Any], path: Path) -> list[tuple[User, list[str]]]:
         if extra:
             raise bad(where, f"unknown keys {', '.join(extra)} (name, role, tokens)")
         name = entry.get("name")
-        check_name(name, lambda problem, w=where: bad(w, problem))
+        check_name(name, partial(bad, where))
         assert isinstance(name, str)
         where = f"user {name!r}"
         if name in names:
