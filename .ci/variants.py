@@ -24,11 +24,15 @@ from pathlib import Path
 from planweave.llm import Script, ScriptedServer
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ["", "tools", "local", "server", "mcp", "otel", "ray"]
+VARIANTS = ["", "tools", "local", "server", "mcp", "otel", "ray", "postgres"]
 QUESTION = "How many people live in France?"
 ANSWER = "About 68 million people."
 CITY_QUESTION = "How many people live in Lyon?"
 CITY_ANSWER = "About half a million people live in Lyon."
+# A PostgreSQL journal no server answers for: the extra connects and says so, its lack is named;
+# its password is never shown either way.
+PG_PASSWORD = "variant-pg-password"
+PG_URL = f"postgresql://planweave:{PG_PASSWORD}@/planweave?host=/nonexistent-pg-socket"
 
 
 class Checks:
@@ -136,6 +140,12 @@ def _variant(
             "run --executor ray",
             lambda: run("run", QUESTION, *endpoint, "--executor", "ray", timeout=240),
         ),
+        "postgres": (
+            "run --db postgresql://...",
+            lambda: run(
+                "run", QUESTION, "--base-url", base_url, "--model", "scripted", "--db", PG_URL
+            ),
+        ),
     }
     for needed, (name, attempt) in needs.items():
         proc = attempt()
@@ -152,12 +162,21 @@ def _variant(
                 )
             elif needed in ("server", "mcp"):
                 ok = proc.returncode in (0, 124) and hint not in proc.stderr
+            elif needed == "postgres":
+                # psycopg is there and tried the (absent) server.
+                ok = (
+                    proc.returncode == 2
+                    and hint not in proc.stderr
+                    and "cannot open the journal postgresql://" in proc.stderr
+                    and PG_PASSWORD not in proc.stdout + proc.stderr
+                )
             else:
                 ok = proc.returncode == 0 and ANSWER in proc.stdout
             checks.check(f"[{label}] {name} works", ok, proc.stdout + proc.stderr)
         else:
             lines = [line for line in said if hint in line]
             ok = proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
+            ok = ok and PG_PASSWORD not in proc.stdout + proc.stderr
             checks.check(f"[{label}] {name} names {hint}", ok, proc.stdout + proc.stderr)
 
     city = ("--tools", "planweave.builtin:city_info", "--no-cache")

@@ -249,16 +249,18 @@ def test_matching_does_not_backtrack_on_a_hostile_question() -> None:
 # ------------------------------------------------------------------ runs
 
 
-def runtime(tmp_path: Path, script: Script, **kwargs: object) -> Runtime:
-    return Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db", **kwargs)  # type: ignore[arg-type]
+def runtime(where: Path | str, script: Script, **kwargs: object) -> Runtime:
+    """A runtime journaling in `where`: a folder's runs.db, or a journal (`journal_db`)."""
+    journal = where / "runs.db" if isinstance(where, Path) else where
+    return Runtime(TOOLS, ScriptedLLM(script), journal=journal, **kwargs)  # type: ignore[arg-type]
 
 
-def test_a_second_question_of_the_same_shape_skips_the_planner(tmp_path: Path) -> None:
+def test_a_second_question_of_the_same_shape_skips_the_planner(journal_db: str) -> None:
     script = Script.by_purpose(
         planner=[COMPARE_PLAN],
         joiner=["Action: Finish(France)", "Action: Finish(Spain)"],
     )
-    rt = runtime(tmp_path, script)
+    rt = runtime(journal_db, script)
     first = rt.run(COMPARE)
     assert first.cache == {
         "hit": False,
@@ -300,12 +302,12 @@ def test_a_near_miss_is_planned_normally(tmp_path: Path) -> None:
     assert [e for e in result.events if isinstance(e, CacheMiss)]
 
 
-def test_a_template_that_keeps_failing_is_evicted(tmp_path: Path) -> None:
+def test_a_template_that_keeps_failing_is_evicted(journal_db: str) -> None:
     script = Script.by_purpose(
         planner=[COMPARE_PLAN, COMPARE_PLAN.replace("France", "Spain").replace("Belgium", "Peru")],
         joiner=["Action: Finish(France)"] * 2 + ["Action: Finish(unknown)"] * 3,
     )
-    rt = runtime(tmp_path, script, max_replans=0)
+    rt = runtime(journal_db, script, max_replans=0)
     rt.run(COMPARE)
     cache = rt.cache
     assert cache is not None
@@ -322,9 +324,9 @@ def test_a_template_that_keeps_failing_is_evicted(tmp_path: Path) -> None:
     assert len(cache.templates()) == 1
 
 
-def test_a_good_run_clears_a_templates_failures(tmp_path: Path) -> None:
+def test_a_good_run_clears_a_templates_failures(journal_db: str) -> None:
     script = Script.by_purpose(planner=[COMPARE_PLAN], joiner=["Action: Finish(x)"] * 4)
-    rt = runtime(tmp_path, script, max_replans=0)
+    rt = runtime(journal_db, script, max_replans=0)
     rt.run(COMPARE)
     rt.run("Which has more people, Atlantis or Peru?")
     rt.run("Which has more people, Spain or Peru?")
@@ -439,11 +441,11 @@ def test_a_damaged_template_is_a_miss_not_a_crash(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ CLI
 
 
-def test_the_cli_reuses_plans_and_lists_shows_and_clears_templates(tmp_path: Path) -> None:
+def test_the_cli_reuses_plans_and_lists_shows_and_clears_templates(journal_db: str) -> None:
     script = Script.by_purpose(
         planner=[COMPARE_PLAN], joiner=["Action: Finish(France)", "Action: Finish(Spain)"]
     )
-    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    env = {"PLANWEAVE_DB": journal_db}
     base = ["--tools", "test_cache:TOOLS", "--model", "m"]
     with ScriptedServer(script) as server:
         first = invoke_cli("run", COMPARE, *base, "--base-url", server.base_url, "--json", env=env)

@@ -176,9 +176,9 @@ def test_an_uncreatable_journal_folder_is_a_warning_by_default_and_an_error_when
 
 
 def test_runs_commands_on_unknown_or_finished_runs_exit_2_with_the_reason(
-    server: ScriptedServer, tmp_path: Path
+    server: ScriptedServer, journal_db: str
 ) -> None:
-    db = str(tmp_path / "runs.db")
+    db = journal_db
     ran = planweave("run", "q", *TOOLS, "--base-url", server.base_url, "--db", db, "--json")
     run_id = json.loads(ran.stdout)["id"]
     cases = [

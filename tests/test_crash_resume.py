@@ -32,9 +32,11 @@ def server() -> Iterator[ScriptedServer]:
         yield srv
 
 
-def planweave(tmp: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+def planweave(
+    tmp: Path, *args: str, fault: str | None = None, db: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
-        "PLANWEAVE_DB": str(tmp / "runs.db"),
+        "PLANWEAVE_DB": db or str(tmp / "runs.db"),
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "0.3",
     }
@@ -58,8 +60,9 @@ def ledger(tmp: Path) -> Counter[str]:
 )
 @pytest.mark.slow  # a real process
 def test_killed_run_resumes_without_lost_or_repeated_work(
-    tmp_path: Path, server: ScriptedServer, fault: str, stage: str
+    tmp_path: Path, server: ScriptedServer, fault: str, stage: str, journal_db: str
 ) -> None:
+    """On either journal (`journal_db`: SQLite, PostgreSQL), named by PLANWEAVE_DB."""
     killed = planweave(
         tmp_path,
         "run",
@@ -72,20 +75,21 @@ def test_killed_run_resumes_without_lost_or_repeated_work(
         "m",
         "--json",
         fault=fault,
+        db=journal_db,
     )
     assert killed.returncode == -9, killed.stderr  # SIGKILL, at the injected point
 
-    listed = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)
+    listed = json.loads(planweave(tmp_path, "runs", "list", "--json", db=journal_db).stdout)
     assert [r["status"] for r in listed] == ["interrupted"]
     run_id = listed[0]["id"]
-    before = Journal(tmp_path / "runs.db").show(run_id)
+    before = Journal(journal_db).show(run_id)
     finished_before = {t["id"] for t in before["tasks"] if t["status"] == "done"}
     if stage == "joining":
         assert finished_before == {1, 2, 3, 4}
 
     # Where it reaches is given again: the journal's own record of it is not trusted.
     reach = ["--tools", "ledger_tools:TOOLS", "--base-url", server.base_url]
-    resumed = planweave(tmp_path, "runs", "resume", run_id, *reach, "--json")
+    resumed = planweave(tmp_path, "runs", "resume", run_id, *reach, "--json", db=journal_db)
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["id"] == run_id
@@ -99,7 +103,7 @@ def test_killed_run_resumes_without_lost_or_repeated_work(
     assert ran["send total 5"] == 1
     assert ran["add 2 3"] == 1
 
-    shown = json.loads(planweave(tmp_path, "runs", "show", run_id, "--json").stdout)
+    shown = json.loads(planweave(tmp_path, "runs", "show", run_id, "--json", db=journal_db).stdout)
     assert shown["status"] == "finished"
     assert shown["sessions"] == 2
     assert [t["status"] for t in shown["tasks"]] == ["done"] * 4

@@ -83,15 +83,15 @@ def server() -> Iterator[ScriptedServer]:
         yield srv
 
 
-def _runtime(server: ScriptedServer, journal: Path) -> Runtime:
+def _runtime(server: ScriptedServer, journal: Path | str) -> Runtime:
     llm = OpenAICompatible(base_url=server.base_url, model="m", max_retries=0)
     return Runtime(TOOLS, llm, journal=journal)
 
 
 def test_a_follow_up_reads_the_thread_and_reuses_its_pure_results(
-    server: ScriptedServer, tmp_path: Path
+    server: ScriptedServer, journal_db: str
 ) -> None:
-    runtime = _runtime(server, tmp_path / "runs.db")
+    runtime = _runtime(server, journal_db)
     first = runtime.run("How many people live in France?", thread="chat-1")
     second = runtime.run("And Belgium?", thread="chat-1")
     # France was looked up once, in the first turn; the second took that result.
@@ -119,16 +119,18 @@ def test_a_follow_up_reads_the_thread_and_reuses_its_pure_results(
     assert runtime.journal is not None
     turns = runtime.journal.thread_runs("chat-1")
     assert [t["id"] for t in turns] == [first.run_id, second.run_id, third.run_id]
-    with sqlite3.connect(tmp_path / "runs.db") as conn:
-        recalled = conn.execute(
-            "SELECT run_id, count(*) FROM events WHERE kind = 'task_finished' AND "
-            "json_extract(data, '$.recalled') IS NOT NULL GROUP BY run_id"
-        ).fetchall()
-        stored = conn.execute(
-            "SELECT result FROM tasks WHERE run_id = ? AND id = 1", (second.run_id,)
-        ).fetchone()
-    assert dict(recalled) == {second.run_id: 1, third.run_id: 2}
-    assert json.loads(stored[0]) == 68_373_433  # the recalled result is this run's record too
+    recalled = {
+        run.run_id: sum(
+            e["kind"] == "task_finished" and e.get("recalled") is not None
+            for e in runtime.journal.events(run.run_id)
+        )
+        for run in (first, second, third)
+    }
+    stored = runtime.journal.read(
+        "SELECT result FROM tasks WHERE run_id = ? AND id = 1", (second.run_id,)
+    )
+    assert recalled == {first.run_id: 0, second.run_id: 1, third.run_id: 2}
+    assert json.loads(stored[0][0]) == 68_373_433  # the recalled result is this run's record too
 
 
 def test_an_edited_turn_answers_for_nothing(server: ScriptedServer, tmp_path: Path) -> None:
@@ -179,10 +181,10 @@ def test_a_resumed_turn_stays_in_its_thread(tmp_path: Path) -> None:
     assert [r["id"] for r in again.journal.thread_runs("t")] == [first.run_id, result.run_id]
 
 
-def test_the_cli_runs_turns_and_lists_threads(server: ScriptedServer, tmp_path: Path) -> None:
+def test_the_cli_runs_turns_and_lists_threads(server: ScriptedServer, journal_db: str) -> None:
     from cli_process import invoke_cli
 
-    env = {"PLANWEAVE_DB": str(tmp_path / "runs.db")}
+    env = {"PLANWEAVE_DB": journal_db}
     args = ["--tools", "test_threads:TOOLS", "--base-url", server.base_url, "--model", "m"]
     for question in ("How many people live in France?", "And Belgium?"):
         proc = invoke_cli("run", question, *args, "--thread", "cli-1", "--json", env=env)

@@ -260,7 +260,7 @@ def _rows(cursor: Any) -> Any:
 
 
 def _said(exc: Exception) -> str:
-    return str(exc).strip().replace("\n", " ") or type(exc).__name__
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _value(conn: psycopg.Connection[Any], sql: str) -> Any:
