@@ -23,6 +23,7 @@ from one_model import OneAtATime
 from planweave import Reply, RunSettings, Runtime, Script, ScriptedLLM
 from planweave.llm.base import Message, Purpose
 from planweave.server import ServerConfig
+from planweave.users import Users, add_user
 
 TOKEN = "page-token-0123456789abcdef"
 ANSWER = "About 583 people per km²."
@@ -346,4 +347,40 @@ def test_a_run_s_llm_calls_totals_failures_labels_and_time_axis(
         page.locator("#tasks tr.llm").nth(2).click()
         page.locator("#detail-title").filter(has_text="(joiner)").wait_for()
         body.filter(has_text=f"Action: Finish({ANSWER})").wait_for()
+        assert errors == []
+
+
+def test_the_page_says_who_is_signed_in_and_lists_only_their_runs(
+    tmp_path: Path, browser_page: Any
+) -> None:
+    users_file = tmp_path / "users.toml"
+    tokens = {name: add_user(users_file, name) for name in ("alice", "bob")}
+    tokens["root"] = add_user(users_file, "root", "admin")
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.routed(_reply)), journal=tmp_path / "runs.db")
+    config = ServerConfig(token=TOKEN, users=Users.load(users_file))
+    with live_server.serving(runtime, config) as base:
+        for name in ("alice", "bob"):
+            with httpx.Client(base_url=base, timeout=20) as http:
+                auth = {"authorization": f"Bearer {tokens[name]}"}
+                body = {"question": f"Density of the Netherlands, for {name}?"}
+                assert http.post("/runs", json=body, headers=auth).status_code == 202
+        page = browser_page
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(base)
+        page.locator("#token").fill(tokens["alice"])
+        page.locator("#login button").click()
+        page.locator("#server").filter(has_text="signed in as alice").wait_for()
+        page.locator("#runs li").first.wait_for()
+        assert page.locator("#runs li .q").all_inner_texts() == [
+            "Density of the Netherlands, for alice?"
+        ]
+        assert page.locator("#runs .owner").count() == 0  # a user's own runs need no name
+        page.locator("#forget").click()
+        page.locator("#token").fill(tokens["root"])
+        page.locator("#login button").click()
+        page.locator("#server").filter(has_text="signed in as root (admin)").wait_for()
+        page.locator("#runs li").nth(1).wait_for()
+        owners = page.locator("#runs li .owner").all_inner_texts()
+        assert sorted(owners) == ["alice", "bob"]
         assert errors == []

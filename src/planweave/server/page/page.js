@@ -10,7 +10,7 @@
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "planweave-token";
-const state = { runs: [], runId: null, run: null, follow: null, needsToken: false };
+const state = { runs: [], runId: null, run: null, follow: null, needsToken: false, admin: false };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -133,7 +133,11 @@ function askToken(message) {
 async function start() {
   try {
     const health = await api("GET", "/healthz");
-    $("server").textContent = `model ${health.model}`;
+    // Who the token is (`GET /me`): a user, an admin, or the server's operator.
+    const me = await api("GET", "/me");
+    state.admin = me.role === "admin";
+    const who = me.user === null ? "operator" : `${me.user}${state.admin ? " (admin)" : ""}`;
+    $("server").textContent = `model ${health.model} · signed in as ${who}`;
   } catch (error) {
     if (error instanceof Unauthorized) {
       askToken(sessionStorage.getItem(TOKEN_KEY) ? "the token was refused" : "");
@@ -191,6 +195,9 @@ async function refreshRuns() {
       statusBadge(run.status, counts.failed || 0), " ",
       el("span", { class: "muted counts" }, `${counts.done || 0}/${total} tasks${took}`));
     if (run.model_wait) item.append(" ", el("span", { class: "badge wait" }, waitText(run.model_wait.ahead)));
+    // An admin sees every user's runs: each says whose it is.
+    const owner = (run.settings || {}).user;
+    if (state.admin) item.append(" ", el("span", { class: "muted owner" }, owner == null ? "operator" : owner));
     if (run.id === state.runId) item.classList.add("selected");
     item.addEventListener("click", () => openRun(run.id));
     list.append(item);
