@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -32,8 +33,9 @@ from planweave.errors import (
 )
 from planweave.events import Event, LLMReplayDiverged, TaskStarted
 from planweave.store import Journal, Unstorable, decode, encode
-from planweave.store.schema import MIGRATIONS
+from planweave.store.schema import KEYS, MIGRATIONS, POSTGRES_BASE, POSTGRES_MIGRATIONS
 from planweave.tools import ToolRegistry
+from postgres_server import PostgresServer
 
 TESTS = Path(__file__).parent
 
@@ -670,3 +672,157 @@ def test_a_journal_of_an_older_schema_is_migrated_in_place(tmp_path: Path) -> No
         assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         columns = [row[1] for row in conn.execute("PRAGMA table_info(tasks)")]
     assert "recovery" in columns
+
+
+# ---------------------------------------------------------------------- on PostgreSQL
+
+
+def test_both_databases_hold_the_same_tables_at_the_same_version(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    import psycopg
+
+    Journal(tmp_path / "runs.db").close()
+    url = postgres_server.database()
+    Journal(url).close()
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        lite = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in KEYS}
+        lite_version = conn.execute("PRAGMA user_version").fetchone()[0]
+    with psycopg.connect(url) as conn:
+        pg = {
+            t: {
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = %s",
+                    (t,),
+                )
+            }
+            for t in KEYS
+        }
+        (pg_version,) = conn.execute("SELECT version FROM planweave_schema").fetchone()  # type: ignore[misc]
+    assert pg == lite
+    assert pg_version == lite_version == POSTGRES_BASE + len(POSTGRES_MIGRATIONS)
+
+
+def test_of_two_claims_of_one_run_at_once_one_wins(journal_db: str) -> None:
+    """A claim reads the run and takes it in one write transaction: two processes resuming
+    the same run at once never both run it (on PostgreSQL, the run's lock serializes them)."""
+    journal = Journal(journal_db)
+    handles = [Journal(journal_db) for _ in range(4)]  # each its own connection
+    for n in range(10):
+        run_id = f"race{n}"
+        journal.create_run(run_id, "q", "compiled", {})
+        journal.pause(run_id)
+        start = threading.Barrier(len(handles))
+        won: list[bool] = []
+
+        def claim(
+            handle: Journal,
+            run_id: str = run_id,
+            start: threading.Barrier = start,
+            won: list[bool] = won,
+        ) -> None:
+            start.wait()
+            try:
+                handle.claim(run_id)
+            except ResumeError:
+                won.append(False)
+            else:
+                won.append(True)
+
+        threads = [threading.Thread(target=claim, args=(h,)) for h in handles]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(won) == [False, False, False, True], n
+        assert journal.show(run_id)["sessions"] == 2
+
+
+def test_a_postgresql_url_s_password_is_never_shown(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    url = f"postgresql://me:hunter2-secret@/journal?host={tmp_path}"  # no server there
+    with pytest.raises(JournalError) as failed:
+        Journal(url)
+    assert "hunter2" not in str(failed.value)
+    assert "hunter2" not in (failed.value.path or "")
+    assert "cannot open the journal postgresql://[redacted]@/journal" in str(failed.value)
+
+
+def test_a_postgresql_url_without_psycopg_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as in an install without the extra
+    with pytest.raises(JournalError, match=r"pip install 'planweave\[postgres\]'") as failed:
+        Journal("postgres://me:hunter2-secret@db.example/journal")
+    assert "hunter2" not in str(failed.value)
+
+
+def test_planweave_db_names_a_postgresql_journal(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = postgres_server.database()
+    monkeypatch.setenv("PLANWEAVE_DB", url)
+    run_id = Runtime(TOOLS, ScriptedLLM(script()), journal=Journal()).run("q").run_id
+    assert Journal(url).show(run_id)["status"] == "finished"
+    assert Journal().path == url.replace("postgres@", "[redacted]@")  # shown as redact_url does
+
+
+def test_another_applications_runs_table_in_postgresql_is_refused_untouched(
+    postgres_server: PostgresServer,
+) -> None:
+    import psycopg
+
+    url = postgres_server.database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runs (id INTEGER, customer TEXT)")
+    with pytest.raises(JournalError, match="another application"):
+        Journal(url)
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+    assert tables == [("runs",)]
+
+
+def test_a_read_only_postgresql_journal_reads_and_refuses_writes(
+    postgres_server: PostgresServer,
+) -> None:
+    url = postgres_server.database()
+    with pytest.raises(JournalError, match="there is no journal"):
+        Journal(url, read_only=True)
+    run_id = Runtime(TOOLS, ScriptedLLM(script()), journal=url).run("q").run_id
+    reader = Journal(url, read_only=True)
+    assert reader.show(run_id)["status"] == "finished"
+    with pytest.raises(JournalError, match="open read-only here"):
+        reader.pause(run_id)
+    assert Journal.for_reading(url).show(run_id)["status"] == "finished"
+
+
+def test_a_lost_connection_fails_one_call_and_the_next_connects_again(
+    postgres_server: PostgresServer,
+) -> None:
+    import psycopg
+
+    url = postgres_server.database()
+    journal = Journal(url)
+    run_id = Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q").run_id
+    with psycopg.connect(url, autocommit=True) as conn:  # as a server restart would
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+            "'planweave' AND datname = current_database()"
+        )
+    with pytest.raises(JournalError, match="cannot read the journal"):
+        journal.show(run_id)
+    assert journal.show(run_id)["status"] == "finished"
+    assert Runtime(TOOLS, ScriptedLLM(script()), journal=journal).run("q").status == "finished"
+
+
+def test_text_postgresql_cannot_hold_is_stored_as_the_replacement_character(
+    journal_db: str,
+) -> None:
+    journal = Journal(journal_db)
+    journal.create_run("nul1", "a\0b", "compiled", {})
+    expected = "a\ufffdb" if journal_db.startswith("postgresql://") else "a\0b"
+    assert journal.show("nul1")["question"] == expected
+    journal.verify("nul1")  # sealed as stored
