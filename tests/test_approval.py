@@ -4,7 +4,6 @@ side effects) run, approved as it is or with edits, rejected, and still paused a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
@@ -52,17 +51,18 @@ def _clear_sent() -> None:
     SENT.clear()
 
 
-def runtime(db: Path) -> Runtime:
+def runtime(db: str) -> Runtime:
     return Runtime([*TOOLS, notify], ScriptedLLM(Script.routed(_reply)), journal=db)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "runs.db"
+def db(journal_db: str) -> str:
+    """The journal, on each backend in turn (SQLite, PostgreSQL)."""
+    return journal_db
 
 
 @pytest.fixture
-def http(db: Path) -> Iterator[httpx.Client]:
+def http(db: str) -> Iterator[httpx.Client]:
     with live_server.serving(runtime(db), ServerConfig(token=TOKEN)) as url:
         headers = {"authorization": f"Bearer {TOKEN}"}
         with httpx.Client(base_url=url, headers=headers, timeout=20) as client:
@@ -116,7 +116,7 @@ def test_a_plan_waits_whole_then_runs_with_an_edit(http: httpx.Client) -> None:
     assert run["llm"]["calls"] == 2  # the planner's (replayed) and the joiner's
 
 
-def test_dropping_tasks_and_bad_edits(http: httpx.Client, db: Path) -> None:
+def test_dropping_tasks_and_bad_edits(http: httpx.Client, db: str) -> None:
     run_id = paused(http, "density of the Netherlands?")
     refused = http.post(f"/runs/{run_id}/approve", json={"drop": [1]})
     assert refused.status_code == 422
@@ -184,7 +184,7 @@ def test_only_side_effects_wait_and_the_rest_runs(http: httpx.Client) -> None:
     assert events(http, answer.json()["id"])[-1]["data"]["status"] == "finished"
 
 
-def test_the_pause_outlives_the_server(db: Path) -> None:
+def test_the_pause_outlives_the_server(db: str) -> None:
     headers = {"authorization": f"Bearer {TOKEN}"}
     with (
         live_server.serving(runtime(db), ServerConfig(token=TOKEN)) as url,
@@ -203,7 +203,7 @@ def test_the_pause_outlives_the_server(db: Path) -> None:
         assert http.get(f"/runs/{run_id}").json()["answer"] == "done"
 
 
-def test_approval_from_python(db: Path) -> None:
+def test_approval_from_python(db: str) -> None:
     rt = runtime(db)
     result = rt.run("density of the Netherlands?", approve="plan")
     assert result.status == "awaiting_approval"
@@ -230,7 +230,7 @@ def test_approval_from_python(db: Path) -> None:
         Runtime(TOOLS, ScriptedLLM([]), journal=db, approve="yes")  # type: ignore[arg-type]
 
 
-def test_a_paused_session_ends_its_trace_span(db: Path) -> None:
+def test_a_paused_session_ends_its_trace_span(db: str) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

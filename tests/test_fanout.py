@@ -120,9 +120,11 @@ def flaky(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     return countries
 
 
-def test_a_failing_element_is_retried_alone(server: ScriptedServer, flaky: set[str]) -> None:
+def test_a_failing_element_is_retried_alone(
+    server: ScriptedServer, flaky: set[str], journal_db: str
+) -> None:
     flaky.add("Slovakia")
-    result, events = _run(server)
+    result, events = _run(server, journal=journal_db)
     assert result.status == "finished", result.error
     fan = next(r for r in result.tasks if r.task.id == 2)
     assert fan.result == [83, 11, 5, 10]
@@ -130,6 +132,10 @@ def test_a_failing_element_is_retried_alone(server: ScriptedServer, flaky: set[s
     recovery = [e for e in events if isinstance(e, TaskRecovery)]
     assert [(e.task_id, e.item, e.pattern) for e in recovery] == [(2, 3, "retry")]
     assert fan.items[2].recovery[0]["pattern"] == "retry"
+    # The journal keeps it with the element, as the run reported it.
+    (_, _, slovakia, _) = Journal(journal_db).show(result.run_id)["tasks"][1]["items"]
+    assert [r["pattern"] for r in slovakia["recovery"]] == ["retry"]
+    assert slovakia["attempts"] == 2
 
 
 def _scheduler(tools: list[Any], **options: Any) -> tuple[Scheduler, EventBus]:
@@ -253,9 +259,9 @@ def test_the_json_form_fans_out_too() -> None:
     assert tasks[1].deps == (1,)
 
 
-def planweave(tmp: Path, *args: str, fault: str | None = None) -> Any:
+def planweave(tmp: Path, *args: str, fault: str | None = None, db: str | None = None) -> Any:
     env = {
-        "PLANWEAVE_DB": str(tmp / "runs.db"),
+        "PLANWEAVE_DB": db or str(tmp / "runs.db"),
         "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
         "PLANWEAVE_TEST_DELAY": "2",
     }
@@ -265,19 +271,23 @@ def planweave(tmp: Path, *args: str, fault: str | None = None) -> Any:
 
 @pytest.mark.slow  # a real process
 def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
-    tmp_path: Path, server: ScriptedServer
+    tmp_path: Path, server: ScriptedServer, journal_db: str
 ) -> None:
     args = ["--tools", "fanout_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
     # task_finished 1 is task 1; 2 and 3 are the first two elements (Hungary, then Slovakia).
     question = "Population of Austria's neighbours?"
-    killed = planweave(tmp_path, "run", question, *args, "--json", fault="task_finished:3")
+    killed = planweave(
+        tmp_path, "run", question, *args, "--json", fault="task_finished:3", db=journal_db
+    )
     assert killed.returncode == -9, killed.stderr
-    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
-    before = Journal(tmp_path / "runs.db").show(run_id)
+    run_id = json.loads(planweave(tmp_path, "runs", "list", "--json", db=journal_db).stdout)[0][
+        "id"
+    ]
+    before = Journal(journal_db).show(run_id)
     done = [i["call"] for i in before["tasks"][1]["items"] if i["status"] == "done"]
     assert done == ['population(country="Slovakia")', 'population(country="Hungary")']
 
-    resumed = planweave(tmp_path, "runs", "resume", run_id, *args, "--json")
+    resumed = planweave(tmp_path, "runs", "resume", run_id, *args, "--json", db=journal_db)
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["status"] == "finished"
@@ -290,7 +300,7 @@ def test_resume_after_a_kill_reruns_only_the_unfinished_elements(
     assert ran["neighbours Austria"] == 1
     assert ran["population Hungary"] == ran["population Slovakia"] == 1
     assert ran["population Germany"] == ran["population Czechia"] == 2  # in flight when killed
-    shown = Journal(tmp_path / "runs.db").show(run_id)
+    shown = Journal(journal_db).show(run_id)
     assert [i["status"] for i in shown["tasks"][1]["items"]] == ["done"] * 4
 
 

@@ -448,8 +448,8 @@ def test_a_token_budget_and_a_wall_time_budget() -> None:
 # ---------------------------------------------------------------------- recorded
 
 
-def test_the_journal_records_attempts_and_recovery(tmp_path: Path) -> None:
-    journal = Journal(tmp_path / "runs.db")
+def test_the_journal_records_attempts_and_recovery(journal_db: str) -> None:
+    journal = Journal(journal_db)
     runtime, _ = run(
         [plan('flaky("a")')],
         [finish("7")],
@@ -536,12 +536,12 @@ SCENARIOS: dict[str, dict[str, object]] = {
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_the_journal_shows_the_run_exactly_as_the_run_reported_it(
-    name: str, tmp_path: Path
+    name: str, journal_db: str
 ) -> None:
     scenario = dict(SCENARIOS[name])
     planner = scenario.pop("planner")
     joiner = scenario.pop("joiner", [finish("done")])
-    journal = Journal(tmp_path / "runs.db")
+    journal = Journal(journal_db)
     runtime, _ = run(planner, joiner, journal=journal, **scenario)  # type: ignore[arg-type]
     result = anyio.run(lambda: runtime.arun("q", check=False))
     reported = result.to_dict()
