@@ -1,5 +1,5 @@
-"""The durable journal (SQLite): runs, plan lines, tasks, LLM calls and events, and the storage
-interface other tables in its file use (`base.Storage`)."""
+"""The durable journal (an SQLite file, or a PostgreSQL database): runs, plan lines, tasks, LLM
+calls and events, and the storage interface other tables in it use (`base.Storage`)."""
 
 from .base import Storage
 from .codec import Unstorable, decode, encode

@@ -61,8 +61,9 @@ class Journal:
     """One journal: a file, or a PostgreSQL database.  Safe to share between runs, threads and
     processes.
 
-    Its public methods are all planweave asks of a journal, and what a journal on another
-    database would implement:
+    Its public methods are all planweave asks of a journal, the same on either database (the
+    backend, `base.Backend`, is its only part that differs; `dialect` spells the SQL that
+    does):
 
     - storage (`base.Storage`): `read`, `transaction`, `sealer`, for a table kept beside the
       runs (the plan cache's);
