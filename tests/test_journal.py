@@ -741,12 +741,17 @@ def test_of_two_claims_of_one_run_at_once_one_wins(journal_db: str) -> None:
 
 def test_a_postgresql_url_s_password_is_never_shown(tmp_path: Path) -> None:
     pytest.importorskip("psycopg")
-    url = f"postgresql://me:hunter2-secret@/journal?host={tmp_path}"  # no server there
-    with pytest.raises(JournalError) as failed:
-        Journal(url)
-    assert "hunter2" not in str(failed.value)
-    assert "hunter2" not in (failed.value.path or "")
-    assert "cannot open the journal postgresql://[redacted]@/journal" in str(failed.value)
+    unreachable = f"postgresql://me:hunter2-secret@/journal?host={tmp_path}"  # no server there
+    unreadable = "postgresql://me:hunter2-secret@/journal?sslmode=bogus&odd words"
+    for url, said in [
+        (unreachable, "cannot open the journal postgresql://[redacted]@/journal"),
+        (unreadable, "is not a PostgreSQL URL this can read"),
+    ]:
+        with pytest.raises(JournalError) as failed:
+            Journal(url)
+        assert "hunter2" not in str(failed.value)
+        assert "hunter2" not in (failed.value.path or "")
+        assert said in str(failed.value)
 
 
 def test_a_postgresql_url_without_psycopg_names_the_extra(

@@ -78,9 +78,9 @@ class Postgres:
         self._psycopg = psycopg
         try:
             add_secret(psycopg.conninfo.conninfo_to_dict(url).get("password"))  # type: ignore[arg-type]
-        except psycopg.ProgrammingError as exc:
+        except psycopg.ProgrammingError:  # its text may quote the password
             raise JournalError(
-                f"{self.location} is not a PostgreSQL URL this can read: {exc}", path=self.location
+                f"{self.location} is not a PostgreSQL URL this can read", path=self.location
             ) from None
         self._conn = self._connect()
         # A journal nobody closed closes its connection when it is collected, like sqlite3's.
