@@ -1,13 +1,14 @@
 """What the durable journal costs: per task, and end to end on the oracle workloads.
 
-    python -m benchmarks.journal [--tasks 2000] [--n 12] [--repeats 5]
+    python -m benchmarks.journal [--tasks 2000] [--n 12] [--repeats 5] [--db postgresql://...]
 
 1. Per task: a wide plan of no-op tasks through the full runtime (scripted planner and joiner,
    no latency), with and without a journal; the difference per task, median of repeats.
 2. End to end: oracle questions (web latency profile) answered with and without a journal,
    interleaved; the ratio of medians.
 Targets (issue 5): below 1 ms per task and below 5 % end to end.
-Writes benchmarks/results/journal.json and journal.md.
+Writes benchmarks/results/journal.json and journal.md (with --db, a PostgreSQL database to journal
+in instead of a temporary SQLite file: journal-postgres.json and .md).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ async def noop(x: int = 0) -> int:
     return x
 
 
-def per_task(n: int, repeats: int, db: Path) -> dict[str, float]:
+def per_task(n: int, repeats: int, db: Path | str) -> dict[str, float]:
     plan = "".join(f"{i}. noop({i})\n" for i in range(1, n + 1)) + f"{n + 1}. join()\n"
     finish = "Thought: done.\nAction: Finish(done)"
 
@@ -65,7 +66,7 @@ def per_task(n: int, repeats: int, db: Path) -> dict[str, float]:
     }
 
 
-def end_to_end(n: int, db: Path) -> dict[str, Any]:
+def end_to_end(n: int, db: Path | str) -> dict[str, Any]:
     questions = generate(max(n, 6), 2026)[:n]
     oracle = Oracle(questions)
     tools = bench_tools("web")
@@ -95,11 +96,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n", type=int, default=12)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/journal"))
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--db", default=None, help="a PostgreSQL URL to journal in")
     args = parser.parse_args()
+    name = "journal-postgres" if args.db else "journal"
+    args.out = args.out or Path("benchmarks/results") / name
     with tempfile.TemporaryDirectory() as tmp:
-        tasks = per_task(args.tasks, args.repeats, Path(tmp) / "tasks.db")
-        e2e = end_to_end(args.n, Path(tmp) / "e2e.db")
+        tasks = per_task(args.tasks, args.repeats, args.db or Path(tmp) / "tasks.db")
+        e2e = end_to_end(args.n, args.db or Path(tmp) / "e2e.db")
     machine = {"python": platform.python_version(), "cpus": os.cpu_count()}
     report = (
         "| measure | without journal | with journal | cost |\n|---|---|---|---|\n"
