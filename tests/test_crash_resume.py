@@ -160,7 +160,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         server.base_url, "--model", "m", "--max-replans", "1", "--recovery", "none",
         "--max-llm-calls", "1", "--timeout", "9", "--no-stream-dispatch", "--json",
         "--llm-chunk-timeout", "30", "--max-argument-chars", "5000", "--max-concurrency", "3",
-        "--react-max-steps", "4", fault="task_finished:1",
+        "--react-max-steps", "4", "--price", "0.5/2", fault="task_finished:1",
     )  # fmt: skip
     assert killed.returncode == -9, killed.stderr
     run_id = json.loads(planweave(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
@@ -206,6 +206,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "output_schema": None,
         "thread": None,
         "user": None,
+        "price": "0.5/2",
     }
 
     # The planner's call is replayed and counts: the recorded budget of one LLM call leaves

@@ -61,8 +61,8 @@ def script() -> Script:
 
 
 @pytest.fixture
-def base(tmp_path: Path, users_file: tuple[Path, dict[str, str]], script: Script) -> Iterator[str]:
-    runtime = Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db")
+def base(journal_db: str, users_file: tuple[Path, dict[str, str]], script: Script) -> Iterator[str]:
+    runtime = Runtime(TOOLS, ScriptedLLM(script), journal=journal_db)
     config = ServerConfig(token=OPERATOR_TOKEN, users=Users.load(users_file[0]))
     with live_server.serving(runtime, config) as url:
         yield url

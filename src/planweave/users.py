@@ -260,27 +260,13 @@ def add_user(path: str | Path, name: str, role: Role = "user") -> str:
     return token
 
 
-# A run's user, from its settings (`RunSettings.user`); null for settings that are no JSON or
-# a user that is no text.
-USER_OF = (
-    "(CASE WHEN json_valid(settings) AND json_type(settings, '$.user') = 'text' "
-    "THEN json_extract(settings, '$.user') END)"
-)
-
-
-def _user_of(journal: Journal) -> str:
-    """The SQL expression of a run's user in `journal`'s database."""
-    dialect = getattr(journal, "dialect", None)
-    return str(dialect.user_of) if dialect is not None else USER_OF
-
-
 def find_run(journal: Journal, user: User, run_id: str) -> str:
     """The full id of the run `run_id` (or a unique prefix of it) names among those `user`
     sees; RunNotFound otherwise, whether or not another user's run has that id."""
     if user.admin:
         return journal.find(run_id)
     rows = journal.read(
-        f"SELECT id FROM runs WHERE id >= ? AND id < ? AND {_user_of(journal)} = ? LIMIT 2",
+        f"SELECT id FROM runs WHERE id >= ? AND id < ? AND {journal.dialect.user_of} = ? LIMIT 2",
         (run_id, run_id + "\uffff", user.name),
     )
     if len(rows) == 1:
