@@ -29,9 +29,11 @@
         │   ├── ToolOutputError .. the result is not of the tool's declared return type
         │   ├── ToolOutputTooLarge
         │   ├── ToolArgumentError  resolved arguments that do not fit the tool's schema
+        │   │   └── ConditionError  a task's condition cannot be evaluated on its inputs
         │   ├── ProjectionError .. `$2.population` did not resolve
         │   ├── ResultNotStorable  the journal cannot store the tool's result faithfully
         │   └── DependencyFailed . an upstream task failed, so this one was skipped
+        │       └── BranchNotTaken  skipped on purpose: its condition (or its input's) was false
         ├── LLMError ............. the LLM backend failed (translated once, at the backend boundary)
         │   ├── LLMConnectionError
         │   ├── LLMRateLimitError  (retry_after)
@@ -261,6 +263,17 @@ class ProjectionError(TaskError):
 
 class DependencyFailed(TaskError):
     """An upstream task failed, so this task was not run."""
+
+
+class ConditionError(ToolArgumentError):
+    """A task's condition (`... if $2.disk_pct > 90`) could not be evaluated on its inputs (a
+    list compared with a number, a projection that does not resolve, a value that is not True
+    or False): the task fails."""
+
+
+class BranchNotTaken(DependencyFailed):
+    """The task's condition was false, or it reads the result of a task whose condition was:
+    it was skipped on purpose, which is no failure (`branches`)."""
 
 
 class LLMError(RunError):

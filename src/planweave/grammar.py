@@ -16,7 +16,7 @@ from typing import Any
 from .llm.base import PromptStyle
 from .tools import Param, Tool, ToolRegistry
 
-__all__ = ["joiner_grammar", "plan_grammar", "react_grammar", "schema_grammar"]
+__all__ = ["joiner_grammar", "literal", "plan_grammar", "react_grammar", "schema_grammar"]
 
 # `string` is a Python string literal the parser reads back as written: no raw line break,
 # carriage return or NUL, only the escapes Python and JSON agree on (never a `$` spelled as
@@ -49,7 +49,7 @@ value ::= string | number | bool | "None" | ref | list | dict
 """
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     """`text` as a GBNF terminal."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped.replace(chr(13), chr(92) + "r")}"'
@@ -94,7 +94,7 @@ class _Rules:
             return "( " + " | ".join(rules) + " )" if len(rules) > 1 else rules[0]
         if origin is typing.Literal:
             spelled = [_python_literal(a) for a in args]
-            literals = [_literal(t) for t in spelled if t is not None]
+            literals = [literal(t) for t in spelled if t is not None]
             return "( " + " | ".join([*literals, "ref"]) + " )"
         if annotation is bool:
             return "( bool | ref )"
@@ -150,7 +150,7 @@ class _Rules:
             return f"( {text} )?" if tail == "" else f"( {text} )"
 
         name = f"call-{index}-{re.sub(r'[^a-zA-Z0-9]', '-', tool.name).lower()}"
-        body = " ".join(part for part in (_literal(tool.name + "("), after(0), '")"') if part)
+        body = " ".join(part for part in (literal(tool.name + "("), after(0), '")"') if part)
         self.rules.append(f"{name} ::= {body}")
         return name
 
@@ -163,7 +163,7 @@ def _keywords(keywords: list[tuple[Param, str]], *, comma: bool) -> list[str]:
     """Keyword arguments in order, each after a comma; the optional ones may be left out."""
     items = []
     for p, v in keywords:
-        item = f"{_literal((', ' if comma else '') + p.name + '=')} {v}"
+        item = f"{literal((', ' if comma else '') + p.name + '=')} {v}"
         items.append(item if p.required else f"( {item} )?")
         comma = True
     return items
@@ -174,7 +174,7 @@ def _first_keywords(keywords: list[tuple[Param, str]]) -> str:
     each option starts at a different one (up to the first required one)."""
     options = []
     for i, (p, v) in enumerate(keywords):
-        first = f"{_literal(p.name + '=')} {v}"
+        first = f"{literal(p.name + '=')} {v}"
         options.append(" ".join([first, *_keywords(keywords[i + 1 :], comma=True)]))
         if p.required:
             return " | ".join(f"( {o} )" for o in options)
@@ -377,9 +377,9 @@ class _SchemaRules:
         if "$ref" in node:  # a $ref beside other keywords: the referred node decides here
             return self._ref(str(node["$ref"]))
         if "const" in node:
-            return _literal(json.dumps(node["const"], ensure_ascii=False))
+            return literal(json.dumps(node["const"], ensure_ascii=False))
         if "enum" in node:
-            values = [_literal(json.dumps(v, ensure_ascii=False)) for v in node["enum"]]
+            values = [literal(json.dumps(v, ensure_ascii=False)) for v in node["enum"]]
             return "( " + " | ".join(values) + " )" if values else "json-value"
         for key in ("anyOf", "oneOf"):
             if isinstance(node.get(key), list):
@@ -419,7 +419,7 @@ class _SchemaRules:
         for key, sub in properties.items():
             if sub is False:
                 continue  # no value meets it: the property cannot be there
-            name = _literal(json.dumps(key, ensure_ascii=False))
+            name = literal(json.dumps(key, ensure_ascii=False))
             members.append(f'{name} ws ":" ws {self.rule(sub, f"{where}/properties/{key}")} ws')
         return '"{" ws ' + ' "," ws '.join(members) + ' "}"' if members else '"{" ws "}"'
 

@@ -25,13 +25,17 @@ __all__ = ["Joiner", "fill_answer", "parse_decision", "plan_answer"]
 
 def plan_answer(join: Task, records: Sequence[TaskRecord], plan_round: int) -> str | None:
     """The answer a plan ended with (`join("... ${3} ...")`), filled in from its results; None
-    when the joiner must answer: the join carries none, a task of this round did not finish,
-    or the answer cannot be filled in (a projection that does not resolve, a placeholder such
-    as `${<id>}` written as it stands)."""
+    when the joiner must answer: the join carries none, a task of this round did not finish
+    (but for a branch not taken), or the answer cannot be filled in (a projection that does
+    not resolve, a placeholder such as `${<id>}` written as it stands)."""
     if join.answer is None:
         return None
-    if any(r.status is not TaskStatus.DONE for r in records if r.plan_round == plan_round):
-        return None
+    if any(
+        r.status is not TaskStatus.DONE and not r.not_taken
+        for r in records
+        if r.plan_round == plan_round
+    ):
+        return None  # a branch not taken is no failure: an answer that does not quote it holds
     done = {r.task.id: r.result for r in records if r.status is TaskStatus.DONE}
     if any(dep not in done for dep in join.deps):
         return None

@@ -13,8 +13,10 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
+from .branches import condition
 from .errors import (
     ArgumentError,
     DuplicateTaskError,
@@ -25,7 +27,7 @@ from .errors import (
     ToolRejected,
     UnknownToolError,
 )
-from .plan import END_OF_PLAN, Ref, Task, Template, fan_outs
+from .plan import END_OF_PLAN, Condition, Ref, Task, Template, fan_outs
 from .records import BROKEN, TaskRecord
 from .redaction import encodable
 from .tools import Tool, ToolRegistry, _type_name
@@ -270,19 +272,13 @@ def _parse_call(
     task_id: int,
     known: Mapping[int, bool],
     renumber: Callable[[int], int | None] | None = None,
-) -> tuple[str, tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
-    """Parse `tool(arg, key=value)`; raises ValueError with a readable reason."""
+) -> tuple[str, tuple[Any, ...], dict[str, Any], tuple[int, ...], Condition | None]:
+    """Parse `tool(arg, key=value)`, or `tool(...) if <condition>` (`branches`); raises
+    ValueError with a readable reason."""
     text = body.strip().rstrip(";").strip()
     if re.fullmatch(r"[A-Za-z_]\w*", text):
         text += "()"  # a bare `join` is forgiven
-    try:
-        tree = ast.parse(_mask_refs(text), mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"not a tool call: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:
-        # A lone surrogate (UnicodeEncodeError), or CPython's parser giving up on deep nesting.
-        raise ValueError(f"not a tool call: {type(exc).__name__}: {exc}") from None
-    call = tree.body
+    call, test = _call_and_test(_mask_refs(text))
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ValueError("expected `tool_name(arguments)`")
     conv = _Converter(task_id, known, renumber)
@@ -298,7 +294,51 @@ def _parse_call(
         if kw.arg in kwargs:
             raise ValueError(f"keyword argument {kw.arg!r} repeated")
         kwargs[kw.arg] = conv.value(kw.value)
-    return call.func.id, tuple(args), kwargs, tuple(sorted(conv.deps))
+    cond = None if test is None else condition(test, partial(_condition_ref, conv))
+    return call.func.id, tuple(args), kwargs, tuple(sorted(conv.deps)), cond
+
+
+def _call_and_test(masked: str) -> tuple[ast.expr, ast.expr | None]:
+    """The call of a task line, and the condition after its `if` (None: none)."""
+    try:
+        tree = ast.parse(masked, mode="eval")
+    except SyntaxError as exc:
+        try:
+            # `call if cond` is no Python expression; `call if cond else None` is.
+            tree = ast.parse(masked + " else None", mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise ValueError(f"not a tool call: {exc.msg}") from None
+        body = tree.body
+        if (
+            not isinstance(body, ast.IfExp)
+            or not isinstance(body.orelse, ast.Constant)
+            or body.orelse.value is not None
+        ):
+            raise ValueError(_NO_ELSE) from None
+        return body.body, body.test
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # A lone surrogate (UnicodeEncodeError), or CPython's parser giving up on deep nesting.
+        raise ValueError(f"not a tool call: {type(exc).__name__}: {exc}") from None
+    if isinstance(tree.body, ast.IfExp) and isinstance(tree.body.body, ast.Call):
+        raise ValueError(_NO_ELSE)
+    return tree.body, None
+
+
+_NO_ELSE = (
+    "a task line takes `if <condition>` with no `else`: write the other side as its own task "
+    "with the opposite condition"
+)
+
+
+def _condition_ref(conv: _Converter, node: ast.expr) -> Ref | None:
+    """The reference `node` is, in a condition (None: it is none)."""
+    root = node
+    while isinstance(root, ast.Attribute | ast.Subscript):
+        root = root.value
+    if not isinstance(root, ast.Name) or not root.id.startswith(_REF_PREFIX):
+        return None
+    value = conv.value(node)
+    return value if isinstance(value, Ref) else None
 
 
 def parse_call(body: str, task_id: int, known: Iterable[int] = ()) -> Task:
@@ -307,10 +347,10 @@ def parse_call(body: str, task_id: int, known: Iterable[int] = ()) -> Task:
     `known` are the ids whose results may be referenced.  Raises PlanSyntaxError.
     """
     try:
-        name, args, kwargs, deps = _parse_call(body, task_id, dict.fromkeys(known, True))
+        name, args, kwargs, deps, cond = _parse_call(body, task_id, dict.fromkeys(known, True))
     except ValueError as exc:
         raise PlanSyntaxError(str(exc), line=body, task_id=task_id) from None
-    return Task(task_id, name, args, kwargs, deps, None, body.strip(), None)
+    return Task(task_id, name, args, kwargs, deps, None, body.strip(), None, condition=cond)
 
 
 def parse_task(
@@ -592,12 +632,12 @@ class PlanParser:
                 return ref + self._shift if ref in self._own else ref
 
         try:
-            name, args, kwargs, deps = _parse_call(body, task_id, self._known, renumber)
+            name, args, kwargs, deps, cond = _parse_call(body, task_id, self._known, renumber)
         except ValueError as exc:
             raise PlanSyntaxError(str(exc), line=raw, lineno=lineno, task_id=task_id) from None
         thought = " ".join(self._thought) or None
         self._thought = []
-        task = Task(task_id, name, args, kwargs, deps, thought, raw.strip(), lineno)
+        task = Task(task_id, name, args, kwargs, deps, thought, raw.strip(), lineno, condition=cond)
         if self._shift:
             # The line as it now reads: the plan's ids, the model's words otherwise.
             task.line = str(task)
@@ -615,6 +655,12 @@ class PlanParser:
             )
         self._check_deps(task)
         if task.is_join:
+            if task.condition is not None:
+                raise PlanSyntaxError(
+                    "join() takes no condition: the plan always ends with it",
+                    line=task.line,
+                    lineno=task.lineno,
+                )
             self._check_join(task)
             return
         tool, bound = self._check_call(task)
@@ -690,7 +736,8 @@ class PlanParser:
                     lineno=lineno,
                     task_id=task.id,
                 )
-        repeated = self._calls.get(key)
+        # Two sides of a branch may make the same call, each under its own condition.
+        repeated = self._calls.get(key) if task.condition is None else None
         if repeated is not None and tool.pure:
             raise ArgumentError(
                 f"{task.call_text()} is the same call as task {repeated}: use ${repeated} for "
@@ -760,7 +807,8 @@ class PlanParser:
             self.joined = True
         else:
             self._known[task.id] = True
-            self._calls.setdefault(_call_key(task.tool, task.bound), task.id)
+            if task.condition is None:
+                self._calls.setdefault(_call_key(task.tool, task.bound), task.id)
 
     def feed_json(self, data: str | list[Any]) -> list[Task]:
         """Accept a plan in the JSON form: `[{"id": 1, "tool": "search", "args": {...} or

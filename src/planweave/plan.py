@@ -39,6 +39,7 @@ __all__ = [
     "MAX_FANOUT",
     "MAX_FANOUT_TOTAL",
     "NO_ITEM",
+    "Condition",
     "Ref",
     "Task",
     "Template",
@@ -101,6 +102,20 @@ class Template:
         return "".join(out)
 
 
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """`if <expression>` after a task's call: the task runs only when it holds (`branches`).
+    `expression` is what is evaluated, each reference in it a name that `refs` binds to the
+    reference; `text` is how it reads in the plan (`$2.disk_pct > 90`)."""
+
+    expression: str
+    refs: tuple[tuple[str, Ref], ...]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(slots=True)
 class Task:
     """One tool call of a plan.  `deps` are the ids of the tasks whose results it needs."""
@@ -114,6 +129,7 @@ class Task:
     line: str = ""
     lineno: int | None = None
     bound: dict[str, Any] = field(default_factory=dict)  # arguments by parameter, set by validation
+    condition: Condition | None = None  # `... if <condition>`: run only when it holds
 
     @property
     def is_join(self) -> bool:
@@ -130,7 +146,10 @@ class Task:
         return next(iter(fan_outs([*self.args, *self.kwargs.values()])), None)
 
     def call_text(self) -> str:
-        return f"{self.tool}({format_args(self.args, self.kwargs)})"
+        """The call as the plan writes it, with its condition: a task's identity in the
+        journal (a conditioned call is another step than the same call unconditioned)."""
+        call = f"{self.tool}({format_args(self.args, self.kwargs)})"
+        return call if self.condition is None else f"{call} if {self.condition}"
 
     def __str__(self) -> str:
         return f"{self.id}. {self.call_text()}"

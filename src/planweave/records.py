@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from .errors import RunError, TaskError, UserError
+from .errors import BranchNotTaken, RunError, TaskError, UserError
 from .events import Event, LLMCallFinished, timings
 from .plan import Ref, Task, Template, format_args, render_text
 from .redaction import redact, redact_value
@@ -262,10 +262,17 @@ class TaskRecord:
             return 0.0
         return self.end - self.start
 
+    @property
+    def not_taken(self) -> bool:
+        """Skipped on purpose: a branch whose condition was false (`branches`), no failure."""
+        return self.status is TaskStatus.SKIPPED and isinstance(self.error, BranchNotTaken)
+
     def observation(self, limit: int = 2000) -> str:
         """What the joiner and replanner read about this task."""
         if self.status is TaskStatus.DONE:
             text = redact(render_text(shown(self.result)))  # a secret a tool returned
+        elif self.not_taken and self.error is not None:
+            text = f"SKIPPED: {self.error.message}"
         elif self.error is not None:
             text = f"ERROR: {self.error.message}"
         else:
@@ -397,10 +404,11 @@ class RecordedTask:
 @dataclass(frozen=True, slots=True)
 class Recorded:
     """A task's outcome from an earlier session of a journaled run.  A task planned again with
-    the same id and the same call takes this outcome instead of calling its tool."""
+    the same id and the same call takes this outcome instead of calling its tool ("skipped":
+    a branch not taken, its condition not evaluated again)."""
 
     call: str
-    outcome: Literal["done", "failed"]
+    outcome: Literal["done", "failed", "skipped"]
     result: Any = None
     stored: Any = None
     error: TaskError | None = None

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .approval import ApproveMode
-from .errors import DecisionNeeded, PlanError, ResumeError, TaskError, ToolCrashed, error_from_dict
+from .errors import (
+    BranchNotTaken,
+    DecisionNeeded,
+    PlanError,
+    ResumeError,
+    TaskError,
+    ToolCrashed,
+    error_from_dict,
+)
 from .events import PlanApproved
 from .parser import PlanParser, parse_call
 from .plan import Task
@@ -266,6 +274,11 @@ def _outcome(run_id: str, task: RecordedTask) -> Recorded | None:
             end=task.ended,
             attempts=task.attempts,
         )
+    if task.status == "skipped" and task.error is not None:
+        skipped = error_from_dict(task.error)
+        if isinstance(skipped, BranchNotTaken):  # decided: the branch stays not taken
+            return Recorded(task.call, "skipped", error=skipped, attempts=task.attempts)
+        return None
     if task.status == "failed" and task.error is not None:
         error = error_from_dict(task.error)
         if not isinstance(error, TaskError):

@@ -19,7 +19,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .approval import Gate, waiting_task
-from .errors import AwaitingApproval, DependencyFailed, TaskError
+from .branches import holds, why_not
+from .errors import AwaitingApproval, BranchNotTaken, DependencyFailed, TaskError
 from .events import EventBus, TaskPlanned, TaskSkipped
 from .fanout import FanOut, FanOutTally
 from .invoker import Invoker
@@ -164,6 +165,10 @@ class Scheduler:
         self.records[task.id] = rec
         earlier = self.recorded.pop(task.id, None)
         if earlier is not None and earlier.call == call:
+            if earlier.outcome == "skipped":  # a branch not taken: decided, not evaluated again
+                assert earlier.error is not None
+                self._skip(rec, rec, earlier.error)
+                return rec
             self._ended(rec, self._steps.reuse(rec, earlier))
             return rec
         memo = self.remembered.get(call)
@@ -172,7 +177,7 @@ class Scheduler:
             return rec
         for dep_id in task.deps:
             dep = self.records[dep_id]
-            if dep.status is TaskStatus.DONE:
+            if dep.status is TaskStatus.DONE or _gathers(dep, rec):
                 continue
             if dep.status in BROKEN:
                 self._skip(rec, dep)
@@ -243,20 +248,39 @@ class Scheduler:
             self._dispatch(parked.popleft())
 
     async def _call(self, rec: TaskRecord) -> Callable[[], None]:
-        """Call the task's tool; return what announces the outcome (and starts dependents)."""
+        """Call the task's tool, if its condition holds; return what announces the outcome
+        (and starts or skips dependents)."""
         task = rec.task
         tool = self.tools[task.tool]
+        inputs = self._inputs(rec)
+        try:
+            if task.condition is not None and not holds(task.condition, inputs):
+                not_taken = BranchNotTaken(why_not(task.condition, inputs), cause="condition")
+                return partial(self._skip, rec, rec, not_taken)
+        except TaskError as err:
+            self._steps.begin(rec)
+            return partial(self._ended, rec, self._steps.failure(rec, err))
         self._steps.begin(rec)
         try:
             if task.fan_out is not None:
-                result = await self._fan_out.run(rec, tool, self.results)
+                result = await self._fan_out.run(rec, tool, inputs)
                 outcome = self._steps.success(rec, {}, result)
             else:
-                arguments = self.invoker.resolve_arguments(task, task.bound, self.results)
+                arguments = self.invoker.resolve_arguments(task, task.bound, inputs)
                 outcome = await self._steps.run(rec, tool, arguments)
         except TaskError as err:
             outcome = self._steps.failure(rec, err)
         return partial(self._ended, rec, outcome)
+
+    def _inputs(self, rec: TaskRecord) -> Mapping[int, Any]:
+        """The results the task reads: a branch not taken reads as None in a task that gathers
+        branches (one with a condition of its own)."""
+        skipped = [
+            dep
+            for dep in rec.task.deps
+            if dep not in self.results and _gathers(self.records[dep], rec)
+        ]
+        return {**self.results, **dict.fromkeys(skipped)} if skipped else self.results
 
     def _ended(self, rec: TaskRecord, outcome: Outcome) -> None:
         """Announce how the task ended, then start or skip its dependents."""
@@ -272,28 +296,32 @@ class Scheduler:
             if outcome.error is not None:
                 self._skip(dependent, rec)
             else:
-                dependent.waiting -= 1
-                if dependent.waiting == 0:
-                    self._dispatch(dependent)
+                self._ready_one(dependent)
 
-    def _skip(self, rec: TaskRecord, upstream: TaskRecord) -> None:
-        """Skip `rec` and, transitively, every pending task that depends on it (iteratively: a
-        chain of thousands of tasks must not exhaust the stack)."""
+    def _ready_one(self, rec: TaskRecord) -> None:
+        """One of the task's inputs has ended as the task can use it."""
+        rec.waiting -= 1
+        if rec.waiting == 0:
+            self._dispatch(rec)
+
+    def _skip(self, rec: TaskRecord, upstream: TaskRecord, why: TaskError | None = None) -> None:
+        """Skip `rec` (`why`: its own reason, a branch not taken; else `upstream` ended
+        without a result) and, transitively, every pending task that depends on it, but for a
+        task that gathers branches (iteratively: a chain of thousands of tasks must not
+        exhaust the stack)."""
         stack = [(rec, upstream)]
         while stack:
             rec, upstream = stack.pop()
             if rec.status is not TaskStatus.PENDING:
                 continue  # reached twice (a diamond), or ended before it was reached
+            if upstream is not rec and _gathers(upstream, rec):
+                self._ready_one(rec)
+                continue
             task = rec.task
             rec.status = TaskStatus.SKIPPED
-            rec.error = DependencyFailed(
-                f"not run because task {upstream.task.id} ({upstream.task.tool}) "
-                f"{upstream.status.value}",
-                task_id=task.id,
-                tool=task.tool,
-                arguments=format_args(task.args, task.kwargs),
-                cause=f"task {upstream.task.id}",
-            )
+            rec.error = why if upstream is rec and why is not None else _skipped(rec, upstream)
+            rec.error.task_id, rec.error.tool = task.id, task.tool
+            rec.error.arguments = format_args(task.args, task.kwargs)
             _locate(rec.error, rec)
             self.bus.emit(
                 TaskSkipped(
@@ -309,3 +337,21 @@ class Scheduler:
                 for dependent in reversed(rec.dependents)
                 if dependent.status is TaskStatus.PENDING
             )
+
+
+def _gathers(upstream: TaskRecord, rec: TaskRecord) -> bool:
+    """Whether `rec` runs although `upstream` was skipped: `upstream` is a branch not taken
+    and `rec` has a condition of its own (it gathers branches; see `branches`)."""
+    return rec.task.condition is not None and upstream.not_taken
+
+
+def _skipped(rec: TaskRecord, upstream: TaskRecord) -> DependencyFailed:
+    """Why `rec` is skipped for its input `upstream`: a branch not taken, or a failure."""
+    up = upstream.task
+    if upstream.not_taken:
+        return BranchNotTaken(
+            f"not run: it reads task {up.id} ({up.tool}), a branch not taken", cause=f"task {up.id}"
+        )
+    return DependencyFailed(
+        f"not run because task {up.id} ({up.tool}) {upstream.status.value}", cause=f"task {up.id}"
+    )

@@ -1,6 +1,7 @@
 """Built-in offline tools: countries, cities, arithmetic, ranking, unit conversion, the clock
 and a search over the user's own files; `llm` and `items` (the ASK set) split one prompt's
-items into parallel calls of the run's own LLM.
+items into parallel calls of the run's own LLM; `decide` (the DECIDE set) is a decision step
+with a fixed set of outcomes, for a plan's branches.
 
     from planweave.builtin import builtin_tools
     tools = builtin_tools(files_dir="~/notes")      # or: --tools planweave.builtin:BUILTIN
@@ -24,6 +25,7 @@ from .calculator import calculator
 from .cities import city_info
 from .clock import current_datetime
 from .countries import country_info
+from .decide import DECIDE, decide
 from .files import search_files_tool
 from .rank import rank
 from .units import convert_units
@@ -31,6 +33,7 @@ from .units import convert_units
 __all__ = [
     "ASK",
     "BUILTIN",
+    "DECIDE",
     "ask_tools",
     "builtin_tools",
     "calculator",
@@ -38,6 +41,7 @@ __all__ = [
     "convert_units",
     "country_info",
     "current_datetime",
+    "decide",
     "items",
     "left_out",
     "llm",
