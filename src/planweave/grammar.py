@@ -187,7 +187,24 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules.rules
 
 
-def _plan_rules(tools: ToolRegistry, plan_answers: bool = False) -> list[str]:
+# A task's condition (`branches`), in the plan's own spelling: comparisons of references and
+# literals, `and`/`or`/`not`, parentheses, a few functions of one reference.
+_CONDITION = [
+    'condition ::= " if " cond-or',
+    'cond-or ::= cond-and ( " or " cond-and )*',
+    'cond-and ::= cond-not ( " and " cond-not )*',
+    'cond-not ::= "not " cond-not | cond-cmp',
+    "cond-cmp ::= cond-operand ( cond-op cond-operand )?",
+    'cond-op ::= " == " | " != " | " < " | " > " | " <= " | " >= " | " in " | " not in "',
+    'cond-operand ::= ref | "${" [1-9] [0-9]? inner-path "}" | number | string | bool | "None" '
+    '| "(" cond-or ")" | cond-fn "(" ref ")"',
+    'cond-fn ::= "len" | "min" | "max" | "sum" | "any" | "all"',
+]
+
+
+def _plan_rules(
+    tools: ToolRegistry, plan_answers: bool = False, branches: bool = False
+) -> list[str]:
     calls, rules = _calls(tools)
     # With plan answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
     join = '". join(" ( string | ref )? ")"' if plan_answers else '". join()"'
@@ -196,18 +213,21 @@ def _plan_rules(tools: ToolRegistry, plan_answers: bool = False) -> list[str]:
         # again (BFCL: "2. <the same call>" after "Thought: <why task 1>").
         "plan ::= thought? task* join",
         'thought ::= "Thought: " text "\\n"',
-        'task ::= id ". " call "\\n"',
+        f'task ::= id ". " call{" condition?" if branches else ""} "\\n"',
         f'join ::= id {join} "\\n"? "<END_OF_PLAN>"',
         f"call ::= {calls}",
     ]
-    return [*head, *rules]
+    return [*head, *(_CONDITION if branches else []), *rules]
 
 
-def plan_grammar(tools: ToolRegistry, *, plan_answers: bool = False) -> str:
+def plan_grammar(tools: ToolRegistry, *, plan_answers: bool = False, branches: bool = False) -> str:
     """An opening thought line, numbered calls of registered tools with typed arguments, then
     `N. join()` and `<END_OF_PLAN>`; with `plan_answers`, the join may carry the plan's answer
-    (a string with `${<id>}` where results go, or `$<id>`)."""
-    return "\n".join(["root ::= plan", *_plan_rules(tools, plan_answers)]) + _COMMON
+    (a string with `${<id>}` where results go, or `$<id>`); with `branches` (opt-in, for plans
+    compiled from runbooks: the planner's own grammar stays as its accuracy was measured), a
+    task may end with `if <condition>`."""
+    rules = _plan_rules(tools, plan_answers, branches)
+    return "\n".join(["root ::= plan", *rules]) + _COMMON
 
 
 # What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:
