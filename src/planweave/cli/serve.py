@@ -66,6 +66,20 @@ def serve(
             "is closed."
         ),
     ] = 30.0,
+    take_over: Annotated[
+        float,
+        typer.Option(
+            help="Replicas: every so many seconds, resume the journal's runs whose process is "
+            "gone (a replica killed, a machine lost); 0: never.",
+        ),
+    ] = 0.0,
+    max_running_total: Annotated[
+        int,
+        typer.Option(
+            help="Replicas: runs that may run across every server of the journal; past them "
+            "503 with Retry-After.  0: no bound beyond --max-running each.",
+        ),
+    ] = 0,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "info",
     *,
     settings: RunSettings,
@@ -89,6 +103,8 @@ def serve(
             max_running=max_running,
             max_queued=max_queued,
             request_timeout_s=request_timeout,
+            take_over_every=take_over or None,
+            max_running_total=max_running_total or None,
         )
         check_bind(host, config.token, users)
         journal = open_journal(db, err)
@@ -98,6 +114,8 @@ def serve(
         raise typer.Exit(2) from None
     auth = auth_line(config.token, users, users_file)
     load = f"{max_running} runs at once, {max_queued} queued"
+    if take_over:
+        load += f"; taking over runs whose process is gone every {take_over:g} s"
     err.print(
         f"planweave: journal {journal.path}; model {runtime.llm.model}; {auth}; {load}",
         style="dim",

@@ -63,6 +63,10 @@ class ServerConfig:
     has to send a whole request (head and body) before it is closed (`serve` only: it is
     uvicorn's protocol); `users`: the users of a users file (`users.Users.load`), each with
     their tokens and seeing only their own runs (`token` is then the operator's, an admin).
+    For replicas on one journal: `take_over_every` is how often (seconds) the server resumes
+    the runs whose process is gone (None: never; `RunService.take_over`), and
+    `max_running_total` how many runs may run across all the journal's servers (None: no
+    bound beyond each one's own).
     """
 
     token: str | None = None
@@ -72,6 +76,8 @@ class ServerConfig:
     max_running: int = 8
     max_queued: int = 64
     request_timeout_s: float = 30.0
+    take_over_every: float | None = None
+    max_running_total: int | None = None
 
     def __post_init__(self) -> None:
         for name, least in (
@@ -83,9 +89,19 @@ class ServerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise UserError(f"ServerConfig.{name} must be an integer >= {least}, not {value!r}")
-        timeout = self.request_timeout_s
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-            raise UserError(f"ServerConfig.request_timeout_s must be > 0, not {timeout!r}")
+        for name in ("request_timeout_s", "take_over_every"):
+            value = getattr(self, name)
+            if value is None and name == "take_over_every":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise UserError(f"ServerConfig.{name} must be > 0, not {value!r}")
+        total = self.max_running_total
+        if total is not None and (
+            isinstance(total, bool) or not isinstance(total, int) or total < 1
+        ):
+            raise UserError(
+                f"ServerConfig.max_running_total must be an integer >= 1, not {total!r}"
+            )
 
 
 def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
@@ -93,7 +109,11 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     does (its lifespan); the runtime's LLM is closed with it."""
     config = config or ServerConfig()
     add_secret(config.token)
-    service = RunService(runtime, Admission(config.max_running, config.max_queued))
+    service = RunService(
+        runtime,
+        Admission(config.max_running, config.max_queued),
+        max_running_total=config.max_running_total,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,7 +123,7 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
             # again (a full collection over it paused the event loop ~100 ms under a flood).
             gc.freeze()
             with masked_access_log():
-                async with service.running():
+                async with service.running(take_over_every=config.take_over_every):
                     yield
         finally:
             await runtime.llm.aclose()

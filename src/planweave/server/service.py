@@ -1,5 +1,12 @@
 """The server's runs: each one a task in the server's task group, recorded in the journal, and
-admitted (`Admission`): a few answer at once, some more wait their turn, the rest are refused."""
+admitted (`Admission`): a few answer at once, some more wait their turn, the rest are refused.
+
+Several servers (replicas) may share one journal (PostgreSQL, or one SQLite file on one
+machine).  Each run is held by the process running it (`store.owner`: a lease); a server that
+takes over (`take_over_every`) looks for runs whose holder is gone and resumes them, as
+`runs resume` would: finished steps keep their results, a side effect that was in flight
+leaves the run paused for a person's decision.  `max_running_total` bounds the runs running
+across all of them (counted in the journal when a run is started)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..admission import Admission
 from ..approval import ApproveMode
-from ..errors import UserError
+from ..errors import DecisionNeeded, Overloaded, ResumeError, UserError
 from ..events import Event, RunResumed, RunStarted
 from ..redaction import redact
 from ..resume import ResumeDecision
@@ -37,11 +44,18 @@ class RunService:
     With an `admission`, every session of a run (started, resumed, approved) takes a place in
     it first (Overloaded when none is left) and waits there for its turn."""
 
-    def __init__(self, runtime: Runtime, admission: Admission | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        admission: Admission | None = None,
+        *,
+        max_running_total: int | None = None,
+    ) -> None:
         if runtime.journal is None:
             raise UserError("the server records every run: give the runtime a journal")
         self.runtime = runtime
         self.admission = admission
+        self.max_running_total = max_running_total
         self.journal: Journal = runtime.journal
         self.live = Live(self.journal)
         self._group: TaskGroup | None = None
@@ -51,16 +65,43 @@ class RunService:
         self._opening = anyio.Lock()
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    async def running(self, *, take_over_every: float | None = None) -> AsyncIterator[None]:
         """The scope the runs live in.  Leaving it cancels the runs still going (the journal
-        says so; they can be resumed)."""
+        says so; they can be resumed).  `take_over_every`: every so many seconds, resume the
+        runs whose holder is gone (`take_over`)."""
         async with anyio.create_task_group() as group:
             self._group = group
+            if take_over_every:
+                group.start_soon(self._taking_over, take_over_every)
             try:
                 yield
             finally:
                 self._group = None
                 group.cancel_scope.cancel()
+
+    async def take_over(self) -> list[str]:
+        """Resume the runs whose holder is gone (`Journal.orphans`), as many as admission
+        lets in; returns the ids of those this server took.  One another server took first,
+        or that waits for a person's decision (a side effect was in flight), is left."""
+        taken = []
+        for run_id in self.journal.orphans():
+            try:
+                taken.append(await self.resume(run_id, {}))
+            except Overloaded:
+                break  # no room here now: the next round, or another server
+            except DecisionNeeded as exc:
+                log.warning("run %s waits for a decision: %s", run_id, exc)
+            except ResumeError:
+                pass  # another server took it first
+        return taken
+
+    async def _taking_over(self, every: float) -> None:
+        while True:
+            try:
+                await self.take_over()
+            except Exception as exc:  # the journal unreachable a while: try again later
+                log.error("taking over runs failed:\n%s", _trace(exc))
+            await anyio.sleep(every)
 
     async def start(
         self,
@@ -74,7 +115,12 @@ class RunService:
     ) -> str:
         """Start answering `question` (typed by `output`, a JSON Schema, where given; a turn of
         `thread`; for `user`, whose run it is); returns the run's id once it is in the
-        journal."""
+        journal.  Overloaded past `max_running_total` runs running in the journal."""
+        total = self.max_running_total
+        if total is not None and self.journal.running_count() >= total:
+            raise Overloaded(
+                f"{total} runs are running across the servers of this journal", retry_after=1.0
+            )
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,

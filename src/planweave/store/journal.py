@@ -31,7 +31,7 @@ from . import postgres, views
 from .base import Backend, Dialect
 from .codec import dumps, loads
 from .dbapi import Connection, Row
-from .owner import alive, here
+from .owner import LeaseLost, here, holder, holds, lease_s
 from .projection import append
 from .seal import KEY_ENV, SEALED, Sealer, run_column, seal_rows, seal_run, unsealed
 from .sqlite import SQLite
@@ -171,12 +171,13 @@ class Journal:
     # ------------------------------------------------------------------ runs
 
     def create_run(self, run_id: str, question: str, mode: str, settings: dict[str, Any]) -> float:
-        """Record a new run as running in this process; returns its creation time."""
+        """Record a new run as running in this process, which holds its lease (`owner`);
+        returns its creation time."""
         now = time.time()
         with self.transaction(run_id=run_id) as conn:
             conn.execute(
                 "INSERT INTO runs (id, question, mode, status, created, updated, settings, pid, "
-                "host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                "host, holder, lease_until) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     question,
@@ -185,6 +186,8 @@ class Journal:
                     now,
                     dumps(settings),
                     *here(),
+                    holder(),
+                    now + lease_s(),
                 ),
             )
             seal_rows(conn, self.sealer(), "runs", "id = ?", (run_id,))
@@ -195,8 +198,9 @@ class Journal:
         return views.find(self, run_id)
 
     def claim(self, run_id: str, *, approving: bool = False) -> dict[str, Any]:
-        """Take over run `run_id` for resuming in this process; returns its run row.  A run
-        awaiting approval is taken only `approving` it, and only such a run is."""
+        """Take over run `run_id` for resuming in this process, which then holds its lease;
+        returns its run row.  A run awaiting approval is taken only `approving` it, and only
+        such a run is; a running one only once its holder is gone (`owner.holds`)."""
         run_id = self.find(run_id)
         with self.transaction(run_id=run_id) as conn:
             row = dict(conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
@@ -207,22 +211,53 @@ class Journal:
                 raise ResumeError(f"run {run_id} is awaiting approval: approve or reject it")
             if row["status"] == "finished":
                 raise ResumeError(f"run {run_id} already finished; nothing to resume")
-            if row["status"] == "running" and alive(row["pid"], row["host"]):
+            if row["status"] == "running" and holds(row):
                 raise ResumeError(
                     f"run {run_id} is still running (process {row['pid']} on {row['host']})"
                 )
+            now = time.time()
             conn.execute(
                 "UPDATE runs SET status = 'running', pid = ?, host = ?, sessions = sessions + 1,"
-                " cancel_requested = 0, updated = ? WHERE id = ?",
-                (*here(), time.time(), run_id),
+                " cancel_requested = 0, updated = ?, holder = ?, lease_until = ? WHERE id = ?",
+                (*here(), now, holder(), now + lease_s(), run_id),
             )
         return row
 
+    def renew(self, run_id: str) -> bool:
+        """Extend this process's lease on run `run_id` by `lease_s()`; False when another
+        process holds it now (it took the run over: this one must stop)."""
+        with self.transaction(run_id=run_id) as conn:
+            found = conn.execute("SELECT holder FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if found is None or found[0] not in (None, holder()):
+                return False
+            conn.execute(
+                "UPDATE runs SET lease_until = ? WHERE id = ?", (time.time() + lease_s(), run_id)
+            )
+        return True
+
+    def orphans(self, limit: int = 100) -> list[str]:
+        """Runs recorded as running whose holder is gone (`owner.holds`), the longest
+        untouched first: those another process may take over (`claim`)."""
+        rows = self.read(
+            "SELECT id, pid, host, lease_until FROM runs WHERE status = 'running' "
+            "ORDER BY updated LIMIT ?",
+            (limit,),
+        )
+        return [str(r["id"]) for r in rows if not holds(dict(r))]
+
+    def running_count(self) -> int:
+        """How many runs are recorded as running, by any process (their holders gone or not:
+        those are taken over)."""
+        rows = self.read("SELECT count(*) FROM runs WHERE status = 'running'")
+        return int(rows[0][0])
+
     def pause(self, run_id: str, status: str = "paused") -> None:
+        """Leave run `run_id`, which this process holds, waiting (`status`) for a person."""
         with self.transaction(run_id=run_id) as conn:
             conn.execute(
-                "UPDATE runs SET status = ?, updated = ? WHERE id = ?",
-                (status, time.time(), run_id),
+                "UPDATE runs SET status = ?, updated = ? WHERE id = ? "
+                "AND (holder IS NULL OR holder = ?)",
+                (status, time.time(), run_id, holder()),
             )
 
     def reject(self, run_id: str, reason: str) -> dict[str, Any]:
@@ -259,11 +294,13 @@ class Journal:
         a live one is cancelled by its own process within a second.  Returns its state."""
         run_id = self.find(run_id)
         with self.transaction(run_id=run_id) as conn:
-            cursor = conn.execute("SELECT status, pid, host FROM runs WHERE id = ?", (run_id,))
-            status, pid, host = cursor.fetchone()
+            row = conn.execute(
+                "SELECT status, pid, host, lease_until FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            status = row["status"]
             if status in ("finished", "failed", "cancelled"):
                 return str(status)
-            if status == "running" and alive(pid, host):
+            if status == "running" and holds(dict(row)):
                 conn.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
                 return "cancelling"
             conn.execute(
@@ -300,9 +337,17 @@ class Journal:
         (`projection`).  Returns whether a stop of the run has been asked for
         (`request_cancel`)."""
         with self.transaction(durable=durable, run_id=run_id) as conn:
+            row = conn.execute(
+                "SELECT cancel_requested, holder FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is not None and row[1] not in (None, holder()):
+                raise LeaseLost(
+                    f"run {run_id} was taken over by {row[1]}: this process no longer writes it",
+                    path=str(self.path),
+                    run_id=run_id,
+                )
             append(conn, self.sealer(), run_id, session, event)
-            row = conn.execute("SELECT cancel_requested FROM runs WHERE id = ?", (run_id,))
-            flag = row.fetchone()
+            flag = row
         for hook in record_hooks:
             hook(run_id, event)
         return bool(flag and flag[0])

@@ -10,6 +10,7 @@ import anyio
 from ..errors import JournalError
 from ..events import AnswerDelta, Event, LLMProgress, TaskStarted
 from .journal import Journal
+from .owner import lease_s
 
 __all__ = ["RunRecorder"]
 
@@ -25,7 +26,9 @@ class RunRecorder:
 
     Each write also reads the run's cancel flag (`planweave runs cancel` from another process
     sets it), so a busy run stops at its next event; `watch_cancel` covers the stretches in which
-    nothing is written (a long tool call, a long LLM response).
+    nothing is written (a long tool call, a long LLM response), and renews this process's lease
+    on the run (`owner`) every third of the lease, stopping the run (`lease_lost`) when another
+    process has taken it over.
     """
 
     def __init__(
@@ -44,8 +47,11 @@ class RunRecorder:
         self.broken: JournalError | None = None
         self._side_effects = frozenset(side_effects)
         self.cancel_asked = False
+        self.lease_lost = False
         self._cancel: Callable[[], None] | None = None
         self._last_write = time.monotonic()
+        self._renew_every = lease_s() / 3
+        self._renewed = time.monotonic()
 
     def __call__(self, event: Event) -> None:
         # The answer's streamed pieces and a call's progress are not kept: the answer is, whole,
@@ -69,13 +75,16 @@ class RunRecorder:
                 self._cancel()
 
     async def watch_cancel(self, cancel: Callable[[], None]) -> None:
-        """Call `cancel` once a stop is asked for: at the next write, or after IDLE_CHECK_S
-        without one, when this asks the journal itself."""
+        """Call `cancel` once a stop is asked for (at the next write, or after IDLE_CHECK_S
+        without one, when this asks the journal itself) or the lease is lost; renew the lease
+        on the way."""
         self._cancel = cancel
         if self.cancel_asked:
             cancel()
             return
         while not self.cancel_asked:
+            if time.monotonic() - self._renewed >= self._renew_every and not self._renew():
+                return
             idle = time.monotonic() - self._last_write
             if idle < IDLE_CHECK_S:
                 await anyio.sleep(IDLE_CHECK_S - idle)
@@ -84,3 +93,16 @@ class RunRecorder:
                 self._asked()
                 return
             await anyio.sleep(IDLE_CHECK_S)
+
+    def _renew(self) -> bool:
+        """Renew the lease; False (the run stopped, `lease_lost`) when another process holds it
+        now.  A journal that cannot be written now is tried again at the next round."""
+        try:
+            held = self.journal.renew(self.run_id)
+        except JournalError:
+            return True
+        self._renewed = time.monotonic()
+        if not held:
+            self.lease_lost = True
+            self._asked()
+        return held

@@ -51,6 +51,12 @@ def key_where(table: str) -> str:
 
 
 # Each migration is a list of statements, applied in one transaction; never edit a released one.
+_LEASES = [
+    "ALTER TABLE runs ADD COLUMN holder TEXT",
+    "ALTER TABLE runs ADD COLUMN lease_until REAL",
+    "CREATE INDEX runs_by_status ON runs (status)",
+]
+
 MIGRATIONS: list[list[str]] = [
     [
         """CREATE TABLE runs (
@@ -180,6 +186,9 @@ MIGRATIONS: list[list[str]] = [
     ["ALTER TABLE plan_templates ADD COLUMN mac TEXT"],
     # 8: a conversation's runs (`RunSettings.thread`, in the sealed settings), found in order.
     [f"CREATE INDEX runs_by_thread ON runs ({THREAD_OF}, created)"],
+    # 9: the lease of the process that runs a run (`owner`): who holds it, until when; runs
+    # are found by status (the running ones, to take over those whose holder is gone).
+    _LEASES,
 ]
 
 VERSION = len(MIGRATIONS)  # the journal schema this planweave writes
@@ -308,4 +317,11 @@ POSTGRES_SCHEMA: list[str] = [
     )""",
 ]
 # Migrations POSTGRES_BASE + 1 onwards, in order, each the PostgreSQL twin of SQLite's.
-POSTGRES_MIGRATIONS: list[list[str]] = []
+POSTGRES_MIGRATIONS: list[list[str]] = [
+    # 9: leases.
+    [
+        "ALTER TABLE runs ADD COLUMN holder TEXT",
+        "ALTER TABLE runs ADD COLUMN lease_until DOUBLE PRECISION",
+        "CREATE INDEX runs_by_status ON runs (status)",
+    ],
+]

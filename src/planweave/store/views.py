@@ -25,7 +25,7 @@ from ..redaction import redact_endpoints
 from .base import Dialect
 from .codec import Unstorable, decode, loads
 from .dbapi import Row
-from .owner import alive
+from .owner import holds
 
 __all__ = [
     "Source",
@@ -333,7 +333,7 @@ def events(
 def _run_dict(r: Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
     """The run row in `run_dict`'s shape, plus the journal's own bookkeeping."""
     status = r["status"]
-    if status == "running" and not alive(r["pid"], r["host"]):
+    if status == "running" and not holds(dict(r)):
         status = "interrupted"
     return run_dict(
         id=r["id"],
