@@ -31,6 +31,7 @@ from planweave import (
     ScriptedLLM,
     ScriptedServer,
 )
+from planweave.cache.template import NotATemplate, extract
 from planweave.grammar import plan_grammar
 from planweave.llm.base import Delta, LLMRequest, Message, Purpose
 from planweave.parser import parse_plan
@@ -252,6 +253,14 @@ def test_two_sides_may_make_the_same_call_of_a_pure_tool() -> None:
 
     tasks = parse_plan(plan, TOOLS.__class__(TOOLS, calculator))
     assert len(tasks) == 4
+
+
+def test_a_plan_with_branches_is_never_made_a_cache_template() -> None:
+    """The cache's templates write calls without conditions: the round trip sees the
+    difference, so a branch's condition is never dropped from a cached plan."""
+    plan = '1. disk_usage("db-3")\n2. rotate_logs("db-3") if $1.disk_pct > 90\n3. join()'
+    with pytest.raises(NotATemplate, match="does not give back the plan"):
+        extract("Rotate the logs of db-3 if its disk is full", parse_plan(plan, TOOLS), TOOLS)
 
 
 def test_the_branch_grammar_is_opt_in() -> None:
