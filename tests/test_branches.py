@@ -30,6 +30,8 @@ from planweave import (
     Script,
     ScriptedLLM,
     ScriptedServer,
+    ToolRegistry,
+    tool,
 )
 from planweave.cache.template import NotATemplate, extract
 from planweave.grammar import plan_grammar
@@ -325,3 +327,39 @@ def test_a_run_killed_in_a_branch_resumes_without_repeating_or_taking_the_other_
     shown = Journal(tmp_path / "runs.db").show(run_id)
     skipped = {t["id"]: t for t in shown["tasks"]}[3]
     assert skipped["error"]["message"] == "condition false: $1.disk_pct <= 90 ($1.disk_pct is 95)"
+
+
+PAGED: list[str] = []
+
+
+@tool(side_effects=True)
+def page(text: str) -> str:
+    """Page the on-call person (a side effect).
+
+    Args:
+        text: the message
+    """
+    PAGED.append(text)
+    return "paged"
+
+
+def test_an_approved_edit_keeps_the_condition_its_call_runs_under(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person edits the arguments of a waiting task with a condition: the condition stays,
+    so a false one still skips the side effect."""
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "50")
+    plan = '1. disk_usage("db-3")\n2. page("disk full on db-3") if $1.disk_pct > 90\n3. join()'
+    script = Script.routed(lambda messages, purpose: plan if purpose == "planner" else FINISH)
+    runtime = Runtime(
+        ToolRegistry(TOOLS, page), ScriptedLLM(script), journal=tmp_path / "runs.db", cache=False
+    )
+    paused = runtime.run("Page if the disk is full", approve="side_effects")
+    assert paused.status == "awaiting_approval"
+    assert [t["call"] for t in paused.waiting] == ['page("disk full on db-3") if $1.disk_pct > 90']
+    done = runtime.approve(paused.run_id, edits={2: {"text": "DISK FULL on db-3"}})
+    assert done.status == "finished", done.error
+    skipped = next(r for r in done.tasks if r.task.id == 2)
+    assert skipped.task.call_text() == 'page(text="DISK FULL on db-3") if $1.disk_pct > 90'
+    assert skipped.status is TaskStatus.SKIPPED
+    assert PAGED == []

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from .errors import InvalidApproval, PlanError
 from .events import PlanApproved
 from .parser import parse_call, parse_task
-from .plan import Task
+from .plan import Condition, Task
 from .records import TaskRecord, plan_json
 from .tools import ToolRegistry
 
@@ -138,6 +138,8 @@ def review(
             )
         except PlanError as exc:
             raise InvalidApproval(f"task {task_id} as edited is not valid: {exc.message}") from exc
+        # An edit changes the arguments, never the condition the call runs under (`branches`).
+        edited.condition = _condition(task["call"], task_id, known)
         approved[str(task_id)] = edited.call_text()
     return PlanApproved(approved=sorted(by_id), edits=approved, dropped=dropped)
 
@@ -155,3 +157,11 @@ def _planned_tasks(calls: Mapping[int, str], known: Iterable[int]) -> dict[int, 
         except PlanError:
             continue
     return tasks
+
+
+def _condition(call: str, task_id: int, known: Iterable[int]) -> Condition | None:
+    """The condition of a waiting task's `call` as planned (None: it has none)."""
+    try:
+        return parse_call(call, task_id, [i for i in known if i < task_id]).condition
+    except PlanError:
+        return None

@@ -171,7 +171,9 @@ class Scheduler:
                 return rec
             self._ended(rec, self._steps.reuse(rec, earlier))
             return rec
-        memo = self.remembered.get(call)
+        # A call recalled from an earlier turn would skip its condition, whose `$N` meant
+        # other tasks there.
+        memo = self.remembered.get(call) if task.condition is None else None
         if earlier is None and memo is not None and self.tools[task.tool].pure:
             self._ended(rec, self._steps.recall(rec, memo))
             return rec
