@@ -36,7 +36,7 @@ from planweave import (
 from planweave.cache.template import NotATemplate, extract
 from planweave.grammar import plan_grammar
 from planweave.llm.base import Delta, LLMRequest, Message, Purpose
-from planweave.parser import parse_plan
+from planweave.parser import parse_json_plan, parse_plan
 from planweave.records import TaskStatus
 
 
@@ -244,6 +244,22 @@ def test_a_condition_reads_back_as_written_and_its_references_are_dependencies()
         "\n".join(f"{t.id}. {t.call_text()}" for t in tasks[:4]) + "\n5. join()", TOOLS
     )
     assert [t.call_text() for t in again] == [t.call_text() for t in tasks]
+
+
+def test_the_json_form_takes_a_condition_as_if() -> None:
+    plan = [
+        {"id": 1, "tool": "disk_usage", "args": {"host": "db-3"}},
+        {"id": 2, "tool": "rotate_logs", "args": {"host": "db-3"}, "if": "$1.disk_pct > 90"},
+        {"id": 3, "tool": "join"},
+    ]
+    tasks = parse_json_plan(plan, TOOLS)
+    assert tasks[1].call_text() == 'rotate_logs(host="db-3") if $1.disk_pct > 90'
+    assert tasks[1].deps == (1,)
+    for bad, says in [(90, "written as a string"), ("$1 >", "is not an expression")]:
+        with pytest.raises(PlanError, match=says):
+            parse_json_plan([plan[0], {**plan[1], "if": bad}, plan[2]], TOOLS)
+    with pytest.raises(PlanError, match="not earlier than task 2"):
+        parse_json_plan([plan[0], {**plan[1], "if": "$2 > 1"}, plan[2]], TOOLS)
 
 
 def test_two_sides_may_make_the_same_call_of_a_pure_tool() -> None:

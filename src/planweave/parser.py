@@ -330,6 +330,19 @@ _NO_ELSE = (
 )
 
 
+def _json_condition(text: Any, conv: _Converter) -> Condition | None:
+    """A JSON task's `"if"` (`"$1.disk_pct > 90"`) as its condition; None without one."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError('"if" is a condition written as a string, as in "$1.disk_pct > 90"')
+    try:
+        tree = ast.parse(_mask_refs(text.strip()), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ValueError(f"the condition {text[:200]!r} is not an expression") from None
+    return condition(tree.body, partial(_condition_ref, conv))
+
+
 def _condition_ref(conv: _Converter, node: ast.expr) -> Ref | None:
     """The reference `node` is, in a condition (None: it is none)."""
     root = node
@@ -812,7 +825,8 @@ class PlanParser:
 
     def feed_json(self, data: str | list[Any]) -> list[Task]:
         """Accept a plan in the JSON form: `[{"id": 1, "tool": "search", "args": {...} or
-        [...]}, ...]`, ending with a join task.
+        [...]}, ...]`, ending with a join task; a task may carry a condition,
+        `"if": "$1.disk_pct > 90"` (`branches`).
 
         A string that is exactly a reference (`"$1"`, `"$1.population"`) passes the result
         object; references inside longer strings are interpolated as text, as in the text form.
@@ -866,10 +880,11 @@ class PlanParser:
                     args, kwargs = tuple(_json_value(v, conv) for v in raw_args), {}
                 else:
                     raise ValueError("args must be an object or a list")
+                cond = _json_condition(item.get("if"), conv)
             except ValueError as exc:
                 raise PlanSyntaxError(str(exc), line=line, lineno=index) from None
             deps = tuple(sorted(conv.deps))
-            task = Task(task_id, name, args, kwargs, deps, thought, line, index)
+            task = Task(task_id, name, args, kwargs, deps, thought, line, index, condition=cond)
             self._undrained.append(self.add(task))
         if not self.joined:
             raise MissingJoinError("the plan has no join task", lineno=len(data))
