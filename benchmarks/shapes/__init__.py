@@ -20,7 +20,9 @@ had read neither, on shapes none of the five others (nor the names suite) has.  
 `fresh5.py` (`--part fresh5`), is a fifth such batch (2026-12-03), by another hand again that
 had read neither, on shapes none of the six others (nor the names suite) has.  An eighth,
 `fresh6.py` (`--part fresh6`), is a sixth such batch (2026-12-04), by another hand again that
-had read neither, on shapes none of the seven others (nor the names suite) has.
+had read neither, on shapes none of the seven others (nor the names suite) has.  A ninth,
+`fresh7.py` (`--part fresh7`), is a seventh such batch (2026-12-04), by another hand again that
+had read neither, on shapes none of the eight others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
@@ -29,6 +31,7 @@ had read neither, on shapes none of the seven others (nor the names suite) has.
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh4 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh5 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh6 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh7 --per-template 2
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, heldout, tune
+from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -49,23 +52,27 @@ __all__ = [
     "FRESH4",
     "FRESH5",
     "FRESH6",
+    "FRESH7",
     "PARTS",
     "ShapeQuestion",
     "questions",
     "templates",
 ]
 
-Part = Literal["tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "all"]
+Part = Literal[
+    "tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all"
+]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
 # The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
-# `fresh4`, `fresh5` and `fresh6` draw them.
+# `fresh4`, `fresh5`, `fresh6` and `fresh7` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
 FRESH4: list[Template] = fresh4.TEMPLATES
 FRESH5: list[Template] = fresh5.TEMPLATES
 FRESH6: list[Template] = fresh6.TEMPLATES
+FRESH7: list[Template] = fresh7.TEMPLATES
 
 
 @dataclass
@@ -75,7 +82,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh6"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh7"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -95,6 +102,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh5", FRESH5)]
     if part == "fresh6":
         return [("fresh6", FRESH6)]
+    if part == "fresh7":
+        return [("fresh7", FRESH7)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
