@@ -379,3 +379,32 @@ def test_an_approved_edit_keeps_the_condition_its_call_runs_under(
     assert skipped.task.call_text() == 'page(text="DISK FULL on db-3") if $1.disk_pct > 90'
     assert skipped.status is TaskStatus.SKIPPED
     assert PAGED == []
+
+
+@pytest.mark.slow  # a real process
+def test_a_decision_made_before_a_kill_is_replayed_not_asked_again(tmp_path: Path) -> None:
+    """Killed right after the decision's LLM call was recorded: on resume the decision is
+    replayed from the journal (the script would now answer "crash"), so the same side runs."""
+    script = Script.by_purpose(
+        planner=[DECISION_PLAN] * 2, tool=["timeout", "crash"], joiner=[FINISH] * 2
+    )
+    with ScriptedServer(script) as server:
+        reach = ["--tools", "branch_tools:TOOLS", "--base-url", server.base_url]
+        killed = _cli(
+            tmp_path, "run", "Decide", *reach, "--model", "m", fault="llm_call_finished:2"
+        )
+        assert killed.returncode == -9, killed.stderr
+        run_id = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+        resumed = _cli(tmp_path, "runs", "resume", run_id, *reach, "--json")
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.script.purposes.count("tool") == 1
+    data = json.loads(resumed.stdout)
+    assert {t["id"]: t["status"] for t in data["tasks"]} == {
+        1: "done",
+        2: "done",
+        3: "done",
+        4: "skipped",
+    }
+    assert {t["id"]: t.get("result") for t in data["tasks"]}[2] == "timeout"
+    ran = Counter((tmp_path / "ledger.txt").read_text().splitlines())
+    assert ran == Counter({"disk_usage db-3": 1, "restart db-3": 1})
