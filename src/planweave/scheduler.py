@@ -321,7 +321,7 @@ class Scheduler:
                 continue
             task = rec.task
             rec.status = TaskStatus.SKIPPED
-            rec.error = why if upstream is rec and why is not None else _skipped(rec, upstream)
+            rec.error = why if upstream is rec and why is not None else _skipped(upstream)
             rec.error.task_id, rec.error.tool = task.id, task.tool
             rec.error.arguments = format_args(task.args, task.kwargs)
             _locate(rec.error, rec)
@@ -347,8 +347,8 @@ def _gathers(upstream: TaskRecord, rec: TaskRecord) -> bool:
     return rec.task.condition is not None and upstream.not_taken
 
 
-def _skipped(rec: TaskRecord, upstream: TaskRecord) -> DependencyFailed:
-    """Why `rec` is skipped for its input `upstream`: a branch not taken, or a failure."""
+def _skipped(upstream: TaskRecord) -> DependencyFailed:
+    """Why a task is skipped for its input `upstream`: a branch not taken, or a failure."""
     up = upstream.task
     if upstream.not_taken:
         return BranchNotTaken(
