@@ -18,6 +18,8 @@ named tuples, nothing else.
 `$N[*]` fans out: the task runs once per element of task N's list result (`$N.cities[*].name`
 projects each element), all elements at once; its result is the list of their results in
 order.  Starred references to different lists in one task go through them pairwise (`zip`).
+
+`N. tool(...) if $2.disk_pct > 90` runs task N only when the condition holds (`branches`).
 """
 
 from __future__ import annotations
