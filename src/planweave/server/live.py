@@ -60,6 +60,9 @@ class Live:
 
     def __init__(self, journal: Journal) -> None:
         self.journal = journal
+        # Whether this server takes over runs whose holder is gone (a follower of one then
+        # waits for the run to go on, here or on another replica).
+        self.taking_over = False
         self._last: dict[str, int] = {}  # run id -> its last recorded event's seq, while live
         self._followers: dict[str, set[_Follower]] = {}
         # run id -> {its LLM call that waits for the model: how many calls are ahead of it}
@@ -131,7 +134,10 @@ class Live:
                 self._followers.pop(run_id, None)
 
     def _stopped(self, run_id: str) -> bool:
-        return str(self.journal.show(run_id)["status"]) != "running"
+        """Whether run `run_id` will record nothing more for now: not running, or running
+        with its holder gone when no server here takes such runs over (`taking_over`)."""
+        state = self.journal.state(run_id)
+        return state != "running" and not (state == "interrupted" and self.taking_over)
 
 
 class Session:

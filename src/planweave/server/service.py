@@ -72,6 +72,7 @@ class RunService:
         async with anyio.create_task_group() as group:
             self._group = group
             if take_over_every:
+                self.live.taking_over = True
                 group.start_soon(self._taking_over, take_over_every)
             try:
                 yield

@@ -70,7 +70,7 @@ class Journal:
     - a run's life cycle: `create_run`, `claim`, `pause`, `reject`, `request_cancel`,
       `cancel_requested`, `mark_failed`, and `record` (one event, `projection`);
     - seals: `seal`, `verify`;
-    - reading back (`views`): `find`; for a resume `recorded_tasks`, `recorded_items`,
+    - reading back (`views`): `find`, `state`; for a resume `recorded_tasks`, `recorded_items`,
       `recorded_calls`, `cache_decision`, `approvals`, `awaiting`, `elapsed`; for the CLI and
       the HTTP API `runs`, `show`, `items`, `events`, `last_seq`.
     """
@@ -371,6 +371,9 @@ class Journal:
 
     def awaiting(self, run_id: str) -> dict[str, Any]:
         return views.awaiting(self, run_id)
+
+    def state(self, run_id: str) -> str:
+        return views.state(self, run_id)
 
     def elapsed(self, run_id: str) -> float:
         return views.elapsed(self, run_id)

@@ -295,6 +295,16 @@ def show(journal: Source, run_id: str) -> dict[str, Any]:
     return shown
 
 
+def state(journal: Source, run_id: str) -> str:
+    """Run `run_id`'s status as the views show it (a running one whose holder is gone:
+    `interrupted`), read from its row alone."""
+    rows = journal.read(
+        "SELECT status, pid, host, lease_until FROM runs WHERE id = ?", (find(journal, run_id),)
+    )
+    status = str(rows[0]["status"])
+    return "interrupted" if status == "running" and not holds(dict(rows[0])) else status
+
+
 def elapsed(journal: Source, run_id: str) -> float:
     """How long run `run_id` has run, on its own clock: its latest recorded event's time
     (0.0: none yet).  Time between a crash or a pause and a resume is not in it."""
