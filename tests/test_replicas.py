@@ -19,9 +19,13 @@ import anyio
 import httpx2 as httpx
 import pytest
 
+import live_server
 from cli_process import Announced
-from planweave import Script, ScriptedServer
+from ledger_tools import TOOLS
+from live_server import events
+from planweave import Runtime, Script, ScriptedLLM, ScriptedServer
 from planweave.llm.base import Message, Purpose
+from planweave.server import ServerConfig
 from planweave.store import Journal
 from postgres_server import PostgresServer
 
@@ -210,3 +214,59 @@ async def _decide(replicas: Replicas, ids: dict[str, str], seen: dict[str, Any])
                 went = f"send {q} total 5" in text.splitlines()
                 body = {"decisions": {"4": "fail" if went else "rerun"}}
                 await http.post(f"/runs/{run_id}/resume", json=body, headers=headers)
+
+
+# ---------------------------------------------------------------------- two servers, one journal
+
+PLAN = '1. lookup("a")\n2. lookup("b")\n3. add($1, $2)\n4. join()\n<END_OF_PLAN>'
+FINISH = "Action: Finish(The total is 5.)"
+
+
+def _server(db: str, **config: Any) -> Any:
+    runtime = Runtime(
+        TOOLS, ScriptedLLM(Script.by_purpose(planner=[PLAN] * 9, joiner=[FINISH] * 9)), journal=db
+    )
+    return live_server.serving(runtime, ServerConfig(token=TOKEN, **config))
+
+
+def test_a_run_paused_on_one_server_is_approved_on_another_and_followed_anywhere(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PLANWEAVE_TEST_LEDGER", str(tmp_path / "ledger.txt"))
+    monkeypatch.setenv("PLANWEAVE_TEST_DELAY", "0.05")
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    with (
+        _server(journal_db) as one,
+        _server(journal_db) as two,
+        httpx.Client(base_url=one, headers=headers, timeout=20) as a,
+        httpx.Client(base_url=two, headers=headers, timeout=20) as b,
+    ):
+        posted = a.post("/runs", json={"question": "The total?", "approve": "plan"})
+        run_id = posted.json()["id"]
+        assert events(a, run_id)[-1]["data"]["kind"] == "plan_awaiting_approval"
+        assert b.get(f"/runs/{run_id}").json()["status"] == "awaiting_approval"
+        assert b.post(f"/runs/{run_id}/approve").status_code == 202
+        # The server that paused it follows it to its end, though the other one ran it.
+        assert events(a, run_id)[-1]["data"]["answer"] == "The total is 5."
+        assert events(b, run_id)[-1]["data"]["answer"] == "The total is 5."
+
+
+def test_runs_across_the_servers_of_a_journal_are_bounded(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PLANWEAVE_TEST_LEDGER", str(tmp_path / "ledger.txt"))
+    monkeypatch.setenv("PLANWEAVE_TEST_DELAY", "2.0")  # the runs stay running while we ask
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    with (
+        _server(journal_db, max_running_total=2) as one,
+        _server(journal_db, max_running_total=2) as two,
+        httpx.Client(base_url=one, headers=headers, timeout=20) as a,
+        httpx.Client(base_url=two, headers=headers, timeout=20) as b,
+    ):
+        assert a.post("/runs", json={"question": "one?"}).status_code == 202
+        assert b.post("/runs", json={"question": "two?"}).status_code == 202
+        refused = a.post("/runs", json={"question": "three?"})
+        assert refused.status_code == 503, refused.text
+        assert "2 runs are running across the servers of this journal" in refused.text
+        assert refused.headers["retry-after"] == "1"
+        assert b.post("/runs", json={"question": "three?"}).status_code == 503
