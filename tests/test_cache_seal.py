@@ -219,6 +219,9 @@ def test_templates_from_before_seals_are_unverified_after_the_migration(tmp_path
     with sqlite3.connect(tmp_path / "runs.db") as conn:
         conn.execute("ALTER TABLE plan_templates DROP COLUMN mac")
         conn.execute("DROP INDEX runs_by_thread")  # migration 8's
+        conn.execute("DROP INDEX runs_by_status")  # migration 9's: leases
+        conn.execute("ALTER TABLE runs DROP COLUMN holder")
+        conn.execute("ALTER TABLE runs DROP COLUMN lease_until")
         conn.execute(f"PRAGMA user_version={sealed}")
     rt = runtime(tmp_path, script)
     assert rt.cache is not None
