@@ -1,0 +1,374 @@
+"""The runbook benchmark's catalog: ten markdown runbooks (this folder), the tools each uses
+(`tools.py`), the plan a capable model would compile from each (its gold plan, written in the
+plan language with `<param>` placeholders, branches as `if` conditions), and per parameter set
+the known right outcome: the side effects that must happen (no others) and what the answer must
+say.  The expected outcomes are written by hand from the facts in `tools.FACTS`, not derived
+from the gold plans, so they also check that the gold plans (and the runtime's branches) are
+right."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).parent
+_PARAM = re.compile(r"<([a-z_]+)>")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parameter set of a runbook and its right outcome: `actions` exactly (sorted),
+    `answer_has` each a word the answer must contain (case aside; "a|b": either), `outcome` the
+    answer a right run gives in words (what the oracle answers)."""
+
+    params: dict[str, str]
+    actions: tuple[str, ...]
+    answer_has: tuple[str, ...]
+    outcome: str
+    side: str  # which side of the runbook's branch this case takes, for the table
+
+
+@dataclass(frozen=True)
+class Runbook:
+    name: str
+    tools: tuple[str, ...]
+    gold: str  # the plan, with <param> placeholders
+    cases: tuple[Case, ...]
+    decide: bool = False  # the plan asks the LLM a decision (builtin decide)
+
+    @property
+    def path(self) -> Path:
+        return HERE / f"{self.name}.md"
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text()
+
+    @property
+    def title(self) -> str:
+        return self.text.splitlines()[0].removeprefix("# ").strip()
+
+    def filled(self, params: dict[str, str], text: str | None = None) -> str:
+        """The runbook (or `text`) with its parameters filled in."""
+        return _PARAM.sub(lambda m: params[m.group(1)], self.text if text is None else text)
+
+    def gold_plan(self, params: dict[str, str]) -> str:
+        return self.filled(params, self.gold).strip() + "\n<END_OF_PLAN>"
+
+    def placeholders(self) -> list[str]:
+        return list(dict.fromkeys(_PARAM.findall(self.text)))
+
+
+def _case(side: str, params: dict[str, str], actions: list[str], has: str, outcome: str) -> Case:
+    return Case(params, tuple(sorted(actions)), tuple(has.split()), outcome, side)
+
+
+RUNBOOKS: list[Runbook] = [
+    Runbook(
+        "disk_full",
+        ("disk_usage", "service_health", "rotate_logs", "notify"),
+        """
+1. disk_usage("<host>")
+2. service_health("<host>")
+3. rotate_logs("<host>") if $1.disk_pct > 90
+4. notify("#ops", "<host> disk at ${1.disk_pct}%, no action needed") if $1.disk_pct <= 90
+5. join()
+""",
+        (
+            _case(
+                "over 90 %",
+                {"host": "db-3"},
+                ["rotate_logs db-3"],
+                "db-3 rotat",
+                "The disk of db-3 was 94% full, so its logs were rotated; it is now at 58%.",
+            ),
+            _case(
+                "90 % or less",
+                {"host": "db-7"},
+                ["notify #ops"],
+                "db-7 71",
+                "db-7's disk is at 71%, under 90%, so nothing was rotated; #ops was told.",
+            ),
+        ),
+    ),
+    Runbook(
+        "incident_triage",
+        ("error_rate", "recent_deploys", "read_log", "restart_service", "page_oncall"),
+        """
+1. error_rate("<service>")
+2. recent_deploys("<service>")
+3. read_log("<service>")
+4. decide("Is the failure a timeout or a crash?", $3, options=["timeout", "crash"])
+5. restart_service("<service>") if $4 == "timeout"
+6. page_oncall("<service>", "<service> is crashing: ${3}") if $4 == "crash"
+7. join()
+""",
+        (
+            _case(
+                "timeout",
+                {"service": "checkout"},
+                ["restart_service checkout"],
+                "checkout restart",
+                "checkout's errors are upstream timeouts (7.4% errors), so checkout was restarted.",
+            ),
+            _case(
+                "crash",
+                {"service": "search"},
+                ["page_oncall search"],
+                "search pag",
+                "search is crashing (segmentation fault, 12.9% errors): on-call was paged.",
+            ),
+        ),
+        decide=True,
+    ),
+    Runbook(
+        "deploy_check",
+        ("deployed_version", "smoke_test", "error_rate", "mark_release", "rollback"),
+        """
+1. deployed_version("<service>")
+2. smoke_test("<service>")
+3. error_rate("<service>")
+4. mark_release("<service>", "<version>") if $1 == "<version>" and $2.passed and $3 < 1
+5. rollback("<service>") if not ($1 == "<version>" and $2.passed and $3 < 1)
+6. join()
+""",
+        (
+            _case(
+                "verified",
+                {"service": "api", "version": "v2.4.1"},
+                ["mark_release api v2.4.1"],
+                "api v2.4.1 verified",
+                "api v2.4.1 is running, its smoke tests passed and errors are 0.2%: "
+                "the release is marked verified.",
+            ),
+            _case(
+                "rolled back",
+                {"service": "billing", "version": "v1.9.0"},
+                ["rollback billing"],
+                "billing roll",
+                "billing v1.9.0 failed 3 smoke tests (3.8% errors), so billing was rolled back.",
+            ),
+        ),
+    ),
+    Runbook(
+        "replica_lag",
+        ("replica_lag", "primary_status", "restart_replication", "notify"),
+        """
+1. replica_lag("<replica>")
+2. primary_status("<replica>")
+3. restart_replication("<replica>") if $1 > 30
+4. replica_lag("<replica>") if $3 != None
+5. notify("#db", "<replica> lag ${1}s, within limits") if $1 <= 30
+6. join()
+""",
+        (
+            _case(
+                "over 30 s",
+                {"replica": "pg-replica-1"},
+                ["restart_replication pg-replica-1"],
+                "pg-replica-1 restart",
+                "pg-replica-1 was 118 s behind, so replication was restarted; its lag is now 2 s.",
+            ),
+            _case(
+                "30 s or less",
+                {"replica": "pg-replica-2"},
+                ["notify #db"],
+                "pg-replica-2 4",
+                "pg-replica-2 is 4 s behind, within limits; #db was told.",
+            ),
+        ),
+    ),
+    Runbook(
+        "cert_expiry",
+        ("cert_info", "resolve", "renew_cert", "notify"),
+        """
+1. cert_info("<domain>")
+2. resolve("<domain>", "8.8.8.8")
+3. renew_cert("<domain>") if $1.days_left < 14
+4. notify("#ops", "<domain> certificate valid for ${1.days_left} more days") if $1.days_left >= 14
+5. join()
+""",
+        (
+            _case(
+                "under 14 days",
+                {"domain": "shop.example.com"},
+                ["renew_cert shop.example.com"],
+                "shop.example.com renew",
+                "The shop.example.com certificate had 6 days left and was renewed for 90 days.",
+            ),
+            _case(
+                "14 days or more",
+                {"domain": "docs.example.com"},
+                ["notify #ops"],
+                "docs.example.com 74",
+                "The docs.example.com certificate is valid for 74 more "
+                "days; nothing was renewed and #ops was told.",
+            ),
+        ),
+    ),
+    Runbook(
+        "failed_job",
+        ("job_status", "job_logs", "rerun_job", "page_oncall"),
+        """
+1. job_status("<job>")
+2. job_logs("<job>")
+3. rerun_job("<job>", memory_gb=16) if $1.exit_code == 137
+4. page_oncall("<job>", "<job> failed 3 times: ${2}") if $1.exit_code != 137 and $1.attempts >= 3
+5. rerun_job("<job>") if $1.exit_code != 137 and $1.attempts < 3
+6. join()
+""",
+        (
+            _case(
+                "exit 137",
+                {"job": "nightly-etl"},
+                ["rerun_job nightly-etl 16"],
+                "nightly-etl 16",
+                "nightly-etl was killed for memory (exit 137) and is rerunning with 16 GB.",
+            ),
+            _case(
+                "3 attempts",
+                {"job": "report-build"},
+                ["page_oncall report-build"],
+                "report-build pag",
+                "report-build failed 3 times (KeyError: 'region'); "
+                "on-call was paged and it was not rerun.",
+            ),
+            _case(
+                "plain rerun",
+                {"job": "cleanup-tmp"},
+                ["rerun_job cleanup-tmp 8"],
+                "cleanup-tmp rerun",
+                "cleanup-tmp failed once (exit 1) and is rerunning with 8 GB.",
+            ),
+        ),
+    ),
+    Runbook(
+        "onboarding",
+        ("create_account", "create_mailbox", "add_to_group", "grant_repo_access", "send_welcome"),
+        """
+1. create_account("<user>")
+2. create_mailbox("<user>")
+3. add_to_group("<user>", "<team>")
+4. grant_repo_access("<user>") if "<team>" == "engineering"
+5. send_welcome("<user>")
+6. join()
+""",
+        (
+            _case(
+                "engineering",
+                {"user": "alice", "team": "engineering"},
+                [
+                    "create_account alice",
+                    "create_mailbox alice",
+                    "add_to_group alice engineering",
+                    "grant_repo_access alice",
+                    "send_welcome alice",
+                ],
+                "alice repo",
+                "alice has an account, a mailbox, the engineering group, repository access "
+                "and the welcome email.",
+            ),
+            _case(
+                "other team",
+                {"user": "bob", "team": "sales"},
+                [
+                    "create_account bob",
+                    "create_mailbox bob",
+                    "add_to_group bob sales",
+                    "send_welcome bob",
+                ],
+                "bob sales",
+                "bob has an account, a mailbox, the sales group and the welcome email; "
+                "no repository access.",
+            ),
+        ),
+    ),
+    Runbook(
+        "cache_flush",
+        ("cache_stats", "memory_usage", "flush_cache", "warm_cache", "notify"),
+        """
+1. cache_stats("<service>")
+2. memory_usage("<service>")
+3. flush_cache("<service>") if $1.hit_rate < 0.5
+4. warm_cache("<service>") if $3 != None
+5. notify("#ops", "<service> cache healthy, hit rate ${1.hit_rate}") if $1.hit_rate >= 0.5
+6. join()
+""",
+        (
+            _case(
+                "hit rate under 0.5",
+                {"service": "catalog"},
+                ["flush_cache catalog", "warm_cache catalog"],
+                "catalog flush",
+                "The catalog cache hit rate was 0.31, so it was flushed and warmed.",
+            ),
+            _case(
+                "healthy",
+                {"service": "sessions"},
+                ["notify #ops"],
+                "sessions 0.92",
+                "The sessions cache is healthy (hit rate 0.92); it was not flushed.",
+            ),
+        ),
+    ),
+    Runbook(
+        "dns_check",
+        ("resolve", "open_ticket", "notify"),
+        """
+1. resolve("<domain>", "8.8.8.8")
+2. resolve("<domain>", "1.1.1.1")
+3. resolve("<domain>", "internal")
+4. open_ticket("network", "<domain> resolvers disagree: ${1}, ${2}, ${3}") if $1 != $2 or $2 != $3
+5. notify("#ops", "<domain> resolves to ${1} everywhere") if $1 == $2 and $2 == $3
+6. join()
+""",
+        (
+            _case(
+                "consistent",
+                {"domain": "api.example.com"},
+                ["notify #ops"],
+                "api.example.com 198.51.100.7",
+                "api.example.com resolves to 198.51.100.7 on every resolver; #ops was told.",
+            ),
+            _case(
+                "inconsistent",
+                {"domain": "legacy.example.com"},
+                ["open_ticket network"],
+                "legacy.example.com 10.0.8.15",
+                "legacy.example.com resolves to "
+                "198.51.100.40 publicly but 10.0.8.15 internally: a network ticket was opened.",
+            ),
+        ),
+    ),
+    Runbook(
+        "backup_verify",
+        ("latest_backup", "backup_checksum", "run_backup", "mark_backup_verified", "open_ticket"),
+        """
+1. latest_backup("<database>")
+2. backup_checksum("<database>")
+3. run_backup("<database>") if $1.age_h > 24
+4. mark_backup_verified("<database>") if $1.age_h <= 24 and $2
+5. open_ticket("dba", "<database> backup checksum mismatch") if $1.age_h <= 24 and not $2
+6. join()
+""",
+        (
+            _case(
+                "fresh, good checksum",
+                {"database": "orders"},
+                ["mark_backup_verified orders"],
+                "orders verified",
+                "The orders backup is 5 hours old and its checksum matches: marked verified.",
+            ),
+            _case(
+                "stale",
+                {"database": "users"},
+                ["run_backup users"],
+                "users backup",
+                "The users backup was 41 hours old, so a new full backup was started.",
+            ),
+        ),
+    ),
+]
+
+BY_NAME = {r.name: r for r in RUNBOOKS}
