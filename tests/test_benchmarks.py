@@ -415,3 +415,29 @@ def test_the_threads_benchmark_recalls_what_a_conversation_looked_up(tmp_path: P
     assert (with_["tool_calls"], with_["recalled"]) == (4, 6)
     assert with_["prompt_tokens"] > without["prompt_tokens"]  # the earlier turns are read
     assert result["ratios"]["tool_calls"] == 0.4
+
+
+def test_the_runbook_benchmark_takes_each_branch_side_right_every_way(tmp_path: Path) -> None:
+    """Quick (tool latencies x0.01, the runbook oracle instant): three runbooks, each parameter
+    set run three ways; every run takes exactly the expected side effects (a branch not taken
+    does nothing) and names its outcome, and the named plan makes no planner call."""
+    from benchmarks import runbook_bench
+    from benchmarks.runbooks import BY_NAME
+
+    out = tmp_path / "runbooks"
+    names = ["disk_full", "incident_triage", "deploy_check"]
+    result = runbook_bench.main(["--quick", "--runbooks", *names, "--out", str(out)])
+    rows = result["rows"]
+    ways = result["ways"]
+    assert len(rows) == len(ways) * sum(len(BY_NAME[n].cases) for n in names)
+    assert all(r["correct"] for r in rows), [r for r in rows if not r["correct"]]
+    # Each side of each branch is taken by one parameter set.
+    for name in names:
+        sides = {r["side"] for r in rows if r["runbook"] == name}
+        assert len(sides) == len(BY_NAME[name].cases)
+    calls = {w: sum(r["llm_calls"] for r in rows if r["way"] == w) for w in ways}
+    assert calls["plan each time"] < calls["react"]
+    if "named plan" in ways:  # no planner call per run: only the joiner (and decide)
+        assert calls["named plan"] == calls["plan each time"] - len(rows) // len(ways)
+        assert [c["error"] for c in result["compiles"]] == [None] * len(names)
+    assert "| runbook | side |" in out.with_suffix(".md").read_text()
