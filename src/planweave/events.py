@@ -33,6 +33,7 @@ __all__ = [
     "LLMRetry",
     "ModelAcquired",
     "ModelWaiting",
+    "NamedPlanStarted",
     "PlanApproved",
     "PlanAwaitingApproval",
     "PlanInvalid",
@@ -377,6 +378,19 @@ class CacheHit(Event):
     def summary(self) -> dict[str, Any]:
         """The run's `cache` entry (`--json`)."""
         return _cache_summary(True, self.template_id, self.adapted, self.tokens_saved)
+
+
+@dataclass(slots=True, kw_only=True)
+class NamedPlanStarted(Event):
+    """The first plan is version `version` of the named plan `name` (`runbooks`), its
+    parameters bound to `params` (`plan`, already validated); no planner call is made.  A
+    resumed run goes on with this plan."""
+
+    kind: ClassVar[str] = "named_plan"
+    name: str
+    version: int
+    params: dict[str, Any]
+    plan: str
 
 
 @dataclass(slots=True, kw_only=True)

@@ -11,6 +11,7 @@ import json
 import re
 import types
 import typing
+from collections.abc import Sequence
 from typing import Any
 
 from .llm.base import PromptStyle
@@ -22,6 +23,7 @@ __all__ = ["joiner_grammar", "literal", "plan_grammar", "react_grammar", "schema
 # carriage return or NUL, only the escapes Python and JSON agree on (never a `$` spelled as
 # `\u0024`), and a `$` followed by a plain character, a control character or `${` opening a
 # reference (`${1}`, `${2.name}`, `${3[0]}`).  A dict's `key` holds no reference, not even `$1`.
+_REF_RULE = 'ref ::= "$" [1-9] [0-9]? projection* ( "[*]" projection* )?'
 _COMMON = r"""
 ws ::= [ ]?
 id ::= [1-9] [0-9]?
@@ -220,14 +222,25 @@ def _plan_rules(
     return [*head, *(_CONDITION if branches else []), *rules]
 
 
-def plan_grammar(tools: ToolRegistry, *, plan_answers: bool = False, branches: bool = False) -> str:
+def plan_grammar(
+    tools: ToolRegistry,
+    *,
+    plan_answers: bool = False,
+    branches: bool = False,
+    params: Sequence[str] = (),
+) -> str:
     """An opening thought line, numbered calls of registered tools with typed arguments, then
     `N. join()` and `<END_OF_PLAN>`; with `plan_answers`, the join may carry the plan's answer
     (a string with `${<id>}` where results go, or `$<id>`); with `branches` (opt-in, for plans
     compiled from runbooks: the planner's own grammar stays as its accuracy was measured), a
-    task may end with `if <condition>`."""
+    task may end with `if <condition>`.  `params`: a named plan's parameters (`runbooks`),
+    written `{name}` wherever a reference may stand (and inside strings, as any text)."""
     rules = _plan_rules(tools, plan_answers, branches)
-    return "\n".join(["root ::= plan", *rules]) + _COMMON
+    common = _COMMON
+    if params:
+        names = " | ".join(literal(p) for p in params)
+        common = common.replace(_REF_RULE, f'{_REF_RULE} | "{{" ( {names} ) "}}"')
+    return "\n".join(["root ::= plan", *rules]) + common
 
 
 # What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:

@@ -40,6 +40,7 @@ __all__ = [
     "react_turn",
     "repair_messages",
     "replan_messages",
+    "runbook_messages",
     "synthesized_example",
 ]
 
@@ -197,6 +198,28 @@ def planner_system_prompt(
     if style == "full" and examples:
         parts += ["", "Examples:", examples]
     return "\n".join(parts)
+
+
+_RUNBOOK_RULES = """\
+Write the runbook the user gives as one plan, to be run later many times without you.
+- Each numbered step is a task (or a few), in the runbook's order where one needs another.
+- A step done only under a condition in words ("if the disk is over 90%") ends with
+  `if <condition>` on earlier results: `3. rotate_logs({host}) if ${1.disk_pct} > 90`.
+  There is no else: the other side is its own task with the opposite condition.
+- A parameter the runbook writes <name> is written {name} in the plan, as a whole value
+  (`disk_usage({host})`) or inside a string (`"{host} is full"`); never an example value.
+  The parameters: {params}."""
+
+
+def runbook_messages(
+    tools: ToolRegistry, runbook: str, params: Sequence[str], *, plan_answers: bool = False
+) -> list[Message]:
+    """The planner's request to compile a runbook (`runbooks`): the tools and the plan
+    language's rules, branches and parameters, then the runbook as the user's message."""
+    system = planner_system_prompt(tools, "", style="compact", plan_answers=plan_answers)
+    named = ", ".join("{" + p + "}" for p in params) or "none"
+    rules = _RUNBOOK_RULES.replace("{params}", named)
+    return question_messages(system + "\n\n" + rules, runbook)
 
 
 def replan_messages(

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Unpack, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, cast
 
 import anyio
 
@@ -15,12 +15,13 @@ from .admission import Admission
 from .approval import review
 from .cache import PlanCache
 from .errors import RunFailed, UserError
-from .events import Event
+from .events import Event, NamedPlanStarted
 from .executors import Backends
 from .llm.base import LLM
 from .records import RunResult
 from .recovery import EscalationHandler, Recovery
 from .resume import Decisions, ResumeState, prepare
+from .runbooks.runs import NamedPlanMethods
 from .session import check_approve, event_stream, modes, plan_cache, run_session, trace
 from .settings import Mode, RunOptions, RunSettings, SettingsKeywords, make_llm, recovery_policy
 from .store import Journal
@@ -34,13 +35,15 @@ if TYPE_CHECKING:
 __all__ = ["Mode", "RunFailed", "RunResult", "Runtime"]
 
 Subscribers = list[Callable[[Event], None]] | None
+T = TypeVar("T")
 
 
-class Runtime:
+class Runtime(NamedPlanMethods):
     """Answers questions with tools and an LLM, as its `RunSettings` say.
 
     `mode="compiled"` plans a DAG of tool calls and runs each call the moment its inputs are
     ready, while the plan is still streaming; `mode="react"` is the one-call-per-turn baseline.
+    Named plans (compiled from runbooks, run without a planner call) are `NamedPlanMethods`.
     """
 
     def __init__(
@@ -301,18 +304,19 @@ class Runtime:
         *,
         resume: ResumeState | None = None,
         admission: Admission | None = None,
+        given: NamedPlanStarted | None = None,
     ) -> RunResult:
         """A session with the runtime's subscribers and `subscribers`; with `check`, a run
         without an answer raises RunFailed."""
         listeners = [*self.subscribers, *(subscribers or ())]
         result = await run_session(
-            self, settings, question, listeners, resume=resume, admission=admission
+            self, settings, question, listeners, resume=resume, admission=admission, given=given
         )
         if check and result.error is not None:
             raise RunFailed(str(result.error), result=result, cause=result.error)
         return result
 
-    def _blocking(self, name: str, call: Callable[[], Awaitable[RunResult]]) -> RunResult:
+    def _blocking(self, name: str, call: Callable[[], Awaitable[T]]) -> T:
         """`call()`'s result on an event loop of its own; `name` is refused in async code."""
         try:
             asyncio.get_running_loop()
@@ -324,7 +328,7 @@ class Runtime:
                 f"use `await runtime.a{name}(...)` there"
             )
 
-        async def once() -> RunResult:
+        async def once() -> T:
             try:
                 return await call()
             finally:

@@ -47,6 +47,7 @@ from .events import (
     CacheMiss,
     Event,
     EventBus,
+    NamedPlanStarted,
     PlanAwaitingApproval,
     ReplanEvent,
     RunAdmitted,
@@ -181,14 +182,16 @@ async def run_session(
     *,
     resume: ResumeState | None = None,
     admission: Admission | None = None,
+    given: NamedPlanStarted | None = None,
 ) -> RunResult:
     """One session of a run with the run's `settings`: open its record, take its turn in
     `admission`, answer within the budget, close the record (or leave it paused for
     approval).  A run error ends the run (in the result); a bug propagates once the record
-    is closed: every finished result stays recorded."""
+    is closed: every finished result stays recorded.  `given`: a named plan's first plan,
+    run without a planner call."""
     if settings.mode == "native":
         require_tool_calling(setup.llm)
-    session = _open(setup, settings, encodable(question), subscribers, resume, admission)
+    session = _open(setup, settings, encodable(question), subscribers, resume, admission, given)
     result = session.result
     try:
         await session.turn()
@@ -225,6 +228,7 @@ def _open(
     subscribers: Sequence[Callable[[Event], None]],
     resume: ResumeState | None,
     admission: Admission | None,
+    given: NamedPlanStarted | None = None,
 ) -> Session:
     """The session's record opened (the run's row created for a new run) and its parts: the
     event bus (the journal first: no view shows what has not been recorded), the metered
@@ -238,10 +242,14 @@ def _open(
         session_no = resume.session if resume is not None else 1
         side_effects = [t.name for t in setup.tools.values() if t.side_effects]
         recorder = RunRecorder(setup.journal, run_id, side_effects, session=session_no)
-    # The plan cache learns from new compiled runs (a resumed one was judged when it began).
+    # The plan cache learns from new compiled runs (a resumed one was judged when it began),
+    # not from a named plan's (`runbooks`: its question is no user's).
     learner = (
         [setup.cache.learner(setup.tools)]
-        if setup.cache is not None and settings.mode == "compiled" and resume is None
+        if setup.cache is not None
+        and settings.mode == "compiled"
+        and resume is None
+        and given is None
         else []
     )
     offset = resume.elapsed if resume is not None else 0.0
@@ -260,9 +268,8 @@ def _open(
     scheduler = _top_scheduler(setup, settings, run_id, llm, bus, recorder, resume, memory)
     result = RunResult(run_id, question, settings.mode, "failed", None, [], llm.usage, 0.0)
     result.cache = resume.cache if resume is not None else None
-    session = Session(
-        setup, settings, question, bus, llm, scheduler, result, recorder, resume, admission, memory
-    )
+    parts = (scheduler, result, recorder, resume, admission, memory, given)
+    session = Session(setup, settings, question, bus, llm, *parts)
     for event in _opening(run_id, question, settings.mode, resume):
         bus.emit(event)
     return session
@@ -319,6 +326,7 @@ class Session:
     resume: ResumeState | None
     admission: Admission | None
     memory: Memory
+    given: NamedPlanStarted | None = None
 
     @property
     def run_id(self) -> str:
@@ -383,6 +391,9 @@ class Session:
         goes on from what the cache gave it when it began."""
         if self.resume is not None:
             return resumed_start(self.resume.cached)
+        if self.given is not None:
+            self.bus.emit(self.given)
+            return self.given.plan, None
         cache, question = self.setup.cache, self.question
         if cache is None or self.memory.turns:
             return None, None  # a follow-up means what it follows: no template knows that

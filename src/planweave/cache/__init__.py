@@ -262,11 +262,12 @@ class PlanCache:
 
 def resumed_start(decision: dict[str, Any] | None) -> tuple[str | None, tuple[str, str] | None]:
     """What a resumed run starts its first plan from: the plan the cache gave it, or the example
-    it planned with (`Journal.cache_decision`), so the recorded planner call replays."""
+    it planned with (`Journal.cache_decision`), so the recorded planner call replays; or the
+    named plan it ran (`runbooks`), which needs no planner call either."""
     if decision is None:
         return None, None
     plan, question = decision.get("plan"), decision.get("question")
-    if decision.get("kind") == "cache_hit" and isinstance(plan, str):
+    if decision.get("kind") in ("cache_hit", "named_plan") and isinstance(plan, str):
         return plan, None
     if (
         decision.get("kind") == "cache_adapted"

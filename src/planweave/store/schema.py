@@ -189,6 +189,20 @@ MIGRATIONS: list[list[str]] = [
     # 9: the lease of the process that runs a run (`owner`): who holds it, until when; runs
     # are found by status (the running ones, to take over those whose holder is gone).
     _LEASES,
+    # 10: named plans (`runbooks`): plans compiled from runbooks or written by hand, each
+    # version a row of its own, sealed (`seal.NAMED_PLAN_SEALED`): run without the planner.
+    [
+        """CREATE TABLE named_plans (
+            name TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            plan TEXT NOT NULL,
+            params TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created REAL NOT NULL,
+            mac TEXT,
+            PRIMARY KEY (name, version)
+        )""",
+    ],
 ]
 
 VERSION = len(MIGRATIONS)  # the journal schema this planweave writes
@@ -323,5 +337,18 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
         "ALTER TABLE runs ADD COLUMN holder TEXT",
         "ALTER TABLE runs ADD COLUMN lease_until DOUBLE PRECISION",
         "CREATE INDEX runs_by_status ON runs (status)",
+    ],
+    # 10: named plans.
+    [
+        """CREATE TABLE named_plans (
+            name TEXT COLLATE "C" NOT NULL,
+            version BIGINT NOT NULL,
+            plan TEXT NOT NULL,
+            params TEXT NOT NULL,
+            source TEXT NOT NULL,
+            created DOUBLE PRECISION NOT NULL,
+            mac TEXT,
+            PRIMARY KEY (name, version)
+        )""",
     ],
 ]

@@ -36,6 +36,7 @@ from .schema import KEYS, key_where
 
 __all__ = [
     "KEY_ENV",
+    "NAMED_PLAN_SEALED",
     "SEALED",
     "TEMPLATE_SEALED",
     "Sealer",
@@ -69,6 +70,11 @@ SEALED: dict[str, tuple[str, ...] | None] = {
 TEMPLATE_SEALED = (
     "tools", "id", "key", "slots", "plan", "question", "source_run", "tokens", "created"
 )  # fmt: skip
+
+# A named plan (`runbooks`) runs without asking the planner, as a template does: its seal covers
+# every column (a version never changes once stored).
+NAMED_PLAN_SEALED = ("name", "version", "plan", "params", "source", "created")
+_OWN_SEALS = {"plan_templates": TEMPLATE_SEALED, "named_plans": NAMED_PLAN_SEALED}
 
 
 def key_path() -> Path:
@@ -107,7 +113,7 @@ class Sealer:
 
     def seal(self, table: str, row: Mapping[str, Any]) -> str:
         """The seal of `row` (a table's row by column name; its own `mac` is left out)."""
-        covered = TEMPLATE_SEALED if table == "plan_templates" else SEALED[table]
+        covered = _OWN_SEALS[table] if table in _OWN_SEALS else SEALED[table]
         names = sorted(covered if covered is not None else (n for n in row if n != "mac"))
         body = json.dumps([table, [[n, row[n]] for n in names]], default=str)
         return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()

@@ -129,11 +129,11 @@ def recorded_calls(journal: Source, run_id: str) -> dict[int, Replay]:
 
 
 def cache_decision(journal: Source, run_id: str) -> dict[str, Any] | None:
-    """What the plan cache gave run `run_id` when it began: the `cache_hit` or
-    `cache_adapted` event's data, or None."""
+    """What run `run_id` began its first plan from: the plan cache's `cache_hit` or
+    `cache_adapted` event's data, or a named plan's `named_plan`; or None."""
     rows = journal.read(
         "SELECT kind, data FROM events WHERE run_id = ? AND kind IN ('cache_hit', "
-        "'cache_adapted') ORDER BY seq LIMIT 1",
+        "'cache_adapted', 'named_plan') ORDER BY seq LIMIT 1",
         (run_id,),
     )
     try:

@@ -1,0 +1,122 @@
+"""The runtime's named-plan methods (`Runtime` has them): compile a runbook, read, edit and run
+named plans.  A run of a named plan is a compiled run of the runtime whose first plan is given
+(`session.run_session(given=...)`), journaled like any."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import UserError
+from . import NamedPlan, NamedPlans, check_plan_name
+
+if TYPE_CHECKING:
+    from ..admission import Admission
+    from ..events import Event, NamedPlanStarted
+    from ..llm.base import LLM
+    from ..records import RunResult
+    from ..settings import RunOptions, RunSettings
+    from ..store import Journal
+    from ..tools import ToolRegistry
+
+__all__ = ["NamedPlanMethods"]
+
+T = TypeVar("T")
+Subscribers = list[Callable[["Event"], None]] | None
+
+
+class NamedPlanMethods:
+    """Named plans on a `Runtime` (its journal keeps them, its tools check them)."""
+
+    if TYPE_CHECKING:
+        journal: Journal | None
+        tools: ToolRegistry
+        llm: LLM
+        settings: RunSettings
+
+        def _blocking(self, name: str, call: Callable[[], Awaitable[T]]) -> T: ...
+
+        def _for_run(self, options: RunOptions) -> RunSettings: ...
+
+        async def _session(
+            self,
+            settings: RunSettings,
+            question: str,
+            subscribers: Subscribers,
+            check: bool,
+            *,
+            admission: Admission | None = None,
+            given: NamedPlanStarted | None = None,
+        ) -> RunResult: ...
+
+    def compile_runbook(self, text: str, *, name: str) -> NamedPlan:
+        """Compile a runbook into the next version of the named plan `name` (blocking).  See
+        `acompile_runbook`."""
+        return self._blocking("compile_runbook", lambda: self.acompile_runbook(text, name=name))
+
+    async def acompile_runbook(self, text: str, *, name: str) -> NamedPlan:
+        """One planner call turns the markdown runbook `text` (numbered steps, conditions in
+        words, parameters `<host>` or `<limit:int>`) into a plan with branches and typed
+        parameters (`{host}`), with the branch grammar where the backend takes grammars; it
+        is validated and stored in the journal as the next version of `name`.  A reply that
+        does not validate raises UserError (nothing is stored)."""
+        plans = self.named_plans_store()
+        check_plan_name(name)
+        request = plans.request(text, grammar=bool(self.settings.grammar))
+        reply = "".join([delta.text async for delta in self.llm.stream(request)])
+        return plans.compiled(name, text, reply)
+
+    def named_plan(self, name: str, version: int | None = None) -> NamedPlan:
+        """Version `version` of the named plan `name` (default: its latest)."""
+        return self.named_plans_store().get(name, version)
+
+    def named_plans(self) -> list[NamedPlan]:
+        """The latest version of each named plan, by name."""
+        return self.named_plans_store().all()
+
+    def save_plan(
+        self, name: str, plan_text: str, params: Mapping[str, str] | None = None
+    ) -> NamedPlan:
+        """A new version of `name` from `plan_text` (the plan language, `{param}` where a
+        parameter goes), validated as a compiled one; `params` (name -> str, int, float or
+        bool) default to the latest version's."""
+        return self.named_plans_store().save(name, plan_text, params=params)
+
+    def run_plan(self, name: str, *, version: int | None = None, **params: Any) -> RunResult:
+        """Run the named plan `name` with `params` (blocking).  See `arun_plan`."""
+        return self._blocking(
+            "run_plan", lambda: self.arun_plan(name, version=version, params=params)
+        )
+
+    async def arun_plan(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+        params: Mapping[str, Any] | None = None,
+        subscribers: Subscribers = None,
+        check: bool = True,
+        admission: Admission | None = None,
+        user: str | None = None,
+        **values: Any,
+    ) -> RunResult:
+        """Run version `version` (default: the latest) of the named plan `name` with its
+        parameters (`params`, or as keywords; text is read as the parameter's type) bound as
+        data: a compiled run, journaled like any, without a planner call; the joiner answers
+        unless the plan ends with its answer (`join("...")`).  A missing, unknown or mistyped
+        parameter raises UserError.  `subscribers`, `check`, `admission`, `user`: as `arun`."""
+        plans = self.named_plans_store()
+        plan = plans.get(name, version)
+        given = plans.start(plan, {**(params or {}), **values})
+        settings = self._for_run({"mode": "compiled", "user": user})
+        question = plan.question(given.params)
+        return await self._session(
+            settings, question, subscribers, check, admission=admission, given=given
+        )
+
+    def named_plans_store(self) -> NamedPlans:
+        """The journal's named plans, checked against this runtime's tools."""
+        if self.journal is None:
+            raise UserError("named plans are kept in the journal: Runtime(..., journal=PATH)")
+        answers = self.settings.plan_answers is not False
+        return NamedPlans(self.journal, self.tools, plan_answers=answers)

@@ -1,0 +1,274 @@
+"""Named plans (issue 33): a runbook compiled by a scripted planner into a plan with typed
+parameters, stored with versions on both journals, edited as text, and run with its values bound
+as data, with no planner call (the script's planner would answer otherwise); wrong values refused
+precisely; a run killed in the middle resumed without the planner; the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from branch_tools import FINISH, TOOLS
+from cli_process import invoke_cli, run_cli
+from gbnf import Grammar
+from planweave import Journal, Reply, Runtime, Script, ScriptedLLM, ScriptedServer, UserError
+from planweave.llm.base import Message, Purpose
+from planweave.runbooks import NamedPlans
+from planweave.runbooks.params import bind, placeholders
+
+RUNBOOK = """# Free disk on a database host
+1. Check the disk usage of <host>.
+2. If it is over <limit:int> percent, rotate the logs.
+3. Otherwise tell the on-call person that <host> is fine.
+4. If the logs were rotated, write a report.
+"""
+PLAN = """Thought: Rotate only over the limit.
+1. disk_usage({host})
+2. rotate_logs({host}) if ${1.disk_pct} > {limit}
+3. notify("{host} disk ok") if ${1.disk_pct} <= {limit}
+4. report("{host}: ${2}") if $2 != None
+5. join()
+<END_OF_PLAN>"""
+NOT_A_PLAN = "1. unknown_tool({host})\n2. join()\n<END_OF_PLAN>"
+
+
+@pytest.fixture(autouse=True)
+def _ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLANWEAVE_TEST_LEDGER", str(tmp_path / "ledger.txt"))
+
+
+def _ran(tmp: Path) -> Counter[str]:
+    ledger = tmp / "ledger.txt"
+    return Counter(ledger.read_text().splitlines() if ledger.exists() else [])
+
+
+def _runtime(journal: str | Path, planner: list[str]) -> tuple[Runtime, Script]:
+    script = Script.by_purpose(planner=planner, joiner=[FINISH] * 5)
+    return Runtime(TOOLS, ScriptedLLM(script), journal=journal, cache=False), script
+
+
+def test_a_runbook_compiles_is_stored_with_versions_and_runs_without_the_planner(
+    journal_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt, script = _runtime(journal_db, [PLAN])
+    compiled = rt.compile_runbook(RUNBOOK, name="free-disk")
+    assert (compiled.name, compiled.version) == ("free-disk", 1)
+    assert compiled.params == {"host": "str", "limit": "int"}  # int declared, host by use
+    assert compiled.source == RUNBOOK
+    assert "{host}" in compiled.plan
+    assert compiled.title == "Free disk on a database host"
+    # The planner saw the runbook and its parameters, once.
+    assert script.purposes == ["planner"]
+    assert "{host}, {limit}" in script.requests[0][0].content
+    assert script.requests[0][-1].content.endswith(RUNBOOK)
+
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "95")
+    result = rt.run_plan("free-disk", host="db-3", limit="90")  # text reads as its type
+    assert result.status == "finished", result.error
+    assert script.purposes == ["planner", "joiner"]  # no planner call for the run
+    assert {r.task.id: r.status.value for r in result.tasks} == {
+        1: "done",
+        2: "done",
+        3: "skipped",
+        4: "done",
+    }
+    assert _ran(tmp_path) == Counter(
+        ["disk_usage db-3", "rotate_logs db-3", "report db-3: rotated db-3"]
+    )
+    assert result.question == (
+        'Free disk on a database host (plan free-disk v1; host="db-3", limit=90)'
+    )
+    # What a resume starts from: the bound plan, recorded with the run.
+    started = Journal(journal_db).cache_decision(result.run_id)
+    assert started is not None
+    assert started["kind"] == "named_plan"
+    assert (started["name"], started["version"]) == ("free-disk", 1)
+    assert started["params"] == {"host": "db-3", "limit": 90}
+    assert '1. disk_usage("db-3")\n2. rotate_logs("db-3") if ${1.disk_pct} > 90' in started["plan"]
+
+    # The other side, with another value; then an edited version.
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "85")
+    other = rt.run_plan("free-disk", host="db-4", limit=90)
+    assert {r.task.id: r.status.value for r in other.tasks}[3] == "done"
+    assert _ran(tmp_path)["notify db-4 disk ok"] == 1
+    edited = rt.save_plan("free-disk", PLAN.replace("> {limit}", ">= {limit}"))
+    assert (edited.version, edited.params, edited.source) == (2, compiled.params, RUNBOOK)
+    assert [(p.name, p.version) for p in rt.named_plans()] == [("free-disk", 2)]
+    assert rt.named_plan("free-disk", version=1).plan == compiled.plan
+    assert ">= {limit}" in rt.named_plan("free-disk").plan
+    assert script.purposes.count("planner") == 1
+
+
+def test_wrong_parameters_are_refused_precisely_and_nothing_runs(
+    journal_db: str, tmp_path: Path
+) -> None:
+    rt, script = _runtime(journal_db, [PLAN])
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    cases = {
+        "plan free-disk needs limit (int)": {"host": "db-3"},
+        "plan free-disk has no parameter colour (its parameters: host (str), limit (int))": {
+            "host": "db-3",
+            "limit": 90,
+            "colour": "red",
+        },
+        "parameter limit is int: 'ninety' does not read as one": {"host": "h", "limit": "ninety"},
+        "parameter limit is int: got float 90.5": {"host": "h", "limit": 90.5},
+        "parameter host is str: got int 3": {"host": 3, "limit": 90},
+        "a value may not hold a result reference": {"host": "db-${1}", "limit": 90},
+    }
+    for says, values in cases.items():
+        with pytest.raises(UserError, match=None) as info:
+            rt.run_plan("free-disk", **values)
+        assert says in str(info.value)
+    with pytest.raises(UserError, match="no named plan nothing"):
+        rt.run_plan("nothing")
+    with pytest.raises(UserError, match="no named plan free-disk version 7"):
+        rt.named_plan("free-disk", version=7)
+    assert _ran(tmp_path) == Counter()
+    assert Journal(journal_db).runs() == []
+    assert script.purposes == ["planner"]
+
+
+def test_a_value_is_data_never_part_of_the_plan() -> None:
+    """Quotes, a line break, a closing parenthesis and an end mark in a value stay inside the
+    string they stand in (or the literal they are)."""
+    text = '1. notify("host {host} is full")\n2. report({host})\n3. join()\n'
+    hostile = 'x"), restart("db-1\n4. restart("db-2") <END_OF_PLAN>\'{limit}'
+    bound = bind(text, {"host": hostile})
+    plans = NamedPlans.__new__(NamedPlans)
+    plans.tools, plans.plan_answers = TOOLS, False
+    tasks = plans._parse(bound, "the plan")
+    assert [t.tool for t in tasks] == ["notify", "report", "join"]
+    assert tasks[0].kwargs == {"message": f"host {hostile} is full"} or tasks[0].args == (
+        f"host {hostile} is full",
+    )
+    assert hostile in (tasks[1].args or tuple(tasks[1].kwargs.values()))
+    # Inside a result reference or a single-quoted string, and one not a parameter.
+    found = placeholders('1. f(\'{a}\', "${1}", {b}, "{c}")\n', {"a": 1, "b": 1})
+    assert [(p.name, p.quote) for p in found] == [("a", "'"), ("b", None)]
+    assert bind("1. f('{a}')", {"a": "it's"}) == "1. f('it\\'s')"
+
+
+def test_a_plan_is_validated_before_it_is_stored(journal_db: str) -> None:
+    rt, _script = _runtime(journal_db, [NOT_A_PLAN])
+    with pytest.raises(UserError, match=r"the plan does not validate: .*unknown_tool"):
+        rt.compile_runbook(RUNBOOK, name="free-disk")
+    with pytest.raises(UserError, match=r"\{zone\} is not a parameter of this plan"):
+        rt.save_plan("free-disk", "1. disk_usage({zone})\n2. join()\n", params={"host": "str"})
+    with pytest.raises(UserError, match="type 'list' is none of str, int, float, bool"):
+        rt.save_plan("free-disk", "1. disk_usage({host})\n2. join()\n", params={"host": "list"})
+    with pytest.raises(UserError, match="plan name"):
+        rt.save_plan("../etc", '1. disk_usage("x")\n2. join()\n')
+    assert rt.named_plans() == []
+    # Written by hand, without a runbook: parameters from the placeholders.
+    saved = rt.save_plan("by-hand", "1. disk_usage({host})\n2. join()\n")
+    assert (saved.version, saved.params, saved.source) == (1, {"host": "str"}, "")
+
+
+def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() -> None:
+    plans = NamedPlans.__new__(NamedPlans)
+    plans.tools, plans.plan_answers = TOOLS, True
+    request = plans.request(RUNBOOK, grammar=True)
+    assert request.purpose == "planner"
+    assert request.grammar is not None
+    grammar = Grammar(request.grammar)
+    assert grammar.accepts(PLAN)
+    assert not grammar.accepts(PLAN.replace("> {limit}", "> {other}"))
+
+
+def test_a_sealed_row_edited_in_the_journal_is_not_run(tmp_path: Path) -> None:
+    rt, _ = _runtime(tmp_path / "runs.db", [PLAN])
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE named_plans SET plan = replace(plan, 'rotate_logs', 'restart')")
+    with pytest.raises(UserError, match="failed verification"):
+        rt.run_plan("free-disk", host="db-3", limit=90)
+    assert rt.named_plans() == []
+    assert _ran(tmp_path) == Counter()
+
+
+# --------------------------------------------------------------------------- CLI, kill, resume
+
+
+def _cli(tmp: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PLANWEAVE_DB": str(tmp / "runs.db"),
+        "PLANWEAVE_TEST_LEDGER": str(tmp / "ledger.txt"),
+        "PLANWEAVE_TEST_DELAY": "0.5",
+    }
+    return run_cli(*args, env=env, fault=fault) if fault else invoke_cli(*args, env=env)
+
+
+@pytest.mark.slow  # a real process killed
+def test_the_cli_compiles_shows_edits_and_runs_a_plan_and_a_killed_run_resumes(
+    tmp_path: Path,
+) -> None:
+    def route(messages: list[Message], purpose: Purpose) -> Reply | str:
+        return Reply(PLAN) if purpose == "planner" else FINISH
+
+    (tmp_path / "RUNBOOK.md").write_text(RUNBOOK)
+    with ScriptedServer(Script.routed(route)) as server:
+        reach = ["--tools", "branch_tools:TOOLS", "--base-url", server.base_url, "--model", "m"]
+        made = _cli(
+            tmp_path, "plans", "compile", str(tmp_path / "RUNBOOK.md"), "--name", "fd", *reach
+        )
+        assert made.returncode == 0, made.stderr
+        assert "fd v1" in made.stdout
+        assert "host (str), limit (int)" in made.stdout
+        listed = json.loads(_cli(tmp_path, "plans", "list", "--json", *reach).stdout)
+        assert [(p["name"], p["version"]) for p in listed] == [("fd", 1)]
+        shown = _cli(tmp_path, "plans", "show", "fd", *reach)
+        assert shown.returncode == 0, shown.stderr
+        assert "rotate_logs({host}) if ${1.disk_pct} > {limit}" in shown.stdout
+        assert "join" in shown.stdout
+        assert "Free disk on a database host" in shown.stdout
+
+        (tmp_path / "edited.txt").write_text(PLAN.replace('"{host} disk ok"', '"{host} fine"'))
+        edited = _cli(
+            tmp_path, "plans", "edit", "fd", "--file", str(tmp_path / "edited.txt"), *reach
+        )
+        assert edited.returncode == 0, edited.stderr
+        assert "fd v2" in edited.stdout
+
+        bad = _cli(tmp_path, "run", "--plan", "fd", "--param", "host=db-3", *reach)
+        assert bad.returncode == 2
+        assert "plan fd needs limit (int)" in bad.stderr
+
+        planned = server.script.purposes.count("planner")
+        killed = _cli(
+            tmp_path,
+            "run",
+            "--plan",
+            "fd",
+            "--param",
+            "host=db-3",
+            "--param",
+            "limit=90",
+            *reach,
+            fault="task_started:2",
+        )
+        assert killed.returncode == -9, killed.stderr
+        run_id = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)[0]["id"]
+        resumed = _cli(
+            tmp_path, "runs", "resume", run_id, *reach[:2], "--base-url", server.base_url, "--json"
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert server.script.purposes.count("planner") == planned  # never asked to plan
+    data = json.loads(resumed.stdout)
+    assert data["status"] == "finished"
+    assert {t["id"]: t["status"] for t in data["tasks"]} == {
+        1: "done",
+        2: "done",
+        3: "skipped",
+        4: "done",
+    }
+    ran = _ran(tmp_path)
+    assert ran["disk_usage db-3"] == 1  # finished before the kill: not repeated
+    assert ran["report db-3: rotated db-3"] == 1
+    assert ran["notify db-3 fine"] == 0
