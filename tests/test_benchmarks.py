@@ -417,6 +417,30 @@ def test_the_threads_benchmark_recalls_what_a_conversation_looked_up(tmp_path: P
     assert result["ratios"]["tool_calls"] == 0.4
 
 
+@pytest.mark.slow  # five `planweave serve` processes and a PostgreSQL server
+@pytest.mark.timeout(300)
+def test_the_replicas_benchmark_checks_every_run_on_both_journals(tmp_path: Path) -> None:
+    from benchmarks import replicas
+
+    from postgres_server import find_bin
+
+    if find_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    out = tmp_path / "replicas"
+    result = replicas.main(["--quick", "--out", str(out)])
+    assert set(result["throughput"]) == {"sqlite-1", "postgres-1", "postgres-3", "postgres-1-wide"}
+    for row in result["throughput"].values():
+        # Every run finished and answered right, or there is no throughput to report.
+        assert row["all_finished"]
+        assert row["finished"] == row["right"] == row["runs"] == 6
+        assert row["runs_per_s"] > 0
+    delivery = result["delivery"]
+    assert delivery["finished"] == delivery["runs"] == 3
+    assert delivery["run_finished_b_minus_a_s"]["max"] < 5
+    assert result["journal_per_task"]["postgres"]["journal_us_per_task"] > 0
+    assert "| postgres-3 | 3 × 16 | 6/6 (6) |" in out.with_suffix(".md").read_text()
+
+
 def test_the_runbook_benchmark_takes_each_branch_side_right_every_way(tmp_path: Path) -> None:
     """Quick (tool latencies x0.01, the runbook oracle instant): three runbooks, each parameter
     set run three ways; every run takes exactly the expected side effects (a branch not taken
