@@ -38,6 +38,13 @@ threads_app = typer.Typer(
     help="Conversations (`run --thread`): list, show.", no_args_is_help=True, add_completion=False
 )
 app.add_typer(threads_app, name="threads")
+plans_app = typer.Typer(
+    help="Named plans (runbooks compiled ahead of time): compile, list, show, edit; "
+    "run one with `planweave run --plan NAME --param KEY=VALUE`.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(plans_app, name="plans")
 
 DbOption = Annotated[
     str | None,

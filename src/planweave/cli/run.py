@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from ..errors import JournalError, PlanweaveError
+from ..errors import JournalError, PlanweaveError, UserError
 from ..events import Event
 from ..mcp_tools import MCPTools, mcp_sessions
 from ..recovery import Escalation, EscalationAnswer, EscalationHandler
@@ -23,6 +23,7 @@ from ..settings import RunSettings, make_llm
 from ..store import Journal
 from .app import DbOption, app
 from .options import settings_options
+from .plans import parse_params
 from .view import DagView, labelled, plain_console
 
 if TYPE_CHECKING:
@@ -105,7 +106,9 @@ def _summary(result: RunResult, load_s: float) -> str:
 @app.command()
 @settings_options
 def run(
-    question: Annotated[str, typer.Argument(help="The question to answer.")],
+    question: Annotated[
+        str | None, typer.Argument(help="The question to answer (none with --plan).")
+    ] = None,
     mode: Annotated[
         str,
         typer.Option(
@@ -145,10 +148,25 @@ def run(
         str | None,
         typer.Option(help="Who the run answers, as tools that take a RunContext see it."),
     ] = None,
+    plan: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="Run this named plan (`planweave plans`) instead of planning: no planner call.",
+        ),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="A named plan's parameter, KEY=VALUE (repeat it)."),
+    ] = None,
+    plan_version: Annotated[
+        int | None, typer.Option(help="The named plan's version (default: the latest).")
+    ] = None,
     *,
     settings: RunSettings,
 ) -> None:
-    """Answer QUESTION: plan tool calls, run them in parallel, and join their results."""
+    """Answer QUESTION: plan tool calls, run them in parallel, and join their results; or run
+    a named plan (`--plan NAME --param KEY=VALUE`)."""
     # --mode, --ask, --approve, --thread and --user are settings: `settings` holds them
     # (`settings_options`).
     err = plain_console(stderr=True)
@@ -175,7 +193,7 @@ def run(
     try:
         execute_and_report(
             build,
-            lambda runtime, subs: runtime.arun(question, subscribers=subs, check=False),
+            _start(question, plan, param or [], plan_version, settings.user),
             as_json=as_json,
             console=err,
             mcp=settings,
@@ -183,6 +201,27 @@ def run(
     except PlanweaveError as exc:  # no runtime (a bad setting), or its journal cannot be written
         err.print(labelled("error:", "red", exc))
         raise typer.Exit(2) from None
+
+
+def _start(
+    question: str | None,
+    plan: str | None,
+    params: list[str],
+    version: int | None,
+    user: str | None,
+) -> Start:
+    """How `run` starts: answering the question, or running the named plan with its values."""
+    if (question is None) == (plan is None):
+        raise UserError("give a question, or --plan NAME (and --param KEY=VALUE), not both")
+    if plan is None:
+        if params or version is not None:
+            raise UserError("--param and --plan-version go with --plan NAME")
+        asked = str(question)
+        return lambda runtime, subs: runtime.arun(asked, subscribers=subs, check=False)
+    values = parse_params(params)
+    return lambda runtime, subs: runtime.arun_plan(
+        plan, version=version, params=values, subscribers=subs, check=False, user=user
+    )
 
 
 def _journal(db: str | None, console: Console) -> Journal | None:

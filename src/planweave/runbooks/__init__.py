@@ -201,6 +201,24 @@ class NamedPlans:
         """The latest version of each named plan whose seal checks, by name."""
         return [self._plan(r) for r in self.table.latest() if self.table.verified(r)]
 
+    def outline(self, plan: NamedPlan) -> list[dict[str, Any]]:
+        """Its tasks as a run's `--json` has them (`DagView.from_tasks`, the page), pending:
+        each call as the plan writes it, placeholders and condition included."""
+        lines = plan.plan.splitlines()
+        tasks = self._validated(plan.plan, plan.params)
+        return [
+            {
+                "id": t.id,
+                "tool": t.tool,
+                "call": _written(lines, t),
+                "dependencies": list(t.deps),
+                "status": "pending",
+                "start": None,
+                "end": None,
+            }
+            for t in tasks
+        ]
+
     def start(self, plan: NamedPlan, values: Mapping[str, Any]) -> NamedPlanStarted:
         """`plan` with `values` bound, checked: every parameter given once with a value of its
         type, and the bound plan the same plan as with any other values."""
@@ -257,6 +275,14 @@ def check_plan_name(name: Any) -> str:
             "first), at most 64"
         )
     return name
+
+
+def _written(lines: list[str], task: Task) -> str:
+    """Task `task`'s line as the plan writes it, without its number."""
+    if task.lineno is None or not 0 < task.lineno <= len(lines):
+        return task.call_text()
+    line = lines[task.lineno - 1].strip()
+    return re.sub(r"^\d+\s*[.:)]\s*", "", line)
 
 
 def _listed(params: Mapping[str, str]) -> str:
