@@ -272,3 +272,65 @@ def test_the_cli_compiles_shows_edits_and_runs_a_plan_and_a_killed_run_resumes(
     assert ran["disk_usage db-3"] == 1  # finished before the kill: not repeated
     assert ran["report db-3: rotated db-3"] == 1
     assert ran["notify db-3 fine"] == 0
+
+
+# --------------------------------------------------------------------------- REST
+
+
+def test_named_plans_over_rest_anyone_runs_only_an_admin_stores(
+    journal_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2 as httpx
+
+    import live_server
+    from planweave.server import ServerConfig
+    from planweave.users import Users, add_user
+
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "95")
+    users = tmp_path / "users.toml"
+    tokens = {"alice": add_user(users, "alice"), "root": add_user(users, "root", "admin")}
+    rt, script = _runtime(journal_db, [PLAN])
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    config = ServerConfig(token="operator-token-0123456789", users=Users.load(users))
+    with live_server.serving(rt, config) as url:
+        alice, root = (
+            httpx.Client(base_url=url, headers={"authorization": f"Bearer {t}"}, timeout=20)
+            for t in (tokens["alice"], tokens["root"])
+        )
+        listed = alice.get("/plans").json()["plans"]
+        assert [(p["name"], p["version"], p["params"]) for p in listed] == [
+            ("free-disk", 1, {"host": "str", "limit": "int"})
+        ]
+        shown = alice.get("/plans/free-disk").json()
+        assert [t["call"] for t in shown["tasks"]][1] == (
+            "rotate_logs({host}) if ${1.disk_pct} > {limit}"
+        )
+        assert alice.get("/plans/nothing").status_code == 404
+        assert alice.get("/plans/free-disk", params={"version": 3}).status_code == 404
+
+        bad = alice.post("/plans/free-disk/runs", json={"params": {"host": "db-3"}})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["message"] == "plan free-disk needs limit (int)"
+        started = alice.post(
+            "/plans/free-disk/runs", json={"params": {"host": "db-3", "limit": 90}}
+        )
+        assert started.status_code == 202, started.text
+        run_id = started.json()["id"]
+        run = live_server.events(alice, run_id)[-1]["data"]
+        assert run["kind"] == "run_finished"
+        assert run["status"] == "finished"
+        assert alice.get(f"/runs/{run_id}").status_code == 200  # alice's own run
+        assert script.purposes.count("planner") == 1  # the compile's only
+
+        edited = PLAN.replace("> {limit}", ">= {limit}")
+        refused = alice.put("/plans/free-disk", json={"plan": edited})
+        assert refused.status_code == 403
+        saved = root.put("/plans/free-disk", json={"plan": edited})
+        assert saved.status_code == 201, saved.text
+        assert saved.json()["version"] == 2
+        invalid = root.put("/plans/free-disk", json={"plan": "1. nothing()\n2. join()\n"})
+        assert invalid.status_code == 400
+        assert "does not validate" in invalid.json()["error"]["message"]
+        alice.close()
+        root.close()
+    assert _ran(tmp_path)["rotate_logs db-3"] == 1

@@ -33,6 +33,7 @@ from .api import InvalidEventId, QuestionTooLong, runs_router
 from .chat import InvalidParam, UnknownModel, openai_router
 from .door import Door
 from .page import PAGE_FILES, page_router
+from .plans import plans_router
 from .security import (
     ASGIApp,
     Guard,
@@ -136,6 +137,7 @@ def create_app(runtime: Runtime, config: ServerConfig | None = None) -> FastAPI:
     )
     app.include_router(runs_router(service, max_question_chars=config.max_question_chars))
     app.include_router(openai_router(service, max_question_chars=config.max_question_chars))
+    app.include_router(plans_router(service))
     app.include_router(page_router())
     door = Door(service)
 

@@ -117,11 +117,7 @@ class RunService:
         """Start answering `question` (typed by `output`, a JSON Schema, where given; a turn of
         `thread`; for `user`, whose run it is); returns the run's id once it is in the
         journal.  Overloaded past `max_running_total` runs running in the journal."""
-        total = self.max_running_total
-        if total is not None and self.journal.running_count() >= total:
-            raise Overloaded(
-                f"{total} runs are running across the servers of this journal", retry_after=1.0
-            )
+        self._check_total()
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,
@@ -135,6 +131,31 @@ class RunService:
                 user=user,
             )
         )
+
+    async def start_plan(
+        self, name: str, version: int, params: Mapping[str, Any], *, user: str | None = None
+    ) -> str:
+        """Start version `version` of the named plan `name` with `params` (see
+        `Runtime.arun_plan`), `user`'s run; returns its id once it is in the journal."""
+        self._check_total()
+        return await self._start(
+            lambda subs: self.runtime.arun_plan(
+                name,
+                version=version,
+                params=params,
+                subscribers=subs,
+                check=False,
+                admission=self.admission,
+                user=user,
+            )
+        )
+
+    def _check_total(self) -> None:
+        total = self.max_running_total
+        if total is not None and self.journal.running_count() >= total:
+            raise Overloaded(
+                f"{total} runs are running across the servers of this journal", retry_after=1.0
+            )
 
     async def approve(
         self, run_id: str, edits: Mapping[int, Mapping[str, Any]], drop: list[int]
