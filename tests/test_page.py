@@ -384,3 +384,36 @@ def test_the_page_says_who_is_signed_in_and_lists_only_their_runs(
         owners = page.locator("#runs li .owner").all_inner_texts()
         assert sorted(owners) == ["alice", "bob"]
         assert errors == []
+
+
+@pytest.mark.browser
+def test_the_page_lists_named_plans_and_runs_one_with_its_parameters(
+    tmp_path: Path, browser_page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from branch_tools import DISK_PLAN, FINISH
+    from branch_tools import TOOLS as RUNBOOK_TOOLS
+
+    monkeypatch.setenv("PLANWEAVE_TEST_LEDGER", str(tmp_path / "ledger.txt"))
+    script = Script.by_purpose(joiner=[FINISH] * 2)
+    runtime = Runtime(RUNBOOK_TOOLS, ScriptedLLM(script), journal=tmp_path / "runs.db")
+    runtime.save_plan("free-disk", DISK_PLAN.replace('"db-3"', "{host}").replace("db-3", "{host}"))
+    with live_server.serving(runtime, ServerConfig(token=TOKEN)) as base:
+        page = browser_page
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(base)
+        page.locator("#token").fill(TOKEN)
+        page.locator("#login button").click()
+        page.locator("#plans li").first.wait_for()
+        assert page.locator("#plans li").all_inner_texts() == ["free-disk v1"]
+        page.locator("#plans li").first.click()
+        page.locator("#plan-run button").click()  # without its parameter: refused, said why
+        page.locator("#plan-error").filter(has_text="plan free-disk needs host (str)").wait_for()
+        page.locator("#plan-params input[data-param=host]").fill("db-7")
+        page.locator("#plan-run button").click()
+        page.locator("#run-status").filter(has_text="finished").wait_for()
+        page.locator("#run-question").filter(has_text="plan free-disk v1").wait_for()
+        assert page.locator("#tasks tr.task td.call").all_inner_texts()[0] == 'disk_usage("db-7")'
+        assert errors == []
+    assert script.purposes == ["joiner"]  # the plan ran without a planner call
+    assert "rotate_logs db-7" in (tmp_path / "ledger.txt").read_text()

@@ -10,7 +10,7 @@
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "planweave-token";
-const state = { runs: [], runId: null, run: null, follow: null, needsToken: false, admin: false };
+const state = { runs: [], runId: null, run: null, follow: null, needsToken: false, admin: false, plan: null };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -150,6 +150,7 @@ async function start() {
   $("app").hidden = false;
   $("forget").hidden = !sessionStorage.getItem(TOKEN_KEY);
   await refreshRuns();
+  await refreshPlans();
   const wanted = location.hash.slice(1);
   if (wanted) openRun(wanted);
 }
@@ -240,6 +241,59 @@ $("ask").addEventListener("submit", async (e) => {
     refreshRuns();
   } catch (error) {
     $("ask-error").textContent = error.message;
+  }
+});
+
+// ------------------------------------------------------------------ named plans
+
+// The named plans (`GET /plans`); choosing one shows a field per parameter, and running it
+// starts a run of the plan with those values (each read as its parameter's type by the server).
+async function refreshPlans() {
+  let plans;
+  try {
+    plans = (await api("GET", "/plans")).plans;
+  } catch (error) {
+    return;
+  }
+  const list = $("plans");
+  list.replaceChildren();
+  for (const plan of plans) {
+    const item = el("li", { "data-name": plan.name },
+      el("span", { class: "q" }, plan.name), " ",
+      el("span", { class: "muted" }, `v${plan.version}`));
+    item.addEventListener("click", () => choosePlan(plan));
+    list.append(item);
+  }
+}
+
+function choosePlan(plan) {
+  state.plan = plan;
+  $("plan-name").textContent = `${plan.name} v${plan.version}`;
+  const fields = $("plan-params");
+  fields.replaceChildren();
+  for (const [name, type] of Object.entries(plan.params)) {
+    fields.append(el("label", {}, `${name} `,
+      el("input", { "data-param": name, "aria-label": name, placeholder: type })));
+  }
+  $("plan-error").textContent = "";
+  $("plan-run").hidden = false;
+}
+
+$("plan-run").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const plan = state.plan;
+  if (!plan) return;
+  const params = {};
+  for (const input of $("plan-params").querySelectorAll("input")) {
+    if (input.value !== "") params[input.dataset.param] = input.value;  // empty: not given
+  }
+  $("plan-error").textContent = "";
+  try {
+    const started = await api("POST", `/plans/${encodeURIComponent(plan.name)}/runs`, { params });
+    openRun(started.id);
+    refreshRuns();
+  } catch (error) {
+    $("plan-error").textContent = error.message;
   }
 });
 
