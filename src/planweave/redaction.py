@@ -25,6 +25,7 @@ __all__ = [
     "MASK",
     "add_secret",
     "encodable",
+    "mask_userinfo",
     "redact",
     "redact_endpoints",
     "redact_url",
@@ -126,26 +127,39 @@ def encodable(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def mask_userinfo(url: str) -> str:
+    """`url` with everything between its `://` and its last `@` as MASK: the user and
+    password, however malformed (an unencoded `/`, `?`, `#`, `[` or `@` in a password), are
+    never left in it; text without `://` ... `@` is returned as it is."""
+    head, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    return f"{head}://{MASK}@{rest.rpartition('@')[2]}"
+
+
+def _mask_pair(m: re.Match[str]) -> str:
+    lead, name, _ = m.groups()
+    return f"{lead}{name}={MASK}" if _SECRET_PARAM.search(unquote(name)) else m.group()
+
+
 def redact_url(url: str) -> str:
     """`url` without what may be a credential in it: the user and password before its host
     become MASK, and so does the value of every query parameter named like a key, token,
     secret, password, signature or session; known secrets are masked as `redact` does.  Text
-    that is not a URL with a host is only `redact`ed."""
+    that is not a URL with a host is only `redact`ed; a malformed one (`urlsplit` refuses it)
+    has everything between `://` and its last `@` masked (`mask_userinfo`), and its query's
+    credentials."""
     try:
         parts = urlsplit(url)
     except ValueError:
-        return redact(url)
+        head, sep, query = mask_userinfo(url).partition("?")
+        return redact(head + sep + _PAIR.sub(_mask_pair, query))
     if not parts.scheme or not parts.netloc:
         return redact(url)
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
-
-    def mask(m: re.Match[str]) -> str:
-        lead, name, _ = m.groups()
-        return f"{lead}{name}={MASK}" if _SECRET_PARAM.search(unquote(name)) else m.group()
-
-    query, fragment = _PAIR.sub(mask, parts.query), _PAIR.sub(mask, parts.fragment)
+    query, fragment = _PAIR.sub(_mask_pair, parts.query), _PAIR.sub(_mask_pair, parts.fragment)
     return redact(urlunsplit((parts.scheme, netloc, parts.path, query, fragment)))
 
 

@@ -14,8 +14,9 @@ holds one call, a run's tally folds every seal.  Commits are asynchronous
 fraction of a second, never half a transaction), except a durable one, which waits for its
 WAL to be flushed, like SQLite's `synchronous=FULL` commit.
 
-The URL's password is never shown: the journal is named by `redaction.redact_url`'s form of
-it, and the password is a known secret (`redaction.add_secret`) for every error text.
+The URL's password is never shown: the journal is named by `shown`'s form of it (everything
+between `://` and the last `@` masked, however malformed the URL, then `redact_url`), and the
+password is a known secret (`redaction.add_secret`) for every error text.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ..errors import JournalError
-from ..redaction import add_secret, redact_url
+from ..redaction import add_secret, mask_userinfo, redact_url
 from .base import Dialect
 from .dbapi import Row
 from .schema import POSTGRES_BASE, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA, VERSION
@@ -56,6 +58,13 @@ def is_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(SCHEMES)
 
 
+def shown(url: str) -> str:
+    """`url` as messages name it: everything between `://` and its last `@` masked (whatever
+    libpq or `urlsplit` make of a malformed one), its query's credentials and every known
+    secret too."""
+    return redact_url(mask_userinfo(url))
+
+
 class Postgres:
     """One journal database, one connection, shared by the threads of this process."""
 
@@ -64,7 +73,7 @@ class Postgres:
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         """Connect to the journal at `url`, making its tables or migrating them as needed;
         with `read_only`, one whose tables exist, for reading only."""
-        self.location = redact_url(url)
+        self.location = shown(url)
         self.read_only = read_only
         self._url = url
         self._lock = threading.Lock()
@@ -76,12 +85,19 @@ class Postgres:
                 path=self.location,
             ) from exc
         self._psycopg = psycopg
+        # The password as this reads it, and as libpq does (which may differ for a malformed
+        # URL), are secrets before anything is said of the URL.
+        password = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
+        add_secret(password)
+        add_secret(unquote(password))
         try:
             add_secret(psycopg.conninfo.conninfo_to_dict(url).get("password"))  # type: ignore[arg-type]
         except psycopg.ProgrammingError:  # its text may quote the password
+            self.location = shown(url)
             raise JournalError(
                 f"{self.location} is not a PostgreSQL URL this can read", path=self.location
             ) from None
+        self.location = shown(url)
         self._conn = self._connect()
         # A journal nobody closed closes its connection when it is collected, like sqlite3's.
         self._held = [self._conn]
