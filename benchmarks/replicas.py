@@ -49,6 +49,7 @@ from typing import Any
 import anyio
 import httpx2 as httpx
 
+import planweave
 from planweave.server.live import POLL_S
 from planweave.store import Journal
 
@@ -59,9 +60,12 @@ from .overhead import machine_info
 from .workloads import Question, generate
 
 ROOT = Path(__file__).resolve().parent.parent
+# The replicas run the planweave this process imported (PYTHONPATH=src:. the working tree's).
+PLANWEAVE_SRC = Path(planweave.__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 SETTINGS = ["runs", "repeats", "max_running", "take_over", "delay_runs", "delay_at_once"]
 SETTINGS += ["tasks", "task_repeats", "profile", "ttft", "tps", "seed"]
+LOAD_TIMEOUT_S = 300
 SERVER_ERRORS: list[str] = []  # a replica's stderr, when it logged an error
 EARLY_ENDS: list[dict[str, Any]] = []  # streams that ended before run_finished: after what
 # name: (journal, replicas, each replica's --max-running as a multiple of --max-running)
@@ -115,7 +119,7 @@ def replicas(
         "--max-queued", str(runs), "--take-over", str(take_over), "--log-level", "info",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLANWEAVE_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env["PYTHONPATH"] = os.pathsep.join([str(PLANWEAVE_SRC), str(ROOT)])
     env["BENCH_TOOL_PROFILE"] = profile
     started: list[Any] = []
     try:
@@ -166,7 +170,9 @@ async def follow(http: httpx.AsyncClient, run_id: str, arrivals: dict[int, float
                         arrivals[-1] = now
                         return early
                 event = {}
-        EARLY_ENDS.append({"run": run_id, "after_seq": last, "after_kind": kind})
+        EARLY_ENDS.append(
+            {"run": run_id, "after_seq": last, "after_kind": kind, "at": time.monotonic()}
+        )
         await anyio.sleep(0.05)
     raise AssertionError(f"run {run_id}'s stream never reached run_finished")
 
@@ -197,9 +203,10 @@ async def _load(urls: list[str], questions: Sequence[Question]) -> dict[str, Any
         posted[run_id] = (q, sent, arrivals[-1])
 
     try:
-        async with anyio.create_task_group() as tg:
-            for n, q in enumerate(questions):
-                tg.start_soon(one, n, q)
+        with anyio.fail_after(LOAD_TIMEOUT_S):  # a run that never ends fails the benchmark
+            async with anyio.create_task_group() as tg:
+                for n, q in enumerate(questions):
+                    tg.start_soon(one, n, q)
     finally:
         for c in clients:
             await c.aclose()
@@ -323,6 +330,11 @@ def delivery(questions: Sequence[Question], llm: str, pg: Any, args: Any) -> dic
     finally:
         pg.drop(db)
     finished_late = [on_b[-1] - on_a[-1] for _, on_a, on_b, *_ in rows]
+    # An early end of a stream on B: how long after A delivered the run's `run_finished`.
+    done_on_a = {row[0]: row[1][-1] for row in rows}
+    for end in EARLY_ENDS:
+        if end["run"] in done_on_a:
+            end["after_run_finished_on_a_s"] = round(end["at"] - done_on_a[end["run"]], 3)
     every_event = [
         on_b[seq] - on_a[seq]
         for _, on_a, on_b, *_ in rows
@@ -420,6 +432,11 @@ def report(result: dict[str, Any]) -> str:
         "# Replicas: SQLite and PostgreSQL, one replica and three (issue 32)\n\n"
         f"`{result['command']}` at commit {result['commit']}"
         + (
+            f" (planweave from {result['planweave_from']})"
+            if result["planweave_from"] != str(ROOT / "src")
+            else ""
+        )
+        + (
             f" (with others' uncommitted changes in {len(result['uncommitted_in_src'])} files "
             "of src/ in the working tree)"
             if result["uncommitted_in_src"]
@@ -510,8 +527,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "machine": machine_info() | {"platform": platform.platform()},
         "commit": _commit(),
-        "uncommitted_in_src": _git("status", "--porcelain", "--", "src").splitlines(),
-        "command": "PYTHONPATH=src:. python -m benchmarks.replicas "
+        "planweave_from": str(PLANWEAVE_SRC),
+        "uncommitted_in_src": _git("status", "--porcelain", "--", "src").splitlines()
+        if PLANWEAVE_SRC == ROOT / "src"
+        else [],
+        "command": f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} python -m benchmarks.replicas "
         + " ".join(argv if argv is not None else sys.argv[1:]),
         "note": args.note,
         "settings": {k: getattr(args, k) for k in SETTINGS} | {"prefill": prefill},
