@@ -247,7 +247,9 @@ def compile_named(runtime: Runtime, rb: Runbook) -> dict[str, Any]:
         error = f"{type(exc).__name__}: {exc}"
     wall = time.perf_counter() - start
     after = _usage(runtime)
+    reply = runtime.llm.last_text if isinstance(runtime.llm, Counting) else None
     return {
+        "reply": reply,
         "runbook": rb.name,
         "compile_s": round(wall, 3),
         "llm_calls": after[0] - before[0],
@@ -273,6 +275,7 @@ class Counting(LLM):
         self.inner = inner
         self.model = getattr(inner, "model", "llm")
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.last_text = ""  # the last reply's text (a compile's plan, as the model wrote it)
         # What settings read of a backend (its prompt style, whether it is embedded, ...).
         for name in ("provider", "endpoint", "prompt_style", "embedded", "tool_calling"):
             setattr(self, name, getattr(inner, name))
@@ -288,7 +291,9 @@ class Counting(LLM):
 
     async def stream(self, request: Any) -> Any:
         self.calls += 1
+        self.last_text = ""
         async for delta in self.inner.stream(request):
+            self.last_text += delta.text
             if delta.usage is not None:
                 self.prompt_tokens += delta.usage.prompt_tokens
                 self.completion_tokens += delta.usage.completion_tokens
@@ -333,11 +338,15 @@ def bench_runbook(
         counting = Counting(llm)
         named = Runtime(tools, counting, journal=journal)
         compiled = compile_named(named, rb)
+        compiled["plan"] = None if compiled["error"] else named.named_plan(rb.name).plan
     for case in cases:
         runs: dict[str, list[dict[str, Any]]] = {way: [] for way in ways}
         for _ in range(repeats):  # the ways interleaved, so drift hits each alike
             for way in ways:
-                runs[way].append(run_way(rb, case, way, tools, llm, named))
+                if way == "named plan" and compiled is not None and compiled["error"]:
+                    runs[way].append(failed_row(rb, case, compiled["error"]))
+                else:
+                    runs[way].append(run_way(rb, case, way, tools, llm, named))
         rows += [merged(runs[way]) for way in ways]
         for row in rows[-len(ways) :]:
             print(
