@@ -4,11 +4,15 @@ prepared refused with a JournalError (review findings 5, 6 and 13)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from planweave.errors import JournalError
+from cli_process import invoke_cli
+from planweave.errors import JournalError, UserError
 from planweave.redaction import mask_userinfo, redact_url
 from planweave.store import Journal
+from planweave.store.postgres import is_url
 from postgres_server import PostgresServer
 
 
@@ -50,3 +54,58 @@ def test_the_userinfo_is_masked_up_to_the_last_at() -> None:
     shown = redact_url("http://u:Hunter2[x@[::1/v1?api_key=Hunter2Key&model=m")
     assert "Hunter2" not in shown
     assert shown.endswith("?api_key=[redacted]&model=m")
+
+
+@pytest.mark.parametrize(
+    "scheme", ["PostgreSQL://", "POSTGRES://", "postgresql+psycopg://", "Postgres+psycopg2://"]
+)
+def test_a_postgresql_url_in_any_case_or_with_a_driver_opens_postgresql(
+    scheme: str,
+    postgres_server: PostgresServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = postgres_server.database()
+    assert is_url(scheme + url.partition("://")[2])
+    journal = Journal(scheme + url.partition("://")[2].replace("postgres@", "postgres:pw@"))
+    journal.create_run("r1", "q", "compiled", {})
+    assert Journal(url).find("r1") == "r1"  # the same database
+    assert journal.path == url.replace("postgres@", "[redacted]@")
+    assert list(tmp_path.iterdir()) == []  # no file made of the URL
+    journal.close()
+    postgres_server.drop(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://alice:Hunter2Secret@db.example/runs",
+        "sqlite:///tmp/alice:Hunter2Secret@x/runs.db",
+        "http://alice:Hunter2Secret@db.example/runs",
+        "postgresq1://alice:Hunter2Secret@db.example/runs",
+    ],
+)
+def test_a_url_of_another_scheme_is_refused_without_its_credentials(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=r"postgresql://\.\.\. or postgres://\.\.\.") as failed:
+        Journal(url)
+    assert "Hunter2" not in str(failed.value)
+    assert url.partition("://")[0] + "://" in str(failed.value)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("PLANWEAVE_DB", url)
+    with pytest.raises(UserError):
+        Journal()
+    done = invoke_cli("runs", "list", "--db", url)
+    assert done.returncode == 2
+    assert "cannot be a" in done.stdout + done.stderr
+    assert "Hunter2" not in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_or_a_windows_drive_is_no_url() -> None:
+    assert not is_url("runs.db")
+    assert not is_url("C://journals/runs.db")
+    assert not is_url(Path("mysql://x"))

@@ -24,13 +24,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import re
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ..errors import JournalError
+from ..errors import JournalError, UserError
 from ..redaction import add_secret, mask_userinfo, redact_url
 from .base import Dialect
 from .dbapi import Row
@@ -39,7 +40,7 @@ from .schema import POSTGRES_BASE, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA, VERSION
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["DIALECT", "SCHEMES", "Postgres", "is_url"]
+__all__ = ["ACCEPTED", "DIALECT", "SCHEMES", "Postgres", "is_url", "libpq_url"]
 
 SCHEMES = ("postgresql://", "postgres://")
 INSTALL = "pip install 'planweave[postgres]'"
@@ -53,9 +54,38 @@ DIALECT = Dialect(
 )
 
 
+# A URL's scheme: a letter, then letters, digits, `+`, `-` or `.`; two characters at least, so
+# that a Windows drive (`C://...`) is a path.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+)://")
+ACCEPTED = (
+    "postgresql://... or postgres://... (any case, and with a driver suffix such as "
+    "postgresql+psycopg://...) for a PostgreSQL database, or a file's path for SQLite"
+)
+
+
 def is_url(target: object) -> bool:
-    """Whether `target` (a `--db` value) names a PostgreSQL database rather than a file."""
-    return isinstance(target, str) and target.startswith(SCHEMES)
+    """Whether `target` (a `--db` value) names a PostgreSQL database rather than a file:
+    `postgresql://` or `postgres://`, in any case, a `+driver` suffix taken (SQLAlchemy's
+    spelling).  UserError for a URL of any other scheme (`mysql://`, `sqlite://`, `http://`),
+    which would otherwise be taken as a file's path; it names the scheme only, never the rest
+    of the URL, which may hold a password."""
+    if not isinstance(target, str):
+        return False
+    found = _SCHEME.match(target)
+    if found is None:
+        return False
+    if found.group(1).lower().partition("+")[0] in ("postgresql", "postgres"):
+        return True
+    raise UserError(
+        f"the journal (--db, PLANWEAVE_DB) cannot be a {found.group(1)[:40]}:// URL: give "
+        f"{ACCEPTED}"
+    )
+
+
+def libpq_url(url: str) -> str:
+    """`url` (one `is_url` takes) as libpq reads it: `postgresql://`, lower case, no driver."""
+    found = _SCHEME.match(url)
+    return url if found is None else "postgresql://" + url[found.end() :]
 
 
 def shown(url: str) -> str:
@@ -73,6 +103,7 @@ class Postgres:
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         """Connect to the journal at `url`, making its tables or migrating them as needed;
         with `read_only`, one whose tables exist, for reading only."""
+        url = libpq_url(url)
         self.location = shown(url)
         self.read_only = read_only
         self._url = url
