@@ -109,3 +109,58 @@ def test_a_path_or_a_windows_drive_is_no_url() -> None:
     assert not is_url("runs.db")
     assert not is_url("C://journals/runs.db")
     assert not is_url(Path("mysql://x"))
+
+
+@pytest.mark.parametrize(
+    ("made", "said"),
+    [
+        (["CREATE TABLE planweave_schema (version BIGINT)"], "its version is None"),
+        (
+            [
+                "CREATE TABLE planweave_schema (version TEXT)",
+                "INSERT INTO planweave_schema VALUES ('x')",
+            ],
+            "its version is 'x'",
+        ),
+        (
+            [
+                "CREATE TABLE planweave_schema (version BIGINT)",
+                "INSERT INTO planweave_schema VALUES (1)",
+            ],
+            "its version is 1,",
+        ),
+        (
+            [
+                "CREATE TABLE planweave_schema (version BIGINT)",
+                "INSERT INTO planweave_schema VALUES (-5)",
+            ],
+            "its version is -5,",
+        ),
+        (
+            [
+                "CREATE TABLE planweave_schema (version NUMERIC)",
+                "INSERT INTO planweave_schema VALUES (9.5)",
+            ],
+            "its version is Decimal('9.5')",
+        ),
+    ],
+)
+def test_a_planweave_schema_table_no_planweave_wrote_is_refused_untouched(
+    made: list[str], said: str, postgres_server: PostgresServer
+) -> None:
+    import psycopg
+
+    url = postgres_server.database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in made:
+            conn.execute(statement)
+    for read_only in (False, True):
+        with pytest.raises(JournalError, match="planweave_schema that no planweave wrote") as e:
+            Journal(url, read_only=read_only)
+        assert said in str(e.value)
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+    assert tables == [("planweave_schema",)]
+    postgres_server.drop(url)

@@ -315,16 +315,26 @@ def _value(conn: psycopg.Connection[Any], sql: str) -> Any:
     return None if found is None else found[0]
 
 
-def _version(conn: psycopg.Connection[Any]) -> int | None:
-    """The journal schema's version, or None where there is no journal."""
-    if _value(conn, "SELECT to_regclass('planweave_schema') IS NOT NULL"):
-        return int(_value(conn, "SELECT max(version) FROM planweave_schema"))
-    return None
+def _version(conn: psycopg.Connection[Any], location: str) -> int | None:
+    """The journal schema's version, or None where there is no journal; JournalError for a
+    table `planweave_schema` no planweave wrote (no row, a version that is no whole number, or
+    one below `POSTGRES_BASE`, the first a journal on PostgreSQL has)."""
+    if not _value(conn, "SELECT to_regclass('planweave_schema') IS NOT NULL"):
+        return None
+    found = _value(conn, "SELECT max(version) FROM planweave_schema")
+    if isinstance(found, int) and not isinstance(found, bool) and found >= POSTGRES_BASE:
+        return found
+    raise JournalError(
+        f"{location} has a table planweave_schema that no planweave wrote (its version is "
+        f"{repr(found)[:40]}, where a journal on PostgreSQL has {POSTGRES_BASE} or later); pass "
+        "another database (or schema) with --db or PLANWEAVE_DB",
+        path=location,
+    )
 
 
 def _check(conn: psycopg.Connection[Any], location: str, *, read_only: bool = False) -> int:
     """The journal's version, if this planweave can read it."""
-    version = _version(conn)
+    version = _version(conn, location)
     if version is None:
         if _value(conn, "SELECT to_regclass('runs') IS NOT NULL"):
             raise JournalError(
