@@ -25,7 +25,7 @@ from planweave import (
     tool,
 )
 from planweave.llm.base import Deadlines
-from planweave.records import Price
+from planweave.records import Price, dollars
 from planweave.settings import load_tool_sets, make_llm, recovery_policy
 
 # What `planweave run` wrote before RunSettings existed (the Runtime's keys merged with the
@@ -85,6 +85,14 @@ def test_round_trip() -> None:
     assert RunSettings.from_dict(deadlines.to_dict()).deadlines() == Deadlines(
         first_token=0.5, call=None
     )
+
+
+def test_a_negative_zero_price_is_zero() -> None:
+    for text in ("-0", "-0/-0.0", "-0.0/0.5"):
+        price = Price.parse(text)
+        assert str(price.input) == "0.0", text
+        assert dollars(price.cost(1000, 0)) == "$0.000000"
+    assert str(Price.parse("-0/-0").output) == "0.0"
 
 
 def test_an_older_journals_settings_are_read() -> None:

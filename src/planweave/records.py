@@ -370,7 +370,8 @@ class Price:
                 f"price: {str(text)[:40]!r} is not a price: write dollars per million prompt "
                 "and completion tokens as INPUT/OUTPUT (e.g. 0.15/0.60), each 0 to 100000"
             )
-        return cls(numbers[0], numbers[1])
+        # -0 is 0 (else it is shown as $-0.000000); adding 0.0 makes -0.0 0.0.
+        return cls(numbers[0] + 0.0, numbers[1] + 0.0)
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """What so many tokens cost, in dollars."""
