@@ -344,6 +344,57 @@ def test_a_bad_users_file_is_a_clear_error_at_start_up(tmp_path: Path) -> None:
         assert "Uvicorn running" not in proc.stderr
 
 
+def test_a_users_file_nested_too_deeply_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "users.toml"
+    for text in ("users = " + "[" * 5000 + "]" * 5000, "x = " + "{a = " * 5000 + "1" + "}" * 5000):
+        path.write_text(text + "\n")
+        with pytest.raises(UserError, match="nests its tables or arrays too deeply") as caught:
+            Users.load(path)
+        assert str(path) in str(caught.value)
+    proc = invoke_cli("serve", "--users", str(path), "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 2
+    assert "too deeply" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        (" alice", "begin or end with a space"),
+        ("alice ", "begin or end with a space"),
+        ("alice (admin)", "parentheses"),
+        ("bob)", "parentheses"),
+        ("operator", "reserved"),
+        ("OPERATOR", "reserved"),
+        ("Operator", "reserved"),
+    ],
+)
+def test_a_name_the_page_would_mistake_for_another_is_refused(
+    name: str, problem: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "users.toml"
+    path.write_text(f"[[users]]\nname = {json.dumps(name)}\ntokens = ['{hash_token('t' * 43)}']\n")
+    with pytest.raises(UserError, match=problem) as caught:
+        Users.load(path)
+    assert str(path) in str(caught.value)
+    with pytest.raises(UserError, match=problem):
+        add_user(tmp_path / "other.toml", name)
+    assert not (tmp_path / "other.toml").exists()
+    added = invoke_cli("users", "add", name, "--file", str(tmp_path / "third.toml"))
+    assert added.returncode == 2
+    assert problem in added.stderr
+    # " alice" and "alice" are not two users: the first is refused.
+    path.write_text(
+        f"[[users]]\nname = 'alice'\ntokens = ['{hash_token('a' * 43)}']\n"
+        f"[[users]]\nname = ' alice'\ntokens = ['{hash_token('b' * 43)}']\n"
+    )
+    with pytest.raises(UserError, match="user 2: name must not begin or end with a space"):
+        Users.load(path)
+    # Names that only look alike are still fine.
+    for fine in ("operators", "op erator", "alice admin", "o'brien"):
+        add_user(tmp_path / "fine.toml", fine)
+
+
 def test_planweave_users_add_prints_the_token_once_and_keeps_its_hash(tmp_path: Path) -> None:
     path = tmp_path / "users.toml"
     path.write_text("# who may call the server\n")

@@ -59,6 +59,8 @@ ROLES: tuple[Role, ...] = ("user", "admin")
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
 # A user's name is the run's `RunSettings.user`: the same bounds.
 MAX_NAME_CHARS = 200
+# The page's name for the operator (whose runs carry no user): no user may take it.
+RESERVED_NAME = "operator"
 # Runs read at once while a user's page of runs is gathered from everyone's.
 SCAN_PAGE = 100
 
@@ -160,6 +162,8 @@ def read_users(path: str | Path) -> list[tuple[User, list[str]]]:
         raise UserError(f"the users file {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"the users file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise UserError(f"the users file {path} nests its tables or arrays too deeply") from None
     return _users(data, path)
 
 
@@ -215,7 +219,10 @@ def _users(data: dict[str, Any], path: Path) -> list[tuple[User, list[str]]]:
 
 def check_name(name: object, bad: Callable[[str], Exception]) -> None:
     """A user's name must be one a run's settings can hold: 1 to MAX_NAME_CHARS printable
-    characters, not blank; `bad(problem)` is the error raised."""
+    characters, not blank; and one the page cannot mistake for another: no space before or
+    after it (`" alice"` would be a second alice), no parentheses (`alice (admin)`), and not
+    `operator` in any case (the page's name for the operator).  `bad(problem)` is the error
+    raised."""
     if (
         not isinstance(name, str)
         or not name.strip()
@@ -223,6 +230,12 @@ def check_name(name: object, bad: Callable[[str], Exception]) -> None:
         or not name.isprintable()
     ):
         raise bad(f"name must be 1 to {MAX_NAME_CHARS} printable characters, not {name!r}")
+    if name != name.strip():
+        raise bad(f"name must not begin or end with a space, as {name!r} does")
+    if "(" in name or ")" in name:
+        raise bad(f"name must not hold parentheses, as {name!r} does")
+    if name.casefold() == RESERVED_NAME:
+        raise bad(f"name {name!r} is reserved: the operator (--token, or loopback) goes by it")
 
 
 def add_user(path: str | Path, name: str, role: Role = "user") -> str:
