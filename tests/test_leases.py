@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import anyio
 import pytest
 
 from ledger_tools import FINISH, PLAN, TOOLS
-from planweave import Runtime, Script, ScriptedLLM
+from planweave import Runtime, Script, ScriptedLLM, tool
 from planweave.errors import ResumeError
 from planweave.events import TaskPlanned, TaskStarted
 from planweave.store import Journal
@@ -45,8 +46,10 @@ def test_who_may_take_a_run_over(journal_db: str) -> None:
     journal = Journal(journal_db)
     here, now = socket.gethostname(), time.time()
     held = {
-        # this host, a pid that runs: held, whatever its lease says
-        "alive-here": (here, 1, now - 60),
+        # this host, a pid that runs, its lease on: held
+        "alive-here": (here, 1, now + 60),
+        # this host, a pid that runs but a lease long out: stalled, or the pid is another's
+        "stalled-here": (here, 1, now - 60),
         # this host, a pid that is gone: free at once, whatever its lease says
         "dead-here": (here, DEAD_PID, now + 60),
         # another host: its lease decides
@@ -66,7 +69,7 @@ def test_who_may_take_a_run_over(journal_db: str) -> None:
             f"{host}:{pid}:abcdef01",
             run_id,
         )
-    assert sorted(journal.orphans()) == ["dead-here", "lease-out"]
+    assert sorted(journal.orphans()) == ["dead-here", "lease-out", "stalled-here"]
     # The views say the same: the free ones were interrupted.
     shown = {r["id"]: r["status"] for r in journal.runs(limit=10)}
     assert shown == {
@@ -75,11 +78,12 @@ def test_who_may_take_a_run_over(journal_db: str) -> None:
         "lease-on": "running",
         "lease-out": "interrupted",
         "no-lease": "running",
+        "stalled-here": "interrupted",
     }
     for run_id in ("alive-here", "lease-on", "no-lease"):
         with pytest.raises(ResumeError, match="still running"):
             journal.claim(run_id)
-    for run_id in ("dead-here", "lease-out"):
+    for run_id in ("dead-here", "lease-out", "stalled-here"):
         journal.claim(run_id)
         assert _row(journal, run_id)["holder"] == holder()
     assert journal.orphans() == []
@@ -145,3 +149,106 @@ def test_a_run_whose_lease_is_taken_stops_and_its_taker_finishes_it(
     result = runtime.resume(run_id)
     assert result.status == "finished"
     assert result.answer == "The total is 5, and it was sent."
+
+
+def test_a_cancelled_run_winding_down_stays_held_and_is_never_taken_over(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The stop is asked while a tool that cannot be interrupted runs for five leases: the run
+    keeps renewing its lease while it winds down, so nobody takes it over (and sends again),
+    and it ends cancelled."""
+    monkeypatch.setenv(LEASE_ENV, "0.3")
+    sent: list[str] = []
+
+    @tool(side_effects=True)
+    def slow_send(message: str) -> str:
+        """Send a message, slowly."""
+        time.sleep(1.5)
+        sent.append(message)
+        return "sent"
+
+    plan = '1. slow_send("hi")\n2. join()\n<END_OF_PLAN>'
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(sent)"])
+    runtime = Runtime([slow_send], ScriptedLLM(script), journal=journal_db)
+    journal = runtime.journal
+    assert journal is not None
+    seen: list[list[str]] = []
+
+    async def go() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: runtime.arun("Send hi", check=False))
+            await anyio.sleep(0.4)  # the send is under way
+            (run_id,) = [r["id"] for r in journal.runs()]
+            assert journal.request_cancel(run_id) == "cancelling"
+            for _ in range(12):  # 1.2 s: four leases while the send goes on
+                seen.append(journal.orphans())
+                await anyio.sleep(0.1)
+
+    anyio.run(go)
+    assert seen == [[]] * 12
+    run = journal.runs()[0]
+    assert run["status"] == "cancelled"
+    assert sent == ["hi"]
+    assert journal.orphans() == []
+
+
+def test_a_run_whose_stop_was_asked_is_cancelled_not_taken_over_when_its_holder_dies(
+    journal_db: str,
+) -> None:
+    journal = Journal(journal_db)
+    journal.create_run("r1", "q", "compiled", SETTINGS)
+    assert journal.request_cancel("r1") == "cancelling"
+    edit(journal_db, "UPDATE runs SET pid = ? WHERE id = ?", DEAD_PID, "r1")  # it died
+    assert journal.orphans() == []
+    assert journal.runs()[0]["status"] == "cancelled"
+
+
+def test_a_cancel_while_the_holder_seems_gone_revokes_its_lease(journal_db: str) -> None:
+    """Another machine's clock (or a stall) makes a live holder's lease look out: the cancel
+    is answered at once, and the holder, if it was only late, can write no more."""
+    journal = Journal(journal_db)
+    journal.create_run("r1", "q", "compiled", SETTINGS)
+    edit(journal_db, "UPDATE runs SET host = ?, lease_until = ? WHERE id = ?", "else", 1.0, "r1")
+    assert journal.request_cancel("r1") == "cancelled"
+    planned = TaskPlanned(task_id=1, tool="send", call='send("x")', deps=[], args={})
+    with pytest.raises(LeaseLost):
+        journal.record("r1", 1, planned)
+    assert not journal.renew("r1")
+    assert journal.runs()[0]["status"] == "cancelled"
+    assert journal.orphans() == []
+
+
+def test_a_holder_in_another_pid_namespace_is_judged_by_its_lease(journal_db: str) -> None:
+    """Two containers may share a host name and number their processes alike: a holder in
+    another pid namespace is never judged by a local pid."""
+    journal = Journal(journal_db)
+    here, now = socket.gethostname(), journal.clock()
+    for run_id, pid, until in (("far-live", DEAD_PID, now + 60), ("far-out", 1, now - 1)):
+        journal.create_run(run_id, "q", "compiled", SETTINGS)
+        edit(
+            journal_db,
+            "UPDATE runs SET pid = ?, lease_until = ?, holder = ? WHERE id = ?",
+            pid,
+            until,
+            f"{here}:{pid}:abcdef01:4026000000",
+            run_id,
+        )
+    # Its pid is no process here, yet its lease is on: held.  A live pid here: not its own.
+    assert journal.orphans() == ["far-out"]
+
+
+def test_only_runs_whose_holder_holds_them_count_as_running(journal_db: str) -> None:
+    journal = Journal(journal_db)
+    for run_id in ("a", "b"):
+        journal.create_run(run_id, "q", "compiled", SETTINGS)
+    assert journal.running_count() == 2
+    edit(journal_db, "UPDATE runs SET pid = ? WHERE id = ?", DEAD_PID, "b")
+    assert journal.running_count() == 1
+
+
+def test_the_journal_times_leases_by_its_database_s_clock(journal_db: str) -> None:
+    journal = Journal(journal_db)
+    assert abs(journal.clock() - time.time()) < 5  # the test's server runs on this machine
+    journal.create_run("r1", "q", "compiled", SETTINGS)
+    until = float(_row(journal, "r1")["lease_until"])  # type: ignore[arg-type]
+    assert journal.clock() < until <= journal.clock() + 30

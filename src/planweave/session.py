@@ -614,13 +614,16 @@ def _mcp_sessions(tools: ToolRegistry) -> contextlib.AbstractAsyncContextManager
 @asynccontextmanager
 async def _cancellable(recorder: RunRecorder | None) -> AsyncIterator[Callable[[], bool]]:
     """A scope that another process can stop through the journal (`planweave runs cancel`);
-    gives a function telling whether it was stopped that way."""
+    gives a function telling whether it was stopped that way.  The watcher (which also renews
+    the run's lease) outlives the scope's own cancellation: a run that winds down slowly (a
+    tool that cannot be interrupted) is still held until it has."""
     if recorder is None:
         yield lambda: False
         return
     async with anyio.create_task_group() as tg:
-        tg.start_soon(recorder.watch_cancel, tg.cancel_scope.cancel)
-        yield lambda: recorder.cancel_asked
+        with anyio.CancelScope() as body:
+            tg.start_soon(recorder.watch_cancel, body.cancel)
+            yield lambda: recorder.cancel_asked
         tg.cancel_scope.cancel()
 
 

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import PlanweaveError
 from ..settings import RunSettings
+from ..store.owner import lease_s
 from ..users import Users
 from .app import DbOption, app, open_journal
 from .options import settings_options
@@ -107,6 +108,7 @@ def serve(
             max_running_total=max_running_total or None,
         )
         check_bind(host, config.token, users)
+        lease_s()  # a bad PLANWEAVE_LEASE_S stops the server here, not each run later
         journal = open_journal(db, err)
         runtime, _ = build_runtime(settings, journal=journal, console=err, quiet=False)
     except PlanweaveError as exc:

@@ -122,7 +122,13 @@ class Live:
                 if last_kind is None and last > 0:
                     before = self.journal.events(run_id, after=last - 1, limit=1)
                     last_kind = before[0]["kind"] if before else None
-                if last_kind == "run_finished" or self._stopped(run_id):
+                if last_kind == "run_finished":
+                    return
+                if self._stopped(run_id):
+                    # It may have written its last events between the read above and this:
+                    # those first (then it ends here, at its run_finished or its last event).
+                    if self.journal.events(run_id, after=last, limit=1):
+                        continue
                     return
                 # Another process is running it: read again now and then.
                 with anyio.move_on_after(POLL_S):

@@ -63,6 +63,7 @@ class RunService:
         # journal's first writes, the first steps of its plan) takes a millisecond or more,
         # and a burst of them in one turn would hold every other request for all of them.
         self._opening = anyio.Lock()
+        self._starting = 0  # sessions started here, not yet recorded as running
 
     @asynccontextmanager
     async def running(self, *, take_over_every: float | None = None) -> AsyncIterator[None]:
@@ -92,8 +93,9 @@ class RunService:
                 break  # no room here now: the next round, or another server
             except DecisionNeeded as exc:
                 log.warning("run %s waits for a decision: %s", run_id, exc)
-            except ResumeError:
-                pass  # another server took it first
+            except ResumeError as exc:
+                if "still running" not in str(exc):  # else another server took it first
+                    log.warning("run %s cannot be taken over: %s", run_id, exc)
         return taken
 
     async def _taking_over(self, every: float) -> None:
@@ -117,7 +119,6 @@ class RunService:
         """Start answering `question` (typed by `output`, a JSON Schema, where given; a turn of
         `thread`; for `user`, whose run it is); returns the run's id once it is in the
         journal.  Overloaded past `max_running_total` runs running in the journal."""
-        self._check_total()
         return await self._start(
             lambda subs: self.runtime.arun(
                 question,
@@ -137,7 +138,6 @@ class RunService:
     ) -> str:
         """Start version `version` of the named plan `name` with `params` (see
         `Runtime.arun_plan`), `user`'s run; returns its id once it is in the journal."""
-        self._check_total()
         return await self._start(
             lambda subs: self.runtime.arun_plan(
                 name,
@@ -149,13 +149,6 @@ class RunService:
                 user=user,
             )
         )
-
-    def _check_total(self) -> None:
-        total = self.max_running_total
-        if total is not None and self.journal.running_count() >= total:
-            raise Overloaded(
-                f"{total} runs are running across the servers of this journal", retry_after=1.0
-            )
 
     async def approve(
         self, run_id: str, edits: Mapping[int, Mapping[str, Any]], drop: list[int]
@@ -213,9 +206,21 @@ class RunService:
         return self.journal.request_cancel(run_id)
 
     async def _start(self, begin: Begin) -> str:
+        """Start a session of a run (new, of a named plan, resumed, approved, taken over),
+        counted against `max_running_total` with the journal's running runs and this server's
+        sessions not yet recorded as running (Overloaded past it)."""
         if self._group is None:
             raise RuntimeError("the run service is not running (use `async with running()`)")
-        run_id: str = await self._group.start(self._drive, begin)
+        total = self.max_running_total
+        if total is not None and self.journal.running_count() + self._starting >= total:
+            raise Overloaded(
+                f"{total} runs are running across the servers of this journal", retry_after=1.0
+            )
+        self._starting += 1
+        try:
+            run_id: str = await self._group.start(self._drive, begin)
+        finally:
+            self._starting -= 1
         return run_id
 
     async def _drive(self, begin: Begin, *, task_status: TaskStatus[str]) -> None:

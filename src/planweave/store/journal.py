@@ -31,7 +31,7 @@ from . import postgres, views
 from .base import Backend, Dialect
 from .codec import dumps, loads
 from .dbapi import Connection, Row
-from .owner import LeaseLost, here, holder, holds, lease_s
+from .owner import REVOKED, LeaseLost, here, holder, holds, lease_s
 from .projection import append
 from .seal import KEY_ENV, SEALED, Sealer, run_column, seal_rows, seal_run, unsealed
 from .sqlite import SQLite
@@ -92,6 +92,9 @@ class Journal:
         self.read_only = read_only
         self.dialect: Dialect = backend.dialect
         self._backend = backend
+        # Leases are timed by the database server's clock where there is one (replicas on
+        # several machines then agree on it), else by this machine's.
+        self._server_clock = isinstance(backend, postgres.Postgres)
         self._sealer: Sealer | None = None  # the key is read when first needed
 
     @classmethod
@@ -170,10 +173,17 @@ class Journal:
 
     # ------------------------------------------------------------------ runs
 
+    def clock(self) -> float:
+        """The time leases are measured by, seconds since the epoch: the database server's
+        (PostgreSQL), or this machine's (SQLite, one machine)."""
+        if not self._server_clock:
+            return time.time()
+        return float(self.read("SELECT EXTRACT(EPOCH FROM clock_timestamp())")[0][0])
+
     def create_run(self, run_id: str, question: str, mode: str, settings: dict[str, Any]) -> float:
         """Record a new run as running in this process, which holds its lease (`owner`);
         returns its creation time."""
-        now = time.time()
+        now, until = time.time(), self.clock() + lease_s()  # the clock: before the lock
         with self.transaction(run_id=run_id) as conn:
             conn.execute(
                 "INSERT INTO runs (id, question, mode, status, created, updated, settings, pid, "
@@ -187,7 +197,7 @@ class Journal:
                     dumps(settings),
                     *here(),
                     holder(),
-                    now + lease_s(),
+                    until,
                 ),
             )
             seal_rows(conn, self.sealer(), "runs", "id = ?", (run_id,))
@@ -202,6 +212,7 @@ class Journal:
         returns its run row.  A run awaiting approval is taken only `approving` it, and only
         such a run is; a running one only once its holder is gone (`owner.holds`)."""
         run_id = self.find(run_id)
+        clock = self.clock()  # before the transaction: reading it takes the connection
         with self.transaction(run_id=run_id) as conn:
             row = dict(conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone())
             awaiting = row["status"] == "awaiting_approval"
@@ -211,45 +222,58 @@ class Journal:
                 raise ResumeError(f"run {run_id} is awaiting approval: approve or reject it")
             if row["status"] == "finished":
                 raise ResumeError(f"run {run_id} already finished; nothing to resume")
-            if row["status"] == "running" and holds(row):
+            if row["status"] == "running" and holds(row, clock):
                 raise ResumeError(
                     f"run {run_id} is still running (process {row['pid']} on {row['host']})"
                 )
-            now = time.time()
             conn.execute(
                 "UPDATE runs SET status = 'running', pid = ?, host = ?, sessions = sessions + 1,"
                 " cancel_requested = 0, updated = ?, holder = ?, lease_until = ? WHERE id = ?",
-                (*here(), now, holder(), now + lease_s(), run_id),
+                (*here(), time.time(), holder(), clock + lease_s(), run_id),
             )
         return row
 
     def renew(self, run_id: str) -> bool:
         """Extend this process's lease on run `run_id` by `lease_s()`; False when another
         process holds it now (it took the run over: this one must stop)."""
+        until = self.clock() + lease_s()
         with self.transaction(run_id=run_id) as conn:
             found = conn.execute("SELECT holder FROM runs WHERE id = ?", (run_id,)).fetchone()
             if found is None or found[0] not in (None, holder()):
                 return False
-            conn.execute(
-                "UPDATE runs SET lease_until = ? WHERE id = ?", (time.time() + lease_s(), run_id)
-            )
+            conn.execute("UPDATE runs SET lease_until = ? WHERE id = ?", (until, run_id))
         return True
 
     def orphans(self, limit: int = 100) -> list[str]:
         """Runs recorded as running whose holder is gone (`owner.holds`), the longest
-        untouched first: those another process may take over (`claim`)."""
+        untouched first: those another process may take over (`claim`).  One whose stop was
+        asked for is not one of them: it is recorded cancelled here, as its holder would have."""
+        now = self.clock()
         rows = self.read(
-            "SELECT id, pid, host, lease_until FROM runs WHERE status = 'running' "
-            "ORDER BY updated LIMIT ?",
-            (limit,),
+            "SELECT id, pid, host, holder, lease_until, cancel_requested FROM runs "
+            "WHERE status = 'running' AND (host = ? OR lease_until < ?) ORDER BY updated LIMIT ?",
+            (here()[1], now, 10 * limit),
         )
-        return [str(r["id"]) for r in rows if not holds(dict(r))]
+        gone = [r for r in rows if not holds(dict(r), now)]
+        for row in gone:
+            if row["cancel_requested"]:
+                self._cancel_orphan(str(row["id"]))
+        return [str(r["id"]) for r in gone if not r["cancel_requested"]][:limit]
+
+    def _cancel_orphan(self, run_id: str) -> None:
+        with self.transaction(run_id=run_id) as conn:
+            conn.execute(
+                "UPDATE runs SET status = 'cancelled', updated = ? WHERE id = ? "
+                "AND status = 'running'",
+                (time.time(), run_id),
+            )
 
     def running_count(self) -> int:
-        """How many runs are recorded as running, by any process (their holders gone or not:
-        those are taken over)."""
-        rows = self.read("SELECT count(*) FROM runs WHERE status = 'running'")
-        return int(rows[0][0])
+        """How many runs are running now: recorded as running by a process that still holds
+        them."""
+        now = self.clock()
+        rows = self.read("SELECT pid, host, holder, lease_until FROM runs WHERE status = 'running'")
+        return sum(holds(dict(r), now) for r in rows)
 
     def pause(self, run_id: str, status: str = "paused") -> None:
         """Leave run `run_id`, which this process holds, waiting (`status`) for a person."""
@@ -293,19 +317,23 @@ class Journal:
         """Ask run `run_id` to stop.  A run no process is running is marked cancelled at once;
         a live one is cancelled by its own process within a second.  Returns its state."""
         run_id = self.find(run_id)
+        clock = self.clock()
         with self.transaction(run_id=run_id) as conn:
             row = conn.execute(
-                "SELECT status, pid, host, lease_until FROM runs WHERE id = ?", (run_id,)
+                "SELECT status, pid, host, holder, lease_until FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
             status = row["status"]
             if status in ("finished", "failed", "cancelled"):
                 return str(status)
-            if status == "running" and holds(dict(row)):
+            if status == "running" and holds(dict(row), clock):
                 conn.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ?", (run_id,))
                 return "cancelling"
+            # Nobody holds it, as far as anyone can tell: cancelled now, and a holder that is
+            # only late (stalled past its lease) finds its lease revoked and writes no more.
             conn.execute(
-                "UPDATE runs SET status = 'cancelled', updated = ? WHERE id = ?",
-                (time.time(), run_id),
+                "UPDATE runs SET status = 'cancelled', updated = ?, cancel_requested = 1, "
+                "holder = ? WHERE id = ?",
+                (time.time(), REVOKED, run_id),
             )
             return "cancelled"
 

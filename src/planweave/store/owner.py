@@ -1,14 +1,16 @@
 """Whose a run is: the process that runs it, and whether that process still holds it.
 
 A process that starts or resumes a run takes a lease on it: the run's row names the process
-(`holder`: its host, its pid and a word drawn when it started, so a pid used again is another
-holder) and how long the lease lasts (`lease_until`, wall clock).  The process renews it while
-the run goes (`RunRecorder`), every third of `lease_s()`.  Another process may take the run over
-once its holder is gone:
+(`holder`: its host, its pid, a word drawn when it started, so a pid used again is another
+holder, and its pid namespace) and how long the lease lasts (`lease_until`, on the journal's
+clock: the database server's for PostgreSQL, so the machines' clocks need not agree).  The
+process renews it while the run goes (`RunRecorder`), every third of `lease_s()`.  Another
+process may take the run over once its holder is gone:
 
-- on the same host, when the holder's pid is no longer alive (known at once, exactly);
-- on another host (a replica on another machine), when the lease has run out: that machine
-  died, or lost the database, or stalled for longer than the lease.
+- on the same host and in the same pid namespace, as soon as the holder's pid is dead;
+- otherwise (another machine, another container), once the lease has run out: that holder
+  died, lost the database, or stalled for longer than the lease.  A live local pid whose lease
+  ran out counts as gone too (it stalled, or the pid is another process's now).
 
 A holder that finds its lease taken stops writing (`Journal.record` refuses it: `LeaseLost`), so
 two processes never both go on with one run.  Rows from before leases (no `lease_until`) are
@@ -27,12 +29,26 @@ from typing import Any
 
 from ..errors import JournalError, UserError
 
-__all__ = ["LEASE_ENV", "LeaseLost", "alive", "here", "holder", "holds", "lease_s"]
+__all__ = ["LEASE_ENV", "REVOKED", "LeaseLost", "alive", "here", "holder", "holds", "lease_s"]
 
 LEASE_ENV = "PLANWEAVE_LEASE_S"
+# The holder of a run cancelled while its holder seemed gone: no process is it.
+REVOKED = "revoked"
 DEFAULT_LEASE_S = 30.0
 _WORD = uuid.uuid4().hex[:8]  # drawn once per process: with the pid, this process alone
 _WORD_PID = os.getpid()
+
+
+def _namespace() -> str:
+    """This process's pid namespace (`pid:[4026531836]` on Linux; "" where unknown): two
+    containers on one host name may number their processes alike."""
+    try:
+        return os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        return ""
+
+
+_NAMESPACE = _namespace()
 
 
 class LeaseLost(JournalError):
@@ -45,12 +61,13 @@ def here() -> tuple[int, str]:
 
 
 def holder() -> str:
-    """This process as a lease names it: `host:pid:word` (a child made by fork draws anew)."""
+    """This process as a lease names it: `host:pid:word:namespace` (a child made by fork draws
+    anew)."""
     global _WORD, _WORD_PID
     if os.getpid() != _WORD_PID:
         _WORD, _WORD_PID = uuid.uuid4().hex[:8], os.getpid()
     pid, host = here()
-    return f"{host}:{pid}:{_WORD}"
+    return f"{host}:{pid}:{_WORD}:{_NAMESPACE}"
 
 
 def lease_s() -> float:
@@ -63,7 +80,9 @@ def lease_s() -> float:
     except ValueError:
         value = math.nan
     if not 0.1 <= value <= 3600:
-        raise UserError(f"{LEASE_ENV} must be a number of seconds from 0.1 to 3600, not {text!r}")
+        raise UserError(
+            f"{LEASE_ENV} must be a number of seconds from 0.1 to 3600, not {text[:40]!r}"
+        )
     return value
 
 
@@ -80,12 +99,25 @@ def alive(pid: int | None, host: str | None) -> bool:
     return True
 
 
+def _local(row: Mapping[str, Any]) -> bool:
+    """Whether the row's holder ran on this host, in this pid namespace (a holder from before
+    namespaces were named counts as local)."""
+    if row.get("host") != socket.gethostname():
+        return False
+    parts = str(row.get("holder") or "").split(":")
+    return len(parts) < 4 or parts[-1] == _NAMESPACE
+
+
 def holds(row: Mapping[str, Any], now: float | None = None) -> bool:
-    """Whether the process a run's row names still holds the run: on this host, whether its
-    pid is alive; on another, whether its lease (if it has one) has not run out."""
+    """Whether the process a run's row names still holds the run (`now`: the journal's clock,
+    default this machine's): a local holder's pid must be alive, and any holder's lease (where
+    it has one) must not have run out.  A row from before leases: its pid alone, on this host
+    (another host's is assumed alive, as it always was)."""
     pid, host, until = row.get("pid"), row.get("host"), row.get("lease_until")
     if pid is None:
         return False
-    if host == socket.gethostname() or until is None:
+    if until is None:
         return alive(pid, host)
+    if _local(row) and not alive(pid, host):
+        return False
     return float(until) > (time.time() if now is None else now)

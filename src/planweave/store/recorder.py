@@ -76,23 +76,21 @@ class RunRecorder:
 
     async def watch_cancel(self, cancel: Callable[[], None]) -> None:
         """Call `cancel` once a stop is asked for (at the next write, or after IDLE_CHECK_S
-        without one, when this asks the journal itself) or the lease is lost; renew the lease
-        on the way."""
+        without one, when this asks the journal itself) or the lease is lost; and renew the
+        lease all along, a stopping run's too, until the session ends (this task is then
+        cancelled): a run winding down is still held, never taken for a dead one's."""
         self._cancel = cancel
         if self.cancel_asked:
             cancel()
-            return
-        while not self.cancel_asked:
-            if time.monotonic() - self._renewed >= self._renew_every and not self._renew():
-                return
+        step = min(IDLE_CHECK_S, self._renew_every)
+        while not self.lease_lost:
+            if time.monotonic() - self._renewed >= self._renew_every:
+                self._renew()
             idle = time.monotonic() - self._last_write
-            if idle < IDLE_CHECK_S:
-                await anyio.sleep(IDLE_CHECK_S - idle)
-                continue
-            if self.journal.cancel_requested(self.run_id):
+            asking = not self.cancel_asked and idle >= IDLE_CHECK_S
+            if asking and self.journal.cancel_requested(self.run_id):
                 self._asked()
-                return
-            await anyio.sleep(IDLE_CHECK_S)
+            await anyio.sleep(step)
 
     def _renew(self) -> bool:
         """Renew the lease; False (the run stopped, `lease_lost`) when another process holds it

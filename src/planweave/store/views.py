@@ -56,6 +56,8 @@ class Source(Protocol):
 
     def read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]: ...
 
+    def clock(self) -> float: ...
+
 
 def find(journal: Source, run_id: str) -> str:
     """The full id of the run `run_id` names (a unique prefix is enough)."""
@@ -195,17 +197,26 @@ def items(journal: Source, run_id: str) -> dict[int, list[dict[str, Any]]]:
     return found
 
 
-def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list[dict[str, Any]]:
+def runs(
+    journal: Source, limit: int = 20, *, before: str | None = None, user: str | None = None
+) -> list[dict[str, Any]]:
     """The newest runs first, as summaries; `before` (a run's id) pages on: the runs that
-    began before that one."""
-    if before is None:
-        rows = journal.read("SELECT * FROM runs ORDER BY created DESC, id DESC LIMIT ?", (limit,))
-    else:
-        rows = journal.read(
-            "SELECT * FROM runs WHERE (created, id) < (SELECT created, id FROM runs WHERE "
-            "id = ?) ORDER BY created DESC, id DESC LIMIT ?",
-            (find(journal, before), limit),
-        )
+    began before that one; `user`: only that user's runs (`RunSettings.user`), read through
+    their index (migration 11), not everyone's."""
+    where: list[str] = []
+    params: list[Any] = []
+    if user is not None:
+        where.append(f"{journal.dialect.user_of} = ?")
+        params.append(user)
+    if before is not None:
+        where.append("(created, id) < (SELECT created, id FROM runs WHERE id = ?)")
+        params.append(find(journal, before))
+    rows = journal.read(
+        "SELECT * FROM runs"
+        + "".join(f" {'AND' if n else 'WHERE'} {w}" for n, w in enumerate(where))
+        + " ORDER BY created DESC, id DESC LIMIT ?",
+        (*params, limit),
+    )
     if not rows:
         return []
     ids = [r["id"] for r in rows]
@@ -218,9 +229,10 @@ def runs(journal: Source, limit: int = 20, *, before: str | None = None) -> list
         )
     }
     out = []
+    now = journal.clock()
     for r in rows:
         tasks = {status: n for (rid, status), n in counts.items() if rid == r["id"]}
-        summary = _run_dict(r, tasks, {})
+        summary = _run_dict(r, tasks, {}, now)
         del summary["timings"]
         out.append(summary)
     return out
@@ -288,7 +300,7 @@ def show(journal: Source, run_id: str) -> dict[str, Any]:
         ((c["purpose"], c["duration"] or 0.0) for c in calls),
         ((t["start"], t["end"]) for t in tasks),
     )
-    shown = _run_dict(run, tasks, spent) | {"llm_calls": calls}
+    shown = _run_dict(run, tasks, spent, journal.clock()) | {"llm_calls": calls}
     if run["status"] == "awaiting_approval":
         waiting = awaiting(journal, run_id)
         shown["awaiting"] = {"approve": waiting["approve"], "tasks": waiting["tasks"]}
@@ -299,10 +311,12 @@ def state(journal: Source, run_id: str) -> str:
     """Run `run_id`'s status as the views show it (a running one whose holder is gone:
     `interrupted`), read from its row alone."""
     rows = journal.read(
-        "SELECT status, pid, host, lease_until FROM runs WHERE id = ?", (find(journal, run_id),)
+        "SELECT status, pid, host, holder, lease_until FROM runs WHERE id = ?",
+        (find(journal, run_id),),
     )
     status = str(rows[0]["status"])
-    return "interrupted" if status == "running" and not holds(dict(rows[0])) else status
+    gone = status == "running" and not holds(dict(rows[0]), journal.clock())
+    return "interrupted" if gone else status
 
 
 def elapsed(journal: Source, run_id: str) -> float:
@@ -340,10 +354,11 @@ def events(
     ]
 
 
-def _run_dict(r: Row, tasks: Any, timings: dict[str, float]) -> dict[str, Any]:
-    """The run row in `run_dict`'s shape, plus the journal's own bookkeeping."""
+def _run_dict(r: Row, tasks: Any, timings: dict[str, float], now: float) -> dict[str, Any]:
+    """The run row in `run_dict`'s shape, plus the journal's own bookkeeping (`now`: the
+    journal's clock, for whether its holder still holds a running one)."""
     status = r["status"]
-    if status == "running" and not holds(dict(r)):
+    if status == "running" and not holds(dict(r), now):
         status = "interrupted"
     return run_dict(
         id=r["id"],
