@@ -36,6 +36,7 @@ once (first parameter set) with the same model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -53,7 +54,7 @@ import anyio
 from planweave import RunFailed, Runtime
 from planweave.builtin import DECIDE
 from planweave.events import TaskStarted
-from planweave.llm.base import LLM, Message, Purpose, estimate_tokens
+from planweave.llm.base import LLM, LLMRequest, Message, Purpose, estimate_tokens
 from planweave.llm.scripted import Reply, Script, ScriptedLLM
 from planweave.records import RunResult
 from planweave.tools import ToolRegistry
@@ -63,6 +64,7 @@ from .runbooks import RUNBOOKS, Case, Runbook
 from .runbooks.tools import WORLD, tools_named
 
 WAYS = ("react", "plan each time", "named plan")
+COMPILE_MAX_TOKENS = 1024  # as the planner's own requests
 PREFILL_HOSTED = 4_500.0  # prompt tokens/s, as benchmarks.oracle's "hosted"
 
 
@@ -275,6 +277,7 @@ class Counting(LLM):
         self.inner = inner
         self.model = getattr(inner, "model", "llm")
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.capped = 0  # requests given COMPILE_MAX_TOKENS
         self.last_text = ""  # the last reply's text (a compile's plan, as the model wrote it)
         # What settings read of a backend (its prompt style, whether it is embedded, ...).
         for name in ("provider", "endpoint", "prompt_style", "embedded", "tool_calling"):
@@ -289,9 +292,14 @@ class Counting(LLM):
     async def warm(self) -> None:
         await self.inner.warm()
 
-    async def stream(self, request: Any) -> Any:
+    async def stream(self, request: LLMRequest) -> Any:
         self.calls += 1
         self.last_text = ""
+        if request.max_tokens is None:
+            # compile_runbook's request sets no bound (the planner's is 1024): a small model
+            # that runs on would decode to the end of its context, minutes on two cores.
+            request = dataclasses.replace(request, max_tokens=COMPILE_MAX_TOKENS)
+            self.capped += 1
         async for delta in self.inner.stream(request):
             self.last_text += delta.text
             if delta.usage is not None:
@@ -525,7 +533,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "named_plans": has_named_plans(),
         "compiles": compiles,
         "rows": rows,
-        "table": summarize(rows, compiles),
+        "table": summarize(rows, compiles) + named_compile_table(rows, compiles),
     }
 
 
@@ -571,6 +579,14 @@ def compile_check(args: argparse.Namespace) -> dict[str, Any]:
         "rows": rows,
         "table": compile_table(rows, compiles),
     }
+
+
+def named_compile_table(rows: list[dict[str, Any]], compiles: list[dict[str, Any]]) -> str:
+    """For a model other than the oracle: how its compiled named plans did, per runbook."""
+    named = [r for r in rows if r["way"] == "named plan"]
+    if not named or all(c.get("reply") is None for c in compiles):
+        return ""
+    return "\nThe named plans as the model compiled them:\n\n" + compile_table(named, compiles)
 
 
 def failed_row(rb: Runbook, case: Case, error: str) -> dict[str, Any]:
