@@ -223,6 +223,7 @@ def test_templates_from_before_seals_are_unverified_after_the_migration(tmp_path
         conn.execute("ALTER TABLE runs DROP COLUMN holder")
         conn.execute("ALTER TABLE runs DROP COLUMN lease_until")
         conn.execute("DROP TABLE named_plans")  # migration 10's
+        conn.execute("DROP INDEX runs_by_user")  # migration 11's
         conn.execute(f"PRAGMA user_version={sealed}")
     rt = runtime(tmp_path, script)
     assert rt.cache is not None

@@ -441,3 +441,46 @@ def test_serving_elsewhere_takes_users_instead_of_a_token(
         check_bind("0.0.0.0", None)
     assert OPERATOR.admin
     assert OPERATOR.name is None
+
+
+def test_a_user_s_runs_are_read_alone_through_their_index(journal_db: str) -> None:
+    """A user's run list reads their runs, not everyone's filtered here (review finding 7:
+    a user with no runs among 50,000 others held the event loop a second per GET /runs)."""
+    from planweave.store import Journal
+    from planweave.users import runs_of
+
+    journal = Journal(journal_db)
+    for n in range(260):
+        owner = "alice" if n in (3, 150, 250) else "bob"
+        journal.create_run(f"r{n:04d}", "q", "compiled", {"user": owner})
+    journal.create_run("r9999", "q", "compiled", {"user": 7})  # no text: nobody's
+    read: list[int] = []
+    reading = journal.read
+
+    def counted(sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        rows = reading(sql, params)
+        if sql.startswith("SELECT * FROM runs"):
+            read.append(len(rows))
+        return rows
+
+    journal.read = counted  # type: ignore[method-assign]
+    alice = User("alice", "user")
+    assert [r["id"] for r in runs_of(journal, alice, 2)] == ["r0250", "r0150"]
+    assert [r["id"] for r in runs_of(journal, alice, 5, before="r0150")] == ["r0003"]
+    assert runs_of(journal, User("carol", "user"), 100) == []
+    assert runs_of(journal, User("7", "user"), 100) == []
+    assert read == [2, 1, 0, 0]  # only their rows, in one query each
+    assert len(runs_of(journal, User("root", "admin"), 300)) == 261
+    # The query is served by migration 11's index.
+    user_of = journal.dialect.user_of
+    query = f"SELECT * FROM runs WHERE {user_of} = 'alice' ORDER BY created DESC, id DESC LIMIT 5"
+    if journal.dialect.name == "sqlite":
+        plan = " ".join(str(r["detail"]) for r in reading(f"EXPLAIN QUERY PLAN {query}"))
+    else:
+        import psycopg
+
+        with psycopg.connect(journal_db) as conn:
+            conn.execute("SET enable_seqscan = off")
+            plan = " ".join(str(r[0]) for r in conn.execute(f"EXPLAIN {query}").fetchall())
+    assert "runs_by_user" in plan, plan
+    journal.close()

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import RunNotFound, UserError
-from .store import Journal
+from .store import Journal, views
 
 __all__ = [
     "OPERATOR",
@@ -61,8 +61,6 @@ HASH = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_NAME_CHARS = 200
 # The page's name for the operator (whose runs carry no user): no user may take it.
 RESERVED_NAME = "operator"
-# Runs read at once while a user's page of runs is gathered from everyone's.
-SCAN_PAGE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,16 +296,4 @@ def runs_of(
         before = find_run(journal, user, before)
     if user.admin:
         return journal.runs(limit, before=before)
-    found: list[dict[str, Any]] = []
-    while len(found) < limit:
-        page = journal.runs(SCAN_PAGE, before=before)
-        found += [run for run in page if _user(run) == user.name][: limit - len(found)]
-        if len(page) < SCAN_PAGE:
-            break
-        before = page[-1]["id"]
-    return found
-
-
-def _user(run: dict[str, Any]) -> Any:
-    settings = run.get("settings")
-    return settings.get("user") if isinstance(settings, dict) else None
+    return views.runs(journal, limit, before=before, user=user.name)

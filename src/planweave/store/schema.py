@@ -21,6 +21,7 @@ __all__ = [
     "POSTGRES_MIGRATIONS",
     "POSTGRES_SCHEMA",
     "THREAD_OF",
+    "USER_OF",
     "VERSION",
     "key_where",
 ]
@@ -33,6 +34,13 @@ APPLICATION_ID = 0x706C7776  # "plwv", SQLite's `PRAGMA application_id` of a jou
 THREAD_OF = (
     "(CASE WHEN json_valid(settings) AND json_type(settings, '$.thread') = 'text' "
     "THEN json_extract(settings, '$.thread') END)"
+)
+
+# A run's user (`RunSettings.user`), guarded as THREAD_OF is; SQLite's queries spell it exactly
+# so (`sqlite.DIALECT.user_of`), for the index of migration 11 to serve them.
+USER_OF = (
+    "(CASE WHEN json_valid(settings) AND json_type(settings, '$.user') = 'text' "
+    "THEN json_extract(settings, '$.user') END)"
 )
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -203,6 +211,9 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (name, version)
         )""",
     ],
+    # 11: a user's runs (`RunSettings.user`, in the sealed settings), newest first: a user's
+    # run list (`views.runs(user=...)`) reads their runs alone, not everyone's.
+    [f"CREATE INDEX runs_by_user ON runs ({USER_OF}, created, id)"],
 ]
 
 VERSION = len(MIGRATIONS)  # the journal schema this planweave writes
@@ -351,4 +362,6 @@ POSTGRES_MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (name, version)
         )""",
     ],
+    # 11: a user's runs.
+    ["CREATE INDEX runs_by_user ON runs (planweave_json_text(settings, 'user'), created, id)"],
 ]

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import JournalError
 from .base import Dialect
 from .dbapi import Row
-from .schema import APPLICATION_ID, MIGRATIONS, THREAD_OF
+from .schema import APPLICATION_ID, MIGRATIONS, THREAD_OF, USER_OF
 
 __all__ = ["DIALECT", "SQLite"]
 
@@ -31,10 +31,7 @@ BUSY_TIMEOUT_S = 30.0
 DIALECT = Dialect(
     name="sqlite",
     thread_of=THREAD_OF,
-    user_of=(
-        "(CASE WHEN json_type(settings, '$.user') = 'text' "
-        "THEN json_extract(settings, '$.user') END)"
-    ),
+    user_of=USER_OF,
 )
 
 
