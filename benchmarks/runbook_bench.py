@@ -376,9 +376,9 @@ def _pct(new: float, old: float) -> str:
 def summarize(rows: list[dict[str, Any]], compiles: list[dict[str, Any]]) -> str:
     ways = [w for w in WAYS if any(r["way"] == w for r in rows)]
     out = [
-        "| way | runs | correct | median time s | total time s | LLM calls | prompt tokens | "
-        "completion tokens |",
-        "|---|---|---|---|---|---|---|---|",
+        "| way | runs | correct | side effects right | median time s | total time s | LLM calls | "
+        "prompt tokens | completion tokens |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     total: dict[str, dict[str, float]] = {}
     for way in ways:
@@ -393,20 +393,23 @@ def summarize(rows: list[dict[str, Any]], compiles: list[dict[str, Any]]) -> str
         total[way] = t
         out.append(
             f"| {way} | {len(group)} | {sum(r['correct'] for r in group)}/{len(group)} | "
-            f"{t['median']:.2f} | {t['time']:.1f} | {t['calls']:.0f} | {t['prompt']:.0f} | "
-            f"{t['completion']:.0f} |"
+            f"{sum(r['actions_ok'] for r in group)}/{len(group)} | {t['median']:.2f} | "
+            f"{t['time']:.1f} | {t['calls']:.0f} | {t['prompt']:.0f} | {t['completion']:.0f} |"
         )
     if compiles:
         out.append(
             f"| (compiling the named plans, once) | {len(compiles)} | "
-            f"{sum(c['error'] is None for c in compiles)}/{len(compiles)} compiled | "
+            f"{sum(c['error'] is None for c in compiles)}/{len(compiles)} compiled | | "
             f"{statistics.median(c['compile_s'] for c in compiles):.2f} | "
             f"{sum(c['compile_s'] for c in compiles):.1f} | "
             f"{sum(c['llm_calls'] for c in compiles)} | "
             f"{sum(c['prompt_tokens'] for c in compiles)} | "
             f"{sum(c['completion_tokens'] for c in compiles)} |"
         )
-    if "named plan" in total:
+    ran = [r for r in rows if r["way"] == "named plan" and r["status"] != "not compiled"]
+    if "named plan" in total and not ran:
+        out += ["", "No named plan compiled, so none ran: nothing to compare."]
+    elif "named plan" in total:
         n = total["named plan"]
         out += ["", "The named plan against the other ways (total time; LLM calls; per-run "
                 "pairs' median time change):", ""]  # fmt: skip
@@ -735,6 +738,9 @@ def report(results: Path = RESULTS) -> str:
     }
     out = ["# Runbook benchmark (issue 33)", ""]
     for key, part in parts.items():
+        if "ways" in part:  # a three-way run: its table again, as this code tables it
+            rows, compiles = part["rows"], part["compiles"]
+            part["table"] = summarize(rows, compiles) + named_compile_table(rows, compiles)
         m = part["machine"]
         others = part.get("others_running") or []
         out += [
@@ -746,6 +752,9 @@ def report(results: Path = RESULTS) -> str:
             "",
             part["table"],
         ]
+    notes = results / "runbooks_notes.md"
+    if notes.exists():
+        out.append(notes.read_text())
     out.append(FAIRNESS)
     text = "\n".join(out)
     (results / "runbooks.md").write_text(text)
