@@ -154,9 +154,10 @@ def test_a_value_is_data_never_part_of_the_plan() -> None:
 
 
 def test_a_plan_is_validated_before_it_is_stored(journal_db: str) -> None:
-    rt, _script = _runtime(journal_db, [NOT_A_PLAN])
+    rt, script = _runtime(journal_db, [NOT_A_PLAN] * 3)
     with pytest.raises(UserError, match=r"the plan does not validate: .*unknown_tool"):
         rt.compile_runbook(RUNBOOK, name="free-disk")
+    assert script.purposes == ["planner"] * 3  # asked, then repaired twice (max_repairs)
     with pytest.raises(UserError, match=r"\{zone\} is not a parameter of this plan"):
         rt.save_plan("free-disk", "1. disk_usage({zone})\n2. join()\n", params={"host": "str"})
     with pytest.raises(UserError, match="type 'list' is none of str, int, float, bool"):
@@ -167,6 +168,19 @@ def test_a_plan_is_validated_before_it_is_stored(journal_db: str) -> None:
     # Written by hand, without a runbook: parameters from the placeholders.
     saved = rt.save_plan("by-hand", "1. disk_usage({host})\n2. join()\n")
     assert (saved.version, saved.params, saved.source) == (1, {"host": "str"}, "")
+
+
+def test_a_refused_compile_goes_back_to_the_planner_with_its_error(journal_db: str) -> None:
+    own_condition = PLAN.replace(
+        "1. disk_usage({host})", "1. disk_usage({host}) if ${1.disk_pct} > 0"
+    )
+    rt, script = _runtime(journal_db, [own_condition, PLAN])
+    compiled = rt.compile_runbook(RUNBOOK, name="free-disk")
+    assert "1. disk_usage({host})\n" in compiled.plan  # the second reply, stored
+    assert script.purposes == ["planner", "planner"]
+    asked = script.requests[1]
+    assert "1. disk_usage({host}) if ${1.disk_pct} > 0" in asked[-2].content  # what it wrote
+    assert asked[-1].content.startswith("That plan was refused: the plan does not validate")
 
 
 def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() -> None:

@@ -9,6 +9,7 @@ stored (`table`), and `start` binds a run's values into it as data (`params`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from typing import Any
 from ..errors import PlanError, UserError
 from ..events import NamedPlanStarted
 from ..grammar import plan_grammar
-from ..llm.base import LLMRequest
+from ..llm.base import LLMRequest, Message
 from ..parser import PlanParser
 from ..plan import END_OF_PLAN, Task
 from ..prompts import runbook_messages
@@ -37,7 +38,7 @@ from .params import (
 )
 from .table import NamedPlanTable
 
-__all__ = ["NamedPlan", "NamedPlans", "runbook_params"]
+__all__ = ["NamedPlan", "NamedPlans", "repaired", "runbook_params"]
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _RUNBOOK_PARAM_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]{0,63})(?:\s*:\s*(str|int|float|bool))?>")
@@ -287,3 +288,16 @@ def _written(lines: list[str], task: Task) -> str:
 
 def _listed(params: Mapping[str, str]) -> str:
     return ", ".join(f"{k} ({v})" for k, v in params.items()) or "none"
+
+
+def repaired(request: LLMRequest, reply: str, error: str) -> LLMRequest:
+    """`request` asked again after its `reply` was refused with `error`: the refused plan and
+    the error are shown, and the whole plan is asked for again (an earlier round's are
+    replaced, not stacked)."""
+    base = list(request.messages[:2])
+    fix = (
+        f"That plan was refused: {error}\n"
+        "Write the whole plan again, fixed, and end with " + END_OF_PLAN + "."
+    )
+    messages = [*base, Message("assistant", reply), Message("user", fix)]
+    return dataclasses.replace(request, messages=messages)

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import UserError
-from . import NamedPlan, NamedPlans, check_plan_name
+from . import NamedPlan, NamedPlans, check_plan_name, repaired
 
 if TYPE_CHECKING:
     from ..admission import Admission
@@ -59,12 +59,20 @@ class NamedPlanMethods:
         words, parameters `<host>` or `<limit:int>`) into a plan with branches and typed
         parameters (`{host}`), with the branch grammar where the backend takes grammars; it
         is validated and stored in the journal as the next version of `name`.  A reply that
-        does not validate raises UserError (nothing is stored)."""
+        does not validate goes back to the planner with the error, up to `max_repairs` times
+        (the planner's own repair budget); after that UserError (nothing is stored)."""
         plans = self.named_plans_store()
         check_plan_name(name)
         request = plans.request(text, grammar=bool(self.settings.grammar))
-        reply = "".join([delta.text async for delta in self.llm.stream(request)])
-        return plans.compiled(name, text, reply)
+        for repairs in range(self.settings.max_repairs + 1):
+            reply = "".join([delta.text async for delta in self.llm.stream(request)])
+            try:
+                return plans.compiled(name, text, reply)
+            except UserError as exc:
+                if repairs == self.settings.max_repairs or "does not validate" not in str(exc):
+                    raise
+                request = repaired(request, reply, str(exc))
+        raise AssertionError("unreachable")
 
     def named_plan(self, name: str, version: int | None = None) -> NamedPlan:
         """Version `version` of the named plan `name` (default: its latest)."""
