@@ -290,6 +290,9 @@ def test_the_branch_grammar_is_opt_in() -> None:
     decision = DECISION_PLAN
     assert Grammar(branching).accepts(decision)
     parse_plan(decision, TOOLS)  # what the grammar allows, the parser reads
+    # The first task has no earlier result to read: the grammar gives it no condition.
+    first, rest = text.split("\n", 1)
+    assert not Grammar(branching).accepts(f"{first} if ${{1.disk_pct}} > 90\n{rest}")
 
 
 # --------------------------------------------------------------------------- kill and resume

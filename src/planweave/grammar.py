@@ -213,9 +213,12 @@ def _plan_rules(
     head = [
         # One thought, first: a thought after a task led the 1.5B model to write that task
         # again (BFCL: "2. <the same call>" after "Thought: <why task 1>").
-        "plan ::= thought? task* join",
+        # With branches the first task has no condition: no earlier result exists for one to
+        # read (the 1.5B model, compiling runbooks, wrote `1. disk_usage(...) if ${1...}`).
+        f"plan ::= thought? {'first ' if branches else ''}task* join",
         'thought ::= "Thought: " text "\\n"',
         f'task ::= id ". " call{" condition?" if branches else ""} "\\n"',
+        *(['first ::= id ". " call "\\n"'] if branches else []),
         f'join ::= id {join} "\\n"? "<END_OF_PLAN>"',
         f"call ::= {calls}",
     ]
