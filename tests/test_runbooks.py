@@ -103,6 +103,22 @@ def test_a_runbook_compiles_is_stored_with_versions_and_runs_without_the_planner
     assert script.purposes.count("planner") == 1
 
 
+def test_a_named_plan_never_plans_again_so_no_step_nobody_reviewed_runs(
+    journal_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The joiner asks for another plan: a named plan's run answers from what it found instead
+    (a replan wrote steps nobody reviewed and repeated the logs' rotation)."""
+    replan = "Thought: check again.\nAction: Replan(rotate the logs again and check)"
+    script = Script.by_purpose(planner=[PLAN, PLAN], joiner=[replan, FINISH])
+    rt = Runtime(TOOLS, ScriptedLLM(script), journal=journal_db, cache=False)
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "95")
+    result = rt.run_plan("free-disk", host="db-3", limit=90)
+    assert script.purposes == ["planner", "joiner", "joiner"]  # compile; the joiner asked again
+    assert _ran(tmp_path)["rotate_logs db-3"] == 1
+    assert result.replans == 0
+
+
 def test_wrong_parameters_are_refused_precisely_and_nothing_runs(
     journal_db: str, tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ approval) is the session's own `RunSettings`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import uuid
@@ -384,7 +385,10 @@ class Session:
             native = Native(setup.tools, max_turns=self.settings.react_max_steps)
             return await native.run(asked, llm, scheduler, bus)
         plan, example = self.cached_start()
-        return await setup.compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
+        compiled = setup.compiled
+        if compiled.max_replans != self.settings.max_replans:  # this run's own (a named plan's)
+            compiled = dataclasses.replace(compiled, max_replans=self.settings.max_replans)
+        return await compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
 
     def cached_start(self) -> tuple[str | None, tuple[str, str] | None]:
         """The first plan from the plan cache, or an example to plan it with; a resumed run

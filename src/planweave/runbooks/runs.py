@@ -4,6 +4,7 @@ named plans.  A run of a named plan is a compiled run of the runtime whose first
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -111,12 +112,17 @@ class NamedPlanMethods:
         """Run version `version` (default: the latest) of the named plan `name` with its
         parameters (`params`, or as keywords; text is read as the parameter's type) bound as
         data: a compiled run, journaled like any, without a planner call; the joiner answers
-        unless the plan ends with its answer (`join("...")`).  A missing, unknown or mistyped
+        unless the plan ends with its answer (`join("...")`), and never plans again (a failed
+        step is reported, not replanned around).  A missing, unknown or mistyped
         parameter raises UserError.  `subscribers`, `check`, `admission`, `user`: as `arun`."""
         plans = self.named_plans_store()
         plan = plans.get(name, version)
         given = plans.start(plan, {**(params or {}), **values})
-        settings = self._for_run({"mode": "compiled", "user": user})
+        # The reviewed plan, and nothing else: no replan writes steps nobody reviewed (they
+        # repeated side effects the plan had already taken).
+        settings = dataclasses.replace(
+            self._for_run({"mode": "compiled", "user": user}), max_replans=0
+        )
         question = plan.question(given.params)
         return await self._session(
             settings, question, subscribers, check, admission=admission, given=given
