@@ -686,6 +686,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 RESULTS = Path("benchmarks/results")
 PARTS = {  # the combined report's parts: the file each run writes (--out), and its heading
     "oracle": ("runbooks_oracle", "Three ways on the runbook oracle"),
+    "oracle_local": (
+        "runbooks_oracle_local",
+        "Three ways on the runbook oracle at a local model's speed (prefill 60 tokens/s)",
+    ),
     "compile_embedded": (
         "runbooks_compile_embedded",
         "Compiled by the embedded model, run by the embedded model",
