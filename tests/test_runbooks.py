@@ -204,6 +204,7 @@ def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() ->
     plans.tools, plans.plan_answers = TOOLS, True
     request = plans.request(RUNBOOK, grammar=True)
     assert request.purpose == "planner"
+    assert request.max_tokens == 1024  # bounded like the planner's own
     assert request.grammar is not None
     grammar = Grammar(request.grammar)
     assert grammar.accepts(PLAN)

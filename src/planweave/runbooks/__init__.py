@@ -45,6 +45,9 @@ _RUNBOOK_PARAM_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]{0,63})(?:\s*:\s*(str|in
 _HEADING_RE = re.compile(r"^\s*#+\s*(.+?)\s*#*\s*$", re.MULTILINE)
 MAX_RUNBOOK_CHARS = 20_000
 MAX_PLAN_CHARS = 20_000
+# A compile's reply, at most (the planner's own bound): a small model can write conditions on
+# and on (one compile decoded for minutes).
+COMPILE_MAX_TOKENS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +120,13 @@ class NamedPlans:
             else None
         )
         messages = runbook_messages(self.tools, runbook, names, plan_answers=self.plan_answers)
-        return LLMRequest(messages, stop=[END_OF_PLAN], grammar=rules, purpose="planner")
+        return LLMRequest(
+            messages,
+            stop=[END_OF_PLAN],
+            grammar=rules,
+            purpose="planner",
+            max_tokens=COMPILE_MAX_TOKENS,
+        )
 
     def compiled(self, name: str, runbook: str, reply: str) -> NamedPlan:
         """Store the planner's `reply` to `request(runbook)` as the next version of `name`."""
