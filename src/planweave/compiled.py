@@ -15,6 +15,7 @@ sibling.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -70,6 +71,12 @@ class Compiled:
     grounding: bool = False
     plan_answers: bool = False
     replan_failures: bool = True
+
+    def with_replans(self, max_replans: int) -> Compiled:
+        """This mode with a run's own replan budget (a named plan's run has none)."""
+        if max_replans == self.max_replans:
+            return self
+        return dataclasses.replace(self, max_replans=max_replans)
 
     async def answer(
         self,

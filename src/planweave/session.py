@@ -16,7 +16,6 @@ approval) is the session's own `RunSettings`.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import sys
 import uuid
@@ -385,9 +384,7 @@ class Session:
             native = Native(setup.tools, max_turns=self.settings.react_max_steps)
             return await native.run(asked, llm, scheduler, bus)
         plan, example = self.cached_start()
-        compiled = setup.compiled
-        if compiled.max_replans != self.settings.max_replans:  # this run's own (a named plan's)
-            compiled = dataclasses.replace(compiled, max_replans=self.settings.max_replans)
+        compiled = setup.compiled.with_replans(self.settings.max_replans)  # this run's own
         return await compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
 
     def cached_start(self) -> tuple[str | None, tuple[str, str] | None]:
