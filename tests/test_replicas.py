@@ -73,12 +73,23 @@ class Replicas:
             "PLANWEAVE_LEASE_S": "3",
         }
         self.env = env
-        self.servers = [self._start() for _ in range(3)]
+        self.servers: list[Announced] = []
         self.killed = 0
+        try:
+            for _ in range(3):
+                self.servers.append(self._start())
+        except BaseException:
+            self.stop()  # those that did start
+            raise
 
     def _start(self) -> Announced:
         proc = subprocess.Popen(self.command, env=self.env, stderr=subprocess.PIPE, text=True)
-        return Announced(proc, timeout=60)
+        try:
+            return Announced(proc, timeout=60)
+        except BaseException:
+            proc.kill()  # it never said where it listens: not left behind
+            proc.wait(timeout=10)
+            raise
 
     @property
     def urls(self) -> list[str]:
