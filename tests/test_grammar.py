@@ -65,6 +65,8 @@ def vocab_model(request: pytest.FixtureRequest) -> Iterator[Engine]:
 def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     registry = REGISTRIES[name]
     vocab_model.check_grammar(plan_grammar(registry))
+    # A runbook's: branches, parameters, and the first task's copy of the call rules.
+    vocab_model.check_grammar(plan_grammar(registry, branches=True, params=["host", "limit"]))
     vocab_model.check_grammar(react_grammar(registry))
     vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
     vocab_model.check_grammar(joiner_grammar("compact", registry, plan_answers=True))  # and bare

@@ -209,6 +209,25 @@ def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() ->
     grammar = Grammar(request.grammar)
     assert grammar.accepts(PLAN)
     assert not grammar.accepts(PLAN.replace("> {limit}", "> {other}"))
+    # The first task has no earlier result: a parameter or a literal, never a reference, not
+    # even inside a string (the 1.5B model wrote `1. cert_info($1.domain)` for the parameter).
+    for first in ("disk_usage($1.host)", 'disk_usage("${1}")', "disk_usage(host=$1)"):
+        assert not grammar.accepts(PLAN.replace("disk_usage({host})", first))
+    for first in ('disk_usage("db-3")', 'disk_usage("{host}-a")', "disk_usage(host={host})"):
+        assert grammar.accepts(PLAN.replace("disk_usage({host})", first))
+    # A condition has at most four terms joined by `and` (one compile chained them to its limit).
+    four = " and ".join(["${1.disk_pct} > {limit}"] * 4)
+    assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four))
+    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four + " and $1 != 2"))
+
+
+def test_a_compiled_plan_writes_the_runbook_s_own_spelling_of_a_parameter_as_one(
+    journal_db: str,
+) -> None:
+    copied = PLAN.replace('notify("{host} disk ok")', 'notify("<host> disk ok, <other> too")')
+    rt, _ = _runtime(journal_db, [copied])
+    compiled = rt.compile_runbook(RUNBOOK, name="free-disk")
+    assert 'notify("{host} disk ok, <other> too")' in compiled.plan  # <other> is no parameter
 
 
 def test_a_sealed_row_edited_in_the_journal_is_not_run(tmp_path: Path) -> None:

@@ -208,7 +208,9 @@ Write the runbook the user gives as one plan, to be run later many times without
   There is no else: the other side is its own task with the opposite condition.
 - A parameter the runbook writes <name> is written {name} in the plan, as a whole value
   (`disk_usage({host})`) or inside a string (`"{host} is full"`); never an example value.
-  The parameters: {params}."""
+  The parameters: {params}.
+- `$N` and `${N.field}` are only the result of task N, an earlier task (task 1 has none to
+  read); the field is one the tool's description names, never the tool's own name."""
 
 
 def runbook_messages(

@@ -131,7 +131,7 @@ class NamedPlans:
     def compiled(self, name: str, runbook: str, reply: str) -> NamedPlan:
         """Store the planner's `reply` to `request(runbook)` as the next version of `name`."""
         declared = runbook_params(runbook)
-        text = plan_text(reply)
+        text = _placeholders_spelled(plan_text(reply), declared)
         names = list(declared)
         types = infer_types(
             text, names, self.tools, {k: v for k, v in declared.items() if v is not None}
@@ -276,6 +276,17 @@ def plan_text(reply: str) -> str:
         text = text.rsplit("```", 1)[0]
     text = text.split(END_OF_PLAN, 1)[0].rstrip()
     return text + "\n" + END_OF_PLAN + "\n"
+
+
+def _placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:
+    """A compiled plan with each parameter the runbook writes `<host>` (or `<limit:int>`)
+    written as the plan writes it, `{host}`: the 1.5B model copies the runbook's spelling into
+    its messages (`"The <service> cache is healthy"`)."""
+
+    def spelled(m: re.Match[str]) -> str:
+        return "{" + m.group(1) + "}" if m.group(1) in declared else m.group()
+
+    return _RUNBOOK_PARAM_RE.sub(spelled, text)
 
 
 def check_plan_name(name: Any) -> str:
