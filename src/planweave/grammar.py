@@ -252,7 +252,9 @@ def plan_grammar(
 
 # The rules a call's arguments are written with, which `_first_without_references` copies for
 # the first task: its references become parameters only, its strings keys (no `${N}` inside).
-_VALUE_RULE_RE = re.compile(r"(?<![\w-])(ref|string|value|list(?:-\d+)?|dict(?:-\d+)?|call(?:-[\w-]+)?)(?![\w-])")
+_VALUE_RULE_RE = re.compile(
+    r"(?<![\w-])(ref|string|value|list(?:-\d+)?|dict(?:-\d+)?|call(?:-[\w-]+)?)(?![\w-])"
+)
 _QUOTED_RE = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]')
 
 
