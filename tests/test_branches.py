@@ -99,6 +99,30 @@ def test_each_side_of_a_branch_is_taken_and_the_other_recorded_skipped(
     )
 
 
+def test_the_joiner_reads_a_branch_not_taken_as_not_done_without_its_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 1.5B joiner answered with the message of a notify() that was never sent."""
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "95")
+    asked: list[str] = []
+
+    def route(messages: list[Message], purpose: Purpose) -> str:
+        if purpose == "joiner":
+            asked.append(messages[-1].content)
+        return DISK_PLAN if purpose == "planner" else FINISH
+
+    runtime = Runtime(TOOLS, ScriptedLLM(Script.routed(route)), journal=None, cache=False)
+    result = anyio.run(runtime.arun, "Run the disk runbook for db-3")
+    assert result.status == "finished", result.error
+    (shown,) = asked
+    assert '2. rotate_logs("db-3") if $1.disk_pct > 90\nObservation: rotated db-3' in shown
+    assert (
+        "3. notify(...) if $1.disk_pct <= 90\nObservation: NOT DONE (this step did not happen): "
+        "SKIPPED: condition false: $1.disk_pct <= 90 ($1.disk_pct is 95)"
+    ) in shown
+    assert "disk ok" not in shown
+
+
 def test_a_task_reading_a_branch_not_taken_is_skipped_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

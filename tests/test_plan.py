@@ -1159,3 +1159,105 @@ def test_a_json_plan_nested_deeper_than_the_limit_is_a_plan_error() -> None:
         + ']}, {"id": 2, "tool": "join"}]'
     )
     assert len(parse_json_plan(ok, TOOLS)) == 2
+
+
+# --------------------------------------------------------------------------- declared fields
+
+
+class _Point(NamedTuple):
+    x: int
+    y: int
+
+
+class _Cert(BaseModel):
+    days_left: int
+    issuer: str
+
+
+@dataclass
+class _Job:
+    state: str
+
+
+@tool
+def lag(replica: str) -> int:
+    """Replication lag, seconds."""
+    return 3
+
+
+@tool
+def cert(domain: str) -> _Cert:
+    """A certificate."""
+    return _Cert(days_left=3, issuer="x")
+
+
+@tool
+def job(name: str) -> _Job | None:
+    """A job, if there is one."""
+    return _Job("ok")
+
+
+@tool
+def point() -> _Point:
+    """A point."""
+    return _Point(1, 2)
+
+
+@tool
+def record(name: str) -> dict[str, Any]:
+    """Any fields."""
+    return {}
+
+
+@tool
+def either(name: str) -> int | dict[str, Any]:
+    """A number or a record."""
+    return 1
+
+
+@tool
+def echo(value: Any) -> str:
+    """Echo."""
+    return str(value)
+
+
+FIELDS = ToolRegistry(lag, cert, job, point, record, either, echo)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            'lag("r")',
+            r"\$1\.lag reads the field 'lag' of task 1's result, but lag returns int "
+            r"\(it has no fields\): write \$1 for the whole result \(in ",
+        ),
+        ('cert("d")', r"cert returns _Cert \(its fields: days_left, issuer\)"),
+        ('job("j")', r"its fields: state\)"),
+        ("point()", r"its fields: x, y\)"),
+    ],
+)
+@pytest.mark.parametrize("where", ["echo($1.lag)", 'echo("${1.lag} s")', "echo(1) if $1.lag > 3"])
+def test_a_field_the_result_s_declared_type_lacks_is_refused_before_anything_runs(
+    call: str, match: str, where: str
+) -> None:
+    """Not when the task runs: a branch's condition on it would fail (or skip the branch) only
+    then.  A condition's reference is checked like an argument's."""
+    with pytest.raises(InvalidReferenceError, match=match):
+        parse_plan(f"1. {call}\n2. {where}\n3. join()\n", FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("call", "read"),
+    [
+        ('cert("d")', "$1.days_left"),
+        ('job("j")', "$1.state"),
+        ("point()", "$1.x"),
+        ('record("r")', "$1.anything"),  # a dict's keys are not declared
+        ('either("e")', "$1.anything"),  # nor a union's with a dict in it
+        ('lag("r")', "$1"),
+    ],
+)
+def test_a_declared_field_or_an_undeclared_type_is_read(call: str, read: str) -> None:
+    tasks = parse_plan(f"1. {call}\n2. echo({read})\n3. join()\n", FIELDS)
+    assert str(tasks[1].args[0]) == read

@@ -17,7 +17,7 @@ from cli_process import invoke_cli, run_cli
 from gbnf import Grammar
 from planweave import Journal, Reply, Runtime, Script, ScriptedLLM, ScriptedServer, UserError
 from planweave.llm.base import Message, Purpose
-from planweave.runbooks import NamedPlans
+from planweave.runbooks import NamedPlans, plan_text
 from planweave.runbooks.params import bind, placeholders
 
 RUNBOOK = """# Free disk on a database host
@@ -197,6 +197,38 @@ def test_a_refused_compile_goes_back_to_the_planner_with_its_error(journal_db: s
     asked = script.requests[1]
     assert "1. disk_usage({host}) if ${1.disk_pct} > 0" in asked[-2].content  # what it wrote
     assert asked[-1].content.startswith("That plan was refused: the plan does not validate")
+
+
+@pytest.mark.parametrize(
+    ("short", "error"),
+    [
+        (
+            PLAN.replace("disk_usage({host})", 'disk_usage("db-3")')
+            .replace("rotate_logs({host})", 'rotate_logs("db-3")')
+            .replace('"{host} disk ok"', '"db-3 disk ok"')
+            .replace('"{host}: ${2}"', '"db-3: ${2}"'),
+            "it never uses the runbook's parameter {host}: write {host} where the runbook says "
+            "<host>, never an example value",
+        ),
+        (
+            PLAN.replace("4. report", "4. join()\n#").split("\n#")[0] + "\n<END_OF_PLAN>",
+            "the runbook has 4 numbered steps and the plan 3 tasks",
+        ),
+    ],
+)
+def test_a_compile_that_leaves_out_a_parameter_or_a_step_is_asked_again_then_kept(
+    journal_db: str, short: str, error: str
+) -> None:
+    """While the planner may be asked again; its last attempt is stored as it is, for review (a
+    runbook may mention a parameter no step needs, or a step no tool does)."""
+    rt, script = _runtime(journal_db, [short, PLAN])
+    assert rt.compile_runbook(RUNBOOK, name="again").plan.startswith("Thought: Rotate")
+    assert script.purposes == ["planner", "planner"]
+    assert error in script.requests[1][-1].content
+    script = Script.by_purpose(planner=[short])
+    kept = Runtime(TOOLS, ScriptedLLM(script), journal=journal_db, cache=False, max_repairs=0)
+    assert kept.compile_runbook(RUNBOOK, name="kept").plan == plan_text(short)
+    assert script.purposes == ["planner"]
 
 
 def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import collections.abc
+import dataclasses
 import inspect
 import json
 import re
@@ -15,6 +16,8 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
+
+from pydantic import BaseModel
 
 from .branches import condition
 from .errors import (
@@ -27,7 +30,7 @@ from .errors import (
     ToolRejected,
     UnknownToolError,
 )
-from .plan import END_OF_PLAN, Condition, Ref, Task, Template, fan_outs
+from .plan import END_OF_PLAN, Condition, Ref, Task, Template, fan_outs, references
 from .records import BROKEN, TaskRecord
 from .redaction import encodable
 from .tools import Tool, ToolRegistry, _type_name
@@ -678,6 +681,7 @@ class PlanParser:
             return
         tool, bound = self._check_call(task)
         self._check_fan_out(task)
+        self._check_fields(task)
         self._check_values(task, tool, bound)
 
     def _check_deps(self, task: Task) -> None:
@@ -813,6 +817,34 @@ class PlanParser:
                     task_id=task.id,
                 )
 
+    def _check_fields(self, task: Task) -> None:
+        """A reference that reads a field of a result whose declared type has no fields (a
+        number, a text, a list) or not that one (a TypedDict, a pydantic model, a dataclass) is
+        refused: the 1.5B model wrote `${1.lag}` for `replica_lag`'s number and `${2.checksum}`
+        for a bool, and the run failed, or skipped a branch, only when the task ran."""
+        read = references(task.bound.values())
+        if task.condition is not None:
+            read += [ref for _, ref in task.condition.refs]
+        for ref in read:
+            source = self.tasks.get(ref.task_id)
+            if not ref.path or not isinstance(ref.path[0], str) or source is None:
+                continue
+            if source.fan_out is not None or source.tool not in self.tools:
+                continue  # a fan-out's result is a list of its calls' results
+            returns = self.tools[source.tool].returns
+            fields = _declared_fields(returns)
+            if fields is None or ref.path[0] in fields:
+                continue
+            has = f"its fields: {', '.join(fields)}" if fields else "it has no fields"
+            raise InvalidReferenceError(
+                f"{ref} reads the field {ref.path[0]!r} of task {ref.task_id}'s result, but "
+                f"{source.tool} returns {_type_name(returns)} ({has}): write ${ref.task_id} "
+                "for the whole result" + (", or one of its fields" if fields else ""),
+                line=task.line,
+                lineno=task.lineno,
+                task_id=task.id,
+            )
+
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task
         self._last_id = task.id
@@ -900,6 +932,36 @@ class PlanParser:
         self.validate(task)
         self._accept(task)
         return task
+
+
+def _declared_fields(annotation: Any) -> tuple[str, ...] | None:
+    """The fields a result of type `annotation` may have, by name; None when that is not
+    known (a dict, Any, an unknown type, a union with any of those)."""
+    if annotation is None or annotation is inspect.Parameter.empty or annotation is Any:
+        return None
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _declared_fields(typing.get_args(annotation)[0])
+    if _is_union(annotation):
+        found: dict[str, None] = {}
+        for option in typing.get_args(annotation):
+            fields = _declared_fields(option)
+            if fields is None:
+                return None
+            found.update(dict.fromkeys(fields))
+        return tuple(found)
+    if annotation is type(None) or annotation in (int, float, bool, str, bytes):
+        return ()
+    origin = typing.get_origin(annotation) or annotation
+    if typing.is_typeddict(annotation):
+        return tuple(typing.get_type_hints(annotation))
+    if isinstance(origin, type) and issubclass(origin, BaseModel):
+        return tuple(origin.model_fields)
+    if dataclasses.is_dataclass(origin):
+        return tuple(f.name for f in dataclasses.fields(origin))
+    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset):
+        named = getattr(origin, "_fields", None)  # a named tuple's fields are its own
+        return tuple(named) if isinstance(named, tuple) else ()
+    return None
 
 
 def _not_a_list(annotation: Any) -> bool:

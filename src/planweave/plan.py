@@ -295,15 +295,15 @@ def _too_large(limit: int) -> ToolArgumentError:
     )
 
 
-def fan_outs(values: Iterable[Any]) -> list[Ref]:
-    """The lists that fan-out references in `values` map over, each once, in order."""
+def references(values: Iterable[Any]) -> list[Ref]:
+    """Every reference in `values` (inside templates, lists and dicts too), each once, in
+    order."""
     found: dict[Ref, None] = {}
     stack = list(values)[::-1]
     while stack:
         v = stack.pop()
         if isinstance(v, Ref):
-            if v.each is not None:
-                found.setdefault(v.listed)
+            found.setdefault(v)
         elif isinstance(v, Template):
             stack.extend(reversed(v.parts))
         elif isinstance(v, list | tuple):
@@ -311,6 +311,11 @@ def fan_outs(values: Iterable[Any]) -> list[Ref]:
         elif isinstance(v, dict):
             stack.extend(reversed(list(v.values())))
     return list(found)
+
+
+def fan_outs(values: Iterable[Any]) -> list[Ref]:
+    """The lists that fan-out references in `values` map over, each once, in order."""
+    return list(dict.fromkeys(r.listed for r in references(values) if r.each is not None))
 
 
 NO_ITEM: Any = object()  # `resolve` outside a fan-out

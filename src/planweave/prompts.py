@@ -47,7 +47,16 @@ __all__ = [
 
 class _PlannedTask(Protocol):
     @property
+    def id(self) -> int: ...
+
+    @property
+    def tool(self) -> str: ...
+
+    @property
     def thought(self) -> str | None: ...
+
+    @property
+    def condition(self) -> object: ...
 
 
 class TaskOutcome(Protocol):
@@ -56,6 +65,9 @@ class TaskOutcome(Protocol):
 
     @property
     def task(self) -> _PlannedTask: ...
+
+    @property
+    def not_taken(self) -> bool: ...
 
     def observation(self, limit: int = 2000) -> str: ...
 
@@ -68,6 +80,13 @@ def format_observations(
     for rec in records:
         if thoughts and rec.task.thought:
             lines.append(f"Thought: {rec.task.thought}")
+        if rec.not_taken:
+            # A branch not taken, without its arguments: the 1.5B joiner answered with the
+            # message of a `notify(...)` that was never sent ("... is still valid for 6 days").
+            task = rec.task
+            lines.append(f"{task.id}. {task.tool}(...) if {task.condition}")
+            lines.append(f"Observation: NOT DONE (this step did not happen): {rec.observation()}")
+            continue
         lines.append(str(rec.task))
         lines.append(f"Observation: {rec.observation(limit)}")
     return "\n".join(lines)

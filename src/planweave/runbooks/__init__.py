@@ -38,7 +38,7 @@ from .params import (
 )
 from .table import NamedPlanTable
 
-__all__ = ["NamedPlan", "NamedPlans", "repaired", "runbook_params"]
+__all__ = ["NamedPlan", "NamedPlans", "plan_text", "repaired", "runbook_params"]
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _RUNBOOK_PARAM_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]{0,63})(?:\s*:\s*(str|int|float|bool))?>")
@@ -128,14 +128,20 @@ class NamedPlans:
             max_tokens=COMPILE_MAX_TOKENS,
         )
 
-    def compiled(self, name: str, runbook: str, reply: str) -> NamedPlan:
-        """Store the planner's `reply` to `request(runbook)` as the next version of `name`."""
+    def compiled(self, name: str, runbook: str, reply: str, *, strict: bool = False) -> NamedPlan:
+        """Store the planner's `reply` to `request(runbook)` as the next version of `name`.
+        `strict` (while the planner may still be asked again): a plan that leaves out one of
+        the runbook's parameters, or has fewer tasks than the runbook numbered steps, does not
+        validate either (a runbook may mention a parameter it needs no step for, or a step no
+        tool does: the last attempt is stored for review as it is)."""
         declared = runbook_params(runbook)
         text = _placeholders_spelled(plan_text(reply), declared)
         names = list(declared)
         types = infer_types(
             text, names, self.tools, {k: v for k, v in declared.items() if v is not None}
         )
+        if strict:
+            _check_complete(runbook, text, self._validated(text, types), names)
         return self.save(name, text, params=types, source=runbook)
 
     def save(
@@ -287,6 +293,33 @@ def _placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:
         return "{" + m.group(1) + "}" if m.group(1) in declared else m.group()
 
     return _RUNBOOK_PARAM_RE.sub(spelled, text)
+
+
+_STEP_RE = re.compile(r"^\s*\d{1,3}[.)]\s+\S", re.MULTILINE)
+
+
+def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str]) -> None:
+    """UserError ("does not validate", so the planner is asked again) when the plan uses none
+    of some parameter the runbook names, or has fewer tasks than the runbook has numbered
+    steps: the 1.5B model wrote `latest_backup(database="production_db")` for `<database>` and
+    stopped a five-step runbook after its three lookups."""
+    used = {ph.name for ph in placeholders(plan)}
+    unused = [p for p in params if p not in used]
+    if unused:
+        named = ", ".join("{" + p + "}" for p in unused)
+        raise UserError(
+            f"the plan does not validate: it never uses the runbook's parameter {named}: write "
+            f"{named} where the runbook says {', '.join('<' + p + '>' for p in unused)}, never "
+            "an example value"
+        )
+    steps = len(_STEP_RE.findall(runbook))
+    calls = [t for t in tasks if not t.is_join]
+    if len(calls) < steps:
+        raise UserError(
+            f"the plan does not validate: the runbook has {steps} numbered steps and the plan "
+            f"{len(calls)} tasks: each step is a task (or a few); a step done only under a "
+            "condition is a task ending with `if <condition>`"
+        )
 
 
 def check_plan_name(name: Any) -> str:

@@ -68,7 +68,7 @@ class NamedPlanMethods:
         for repairs in range(self.settings.max_repairs + 1):
             reply = "".join([delta.text async for delta in self.llm.stream(request)])
             try:
-                return plans.compiled(name, text, reply)
+                return plans.compiled(name, text, reply, strict=repairs < self.settings.max_repairs)
             except UserError as exc:
                 if repairs == self.settings.max_repairs or "does not validate" not in str(exc):
                     raise
