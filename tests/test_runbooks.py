@@ -80,7 +80,8 @@ def test_a_runbook_compiles_is_stored_with_versions_and_runs_without_the_planner
         ["disk_usage db-3", "rotate_logs db-3", "report db-3: rotated db-3"]
     )
     assert result.question == (
-        'Free disk on a database host (plan free-disk v1; host="db-3", limit=90)'
+        'Free disk on a database host (plan free-disk v1; host="db-3", limit=90): what was '
+        "found, and what was done?"
     )
     # What a resume starts from: the bound plan, recorded with the run.
     started = Journal(journal_db).cache_decision(result.run_id)
@@ -203,12 +204,9 @@ def test_a_refused_compile_goes_back_to_the_planner_with_its_error(journal_db: s
     ("short", "error"),
     [
         (
-            PLAN.replace("disk_usage({host})", 'disk_usage("db-3")')
-            .replace("rotate_logs({host})", 'rotate_logs("db-3")')
-            .replace('"{host} disk ok"', '"db-3 disk ok"')
-            .replace('"{host}: ${2}"', '"db-3: ${2}"'),
-            "it never uses the runbook's parameter {host}: write {host} where the runbook says "
-            "<host>, never an example value",
+            PLAN.replace("{limit}", "90"),  # no argument named limit: no example to read
+            "it never uses the runbook's parameter {limit}: write {limit} where the runbook "
+            "says <limit>, never an example value",
         ),
         (
             PLAN.replace("4. report", "4. join()\n#").split("\n#")[0] + "\n<END_OF_PLAN>",
@@ -229,6 +227,33 @@ def test_a_compile_that_leaves_out_a_parameter_or_a_step_is_asked_again_then_kep
     kept = Runtime(TOOLS, ScriptedLLM(script), journal=journal_db, cache=False, max_repairs=0)
     assert kept.compile_runbook(RUNBOOK, name="kept").plan == plan_text(short)
     assert script.purposes == ["planner"]
+
+
+def test_a_compile_s_example_value_and_a_field_of_a_plain_value_are_read_as_meant(
+    journal_db: str,
+) -> None:
+    """What the 1.5B model writes: an example value where the parameter goes (the one text a
+    call passes as the argument named like the parameter, and in the plan's texts too), and
+    `${2.rotate}` for the text `rotate_logs` gives (a word of the tool's name: its value)."""
+    written = (
+        PLAN.replace("disk_usage({host})", 'disk_usage(host="db-3")')
+        .replace("rotate_logs({host})", 'rotate_logs("db-3")')
+        .replace('"{host} disk ok"', '"db-3 disk ok"')
+        .replace('"{host}: ${2}"', '"db-3: ${2.rotate}"')
+        .replace("if $2 != None", "if $2.rotate_result != None")
+    )
+    rt, script = _runtime(journal_db, [written])
+    compiled = rt.compile_runbook(RUNBOOK, name="free-disk")
+    assert compiled.plan == plan_text(PLAN.replace("disk_usage({host})", "disk_usage(host={host})"))
+    assert script.purposes == ["planner"]  # read as meant, not asked again
+    # A field that names something else is refused, with the plan's own line (not the sample
+    # values bound to validate it: the model copied those into its next attempt).
+    other = PLAN.replace("if $2 != None", "if $2.disk_pct != None")
+    rt, script = _runtime(journal_db, [other, PLAN])
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    error = script.requests[1][-1].content
+    assert "$2.disk_pct reads the field 'disk_pct' of task 2's result, but rotate_logs " in error
+    assert "(in '4. report(\"{host}: ${2}\") if $2.disk_pct != None')" in error
 
 
 def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() -> None:

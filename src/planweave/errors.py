@@ -185,6 +185,17 @@ class InvalidReferenceError(PlanError):
     """A `$N` that names no earlier task."""
 
 
+class NoSuchField(InvalidReferenceError):
+    """A `$N.field` whose task's tool declares a result without that field: `ref` is the
+    reference, `tool` the tool, `fields` the fields its result has (none: a number, a text)."""
+
+    def __init__(
+        self, message: str, *, ref: Any, tool: str, fields: tuple[str, ...], **where: Any
+    ) -> None:
+        super().__init__(message, **where)
+        self.ref, self.tool, self.fields = ref, tool, fields
+
+
 class DuplicateTaskError(PlanError):
     """Two tasks with the same id, or ids that do not count up."""
 

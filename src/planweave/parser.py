@@ -25,6 +25,7 @@ from .errors import (
     DuplicateTaskError,
     InvalidReferenceError,
     MissingJoinError,
+    NoSuchField,
     PlanSyntaxError,
     ToolArgumentError,
     ToolRejected,
@@ -836,10 +837,13 @@ class PlanParser:
             if fields is None or ref.path[0] in fields:
                 continue
             has = f"its fields: {', '.join(fields)}" if fields else "it has no fields"
-            raise InvalidReferenceError(
+            raise NoSuchField(
                 f"{ref} reads the field {ref.path[0]!r} of task {ref.task_id}'s result, but "
                 f"{source.tool} returns {_type_name(returns)} ({has}): write ${ref.task_id} "
                 "for the whole result" + (", or one of its fields" if fields else ""),
+                ref=ref,
+                tool=source.tool,
+                fields=fields,
                 line=task.line,
                 lineno=task.lineno,
                 task_id=task.id,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PlanError, UserError
+from ..errors import NoSuchField, PlanError, UserError
 from ..events import NamedPlanStarted
 from ..grammar import plan_grammar
 from ..llm.base import LLMRequest, Message
@@ -73,7 +73,8 @@ class NamedPlan:
     def question(self, values: Mapping[str, Any]) -> str:
         """What a run of it is recorded as asking (the joiner reads it too)."""
         given = ", ".join(f"{k}={json.dumps(v)}" for k, v in values.items())
-        return f"{self.title} (plan {self.name} v{self.version}{'; ' + given if given else ''})"
+        plan = f"plan {self.name} v{self.version}{'; ' + given if given else ''}"
+        return f"{self.title} ({plan}): what was found, and what was done?"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,14 +136,68 @@ class NamedPlans:
         validate either (a runbook may mention a parameter it needs no step for, or a step no
         tool does: the last attempt is stored for review as it is)."""
         declared = runbook_params(runbook)
-        text = _placeholders_spelled(plan_text(reply), declared)
         names = list(declared)
-        types = infer_types(
-            text, names, self.tools, {k: v for k, v in declared.items() if v is not None}
-        )
+        given = {k: v for k, v in declared.items() if v is not None}
+        text = _placeholders_spelled(plan_text(reply), declared)
+        text = self._values_for_fields(text, infer_types(text, names, self.tools, given))
+        text = self._examples_as_params(text, infer_types(text, names, self.tools, given))
+        types = infer_types(text, names, self.tools, given)
         if strict:
             _check_complete(runbook, text, self._validated(text, types), names)
         return self.save(name, text, params=types, source=runbook)
+
+    def _examples_as_params(self, text: str, types: Mapping[str, ParamType]) -> str:
+        """A compiled plan that never uses a parameter but passes one text as the argument
+        of that name to its calls (`latest_backup(database="production_db")` for the runbook's
+        `<database>`) with the parameter there instead, and in the plan's texts: the 1.5B
+        model writes an example value where the parameter goes."""
+        used = {ph.name for ph in placeholders(text)}
+        unused = [p for p in types if p not in used]
+        if not unused:
+            return text
+        try:
+            tasks = self._parse(bind(text, sample_values(types)), "the plan")
+        except UserError:
+            return text
+        for name in unused:
+            values = {v for t in tasks for k, v in t.bound.items() if k == name}
+            if len(values) != 1:
+                continue
+            (value,) = values
+            if not isinstance(value, str) or len(value) < 2 or not value.strip():
+                continue
+            text = text.replace(json.dumps(value), "{" + name + "}")
+            text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", "{" + name + "}", text)
+        return text
+
+    def _values_for_fields(self, text: str, types: Mapping[str, ParamType]) -> str:
+        """A compiled plan's `${N.lag}`, where task N's tool returns a number, a text or a
+        bool (no fields) and the field repeats a word of the tool's name (`replica_lag`), read
+        as the value itself, `${N}`: what the 1.5B model writes for the one value such a tool
+        gives.  Any other field that is not there stays, for validation to refuse."""
+        for _ in range(64):
+            try:
+                self._parse(bind(text, sample_values(types)), "the plan")
+                return text
+            except UserError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, NoSuchField) or cause.fields or cause.lineno is None:
+                    return text
+                field = str(cause.ref.path[0])
+                if len(cause.ref.path) != 1 or not _names_its_value(field, cause.tool):
+                    return text
+                lines = text.splitlines(keepends=True)
+                if not 0 < cause.lineno <= len(lines):
+                    return text
+                n = cause.ref.task_id
+                line = lines[cause.lineno - 1]
+                line = line.replace(f"${{{n}.{field}}}", f"${{{n}}}")
+                line = re.sub(rf"\${n}\.{re.escape(field)}(?![\w.\[])", f"${n}", line)
+                if line == lines[cause.lineno - 1]:
+                    return text
+                lines[cause.lineno - 1] = line
+                text = "".join(lines)
+        return text
 
     def save(
         self,
@@ -184,14 +239,19 @@ class NamedPlans:
                     f"{{{ph.name}}} is not a parameter of this plan (its parameters: "
                     f"{_listed(types)}): {ph.line.strip()}"
                 )
-        return self._parse(bind(text, sample_values(types)), "the plan")
+        return self._parse(bind(text, sample_values(types)), "the plan", shown=text)
 
-    def _parse(self, text: str, what: str) -> list[Task]:
+    def _parse(self, text: str, what: str, shown: str | None = None) -> list[Task]:
+        """`text` parsed; a UserError naming what is wrong, on the line of `shown` (the plan
+        before its values were bound: samples in an error were copied into the next attempt)."""
         parser = PlanParser(self.tools, plan_answers=self.plan_answers)
         try:
             tasks = parser.feed(text)
             tasks.extend(parser.close())
         except PlanError as exc:
+            lines = (shown or "").splitlines()
+            if shown is not None and exc.lineno is not None and 0 < exc.lineno <= len(lines):
+                exc.line = lines[exc.lineno - 1]
             where = f" (line {exc.lineno}: {exc.line})" if exc.line else ""
             raise UserError(f"{what} does not validate: {exc}{where}") from exc
         return tasks
@@ -320,6 +380,16 @@ def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str
             f"{len(calls)} tasks: each step is a task (or a few); a step done only under a "
             "condition is a task ending with `if <condition>`"
         )
+
+
+_VALUE_WORDS = {"value", "result", "output"}
+
+
+def _names_its_value(field: str, tool: str) -> bool:
+    """Whether `field` names the one value `tool` gives: a word of the tool's name, or
+    `value`/`result`/`output`."""
+    words = set(field.lower().split("_"))
+    return bool(words & (set(tool.lower().split("_")) | _VALUE_WORDS))
 
 
 def check_plan_name(name: Any) -> str:
