@@ -502,13 +502,22 @@ def make_llm(args: argparse.Namespace, golds: list[Gold]) -> LLM:
     return LocalLLM()
 
 
+def selected(args: argparse.Namespace) -> list[Runbook]:
+    """The runbooks of `--part` (tuned, heldout or all), then those `--runbooks` names."""
+    return [
+        r
+        for r in RUNBOOKS
+        if args.part in ("all", r.part) and (not args.runbooks or r.name in args.runbooks)
+    ]
+
+
 def has_named_plans() -> bool:
     return hasattr(Runtime, "run_plan") and hasattr(Runtime, "compile_runbook")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     WORLD.scale = args.scale
-    runbooks = [r for r in RUNBOOKS if not args.runbooks or r.name in args.runbooks]
+    runbooks = selected(args)
     golds = [gold_of(rb, c) for rb in runbooks for c in rb.cases]
     llm = make_llm(args, golds)
     ways = tuple(w for w in WAYS if w != "named plan" or has_named_plans())
@@ -545,7 +554,7 @@ def compile_check(args: argparse.Namespace) -> dict[str, Any]:
     for the first `--cases` parameter sets (default 1) with the same model (the joiner, and
     decide where the plan asks it)."""
     WORLD.scale = args.scale
-    runbooks = [r for r in RUNBOOKS if not args.runbooks or r.name in args.runbooks]
+    runbooks = selected(args)
     base = make_llm(args, [gold_of(rb, c) for rb in runbooks for c in rb.cases])
     rows: list[dict[str, Any]] = []
     compiles: list[dict[str, Any]] = []
@@ -645,6 +654,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="latencies x0.01, LLM instant-ish")
     p.add_argument("--cases", type=int, default=0, help="parameter sets per runbook (0: all)")
     p.add_argument("--runbooks", nargs="*", default=None)
+    p.add_argument(
+        "--part",
+        choices=["tuned", "heldout", "all"],
+        default="tuned",
+        help="the ten runbooks the prompts were tuned on, the five held out, or all",
+    )
     p.add_argument("--report", action="store_true", help="only: write runbooks.md from the parts")
     p.add_argument("--repeats", type=int, default=1, help="runs of each case and way (median)")
     p.add_argument(

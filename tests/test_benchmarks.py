@@ -465,3 +465,29 @@ def test_the_runbook_benchmark_takes_each_branch_side_right_every_way(tmp_path: 
         assert calls["named plan"] == calls["plan each time"] - len(rows) // len(ways)
         assert [c["error"] for c in result["compiles"]] == [None] * len(names)
     assert "| runbook | side |" in out.with_suffix(".md").read_text()
+
+
+def test_the_held_out_runbooks_take_each_branch_side_right_every_way(tmp_path: Path) -> None:
+    """`--part heldout`: the five held-out runbooks (their own tools, registered when the
+    catalog loads), each parameter set run three ways on the quick oracle: every run takes
+    exactly the expected side effects and names its outcome, and each runbook's two sides are
+    taken."""
+    from benchmarks import runbook_bench
+    from benchmarks.runbooks import RUNBOOKS
+
+    heldout = [r for r in RUNBOOKS if r.part == "heldout"]
+    assert len(heldout) == 5
+    assert all(r.path.parent.name == "heldout" for r in heldout)
+    out = tmp_path / "heldout"
+    result = runbook_bench.main(["--quick", "--part", "heldout", "--out", str(out)])
+    rows = result["rows"]
+    ways = result["ways"]
+    assert {r["runbook"] for r in rows} == {r.name for r in heldout}
+    assert len(rows) == len(ways) * sum(len(r.cases) for r in heldout)
+    assert all(r["correct"] for r in rows), [r for r in rows if not r["correct"]]
+    for rb in heldout:
+        sides = {r["side"] for r in rows if r["runbook"] == rb.name}
+        assert sides == {c.side for c in rb.cases}
+        assert len(sides) == 2
+    if "named plan" in ways:
+        assert [c["error"] for c in result["compiles"]] == [None] * len(heldout)

@@ -1,8 +1,10 @@
-"""The runbook benchmark's catalog: ten markdown runbooks (this folder), the tools each uses
-(`tools.py`), the plan a capable model would compile from each (its gold plan, written in the
-plan language with `<param>` placeholders, branches as `if` conditions), and per parameter set
-the known right outcome: the side effects that must happen (no others) and what the answer must
-say.  The expected outcomes are written by hand from the facts in `tools.FACTS`, not derived
+"""The runbook benchmark's catalog: ten markdown runbooks (this folder, `part="tuned"`: the
+compile prompts were tuned on them) and five held out (`heldout/`, `part="heldout"`, tools in
+`heldout_tools.py`), the tools each uses (`tools.py`), the plan a capable model would compile
+from each (its gold plan, written in the plan language with `<param>` placeholders, branches
+as `if` conditions), and per parameter set the known right outcome: the side effects that must
+happen (no others) and what the answer must say.  The expected outcomes are written by hand
+from the facts in `tools.FACTS` (and `heldout_tools.HELDOUT_FACTS`), not derived
 from the gold plans, so they also check that the gold plans (and the runtime's branches) are
 right."""
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import heldout_tools  # noqa: F401  (registers the held-out tools in tools.TOOLS)
 
 HERE = Path(__file__).parent
 _PARAM = re.compile(r"<([a-z_]+)>")
@@ -36,9 +40,12 @@ class Runbook:
     gold: str  # the plan, with <param> placeholders
     cases: tuple[Case, ...]
     decide: bool = False  # the plan asks the LLM a decision (builtin decide)
+    part: str = "tuned"  # "tuned" (the prompts were tuned on it) or "heldout" (they were not)
 
     @property
     def path(self) -> Path:
+        if self.part == "heldout":
+            return HERE / "heldout" / f"{self.name}.md"
         return HERE / f"{self.name}.md"
 
     @property
@@ -368,6 +375,190 @@ RUNBOOKS: list[Runbook] = [
                 "The users backup was 41 hours old, so a new full backup was started.",
             ),
         ),
+    ),
+]
+
+# The held-out runbooks (`heldout/*.md`, tools in `heldout_tools.py`): written after the
+# compile prompts were tuned on the ten above, and not to be tuned on; `--part heldout`.
+RUNBOOKS += [
+    Runbook(
+        "consumer_lag",
+        ("consumer_lag", "consumer_group_state", "topic_rate", "restart_consumers", "notify"),
+        """
+1. consumer_lag("<group>", "<topic>")
+2. consumer_group_state("<group>")
+3. topic_rate("<topic>")
+4. restart_consumers("<group>") if $1 > 10000 and not $2.running
+5. notify("#data-eng", "<group> lag ${1} on <topic>, ${2.members} up") if $1 <= 10000 or $2.running
+6. join()
+""",
+        (
+            _case(
+                "behind, not running",
+                {"group": "invoice-writer", "topic": "invoices"},
+                ["restart_consumers invoice-writer"],
+                "invoice-writer restart",
+                "invoice-writer was 48,210 messages behind on invoices with no consumers "
+                "running, so its consumers were restarted.",
+            ),
+            _case(
+                "behind, running",
+                {"group": "clickstream-etl", "topic": "page-views"},
+                ["notify #data-eng"],
+                "clickstream-etl 23950|23,950",
+                "clickstream-etl is 23,950 messages behind on page-views with 6 consumers "
+                "running; nothing was restarted and #data-eng was told.",
+            ),
+        ),
+        part="heldout",
+    ),
+    Runbook(
+        "rollout_stuck",
+        ("rollout_status", "pod_events", "undo_rollout", "open_ticket", "notify"),
+        """
+1. rollout_status("<deployment>", "<namespace>")
+2. pod_events("<deployment>", "<namespace>")
+3. undo_rollout("<deployment>", "<namespace>") if $1.ready < $1.desired
+4. open_ticket("platform", "<deployment> revision ${1.revision} stuck: ${2}") if $3 != None
+5. notify("#deploys", "<deployment> revision ${1.revision} rolled out") if $1.ready >= $1.desired
+6. join()
+""",
+        (
+            _case(
+                "replicas missing",
+                {"deployment": "checkout-web", "namespace": "prod"},
+                ["undo_rollout prod/checkout-web", "open_ticket platform"],
+                "checkout-web roll",
+                "Only 2 of 6 checkout-web replicas were ready (revision 41 could not pull its "
+                "image), so checkout-web was rolled back to revision 40 and a platform ticket "
+                "was opened.",
+            ),
+            _case(
+                "all ready",
+                {"deployment": "ledger-api", "namespace": "payments"},
+                ["notify #deploys"],
+                "ledger-api 17",
+                "ledger-api revision 17 is fully rolled out (4 of 4 replicas ready); nothing "
+                "was rolled back and #deploys was told.",
+            ),
+        ),
+        part="heldout",
+    ),
+    Runbook(
+        "key_rotation",
+        (
+            "api_key_info",
+            "leak_scan",
+            "create_api_key",
+            "store_secret",
+            "revoke_api_key",
+            "notify",
+        ),
+        """
+1. api_key_info("<service>", "<provider>")
+2. leak_scan("<service>", "<provider>")
+3. create_api_key("<service>", "<provider>") if $2 or $1.age_days > 90
+4. store_secret("<service>/<provider>", $3) if $3 != None
+5. revoke_api_key("<service>", "<provider>", $1.key_id) if $4 != None
+6. notify("#security", "<service> key ${1.age_days} days old") if not $2 and $1.age_days <= 90
+7. join()
+""",
+        (
+            _case(
+                "leaked",
+                {"service": "payments", "provider": "stripe"},
+                [
+                    "create_api_key payments stripe",
+                    "store_secret payments/stripe sk_live_9d1e",
+                    "revoke_api_key payments stripe sk_live_4f2a",
+                ],
+                "payments revok",
+                "The payments Stripe key sk_live_4f2a was found leaked, so a new key "
+                "(sk_live_9d1e) was created and stored in the vault, and the old key was revoked.",
+            ),
+            _case(
+                "clean, 64 days",
+                {"service": "mailer", "provider": "sendgrid"},
+                ["notify #security"],
+                "mailer 64",
+                "The mailer SendGrid key is 64 days old and was not found leaked; it was not "
+                "rotated and #security was told.",
+            ),
+        ),
+        part="heldout",
+    ),
+    Runbook(
+        "conn_pool",
+        ("pool_stats", "longest_query", "kill_query", "restart_service", "notify"),
+        """
+1. pool_stats("<service>")
+2. longest_query("<database>")
+3. kill_query("<database>", $2.pid) if $2.seconds > 300
+4. restart_service("<service>") if $2.seconds <= 300
+5. notify("#db", "<service> pool ${1.in_use}/${1.max} in use, ${1.waiting} waiting")
+6. join()
+""",
+        (
+            _case(
+                "long query",
+                {"service": "invoicing", "database": "billing-db"},
+                ["kill_query billing-db 48113", "notify #db"],
+                "billing-db 48113 terminat|kill",
+                "A query on billing-db (pid 48113) had been running for 1,840 s while "
+                "invoicing's pool was full (50/50 in use, 312 waiting): it was terminated and "
+                "#db was told.",
+            ),
+            _case(
+                "no long query",
+                {"service": "profile-api", "database": "accounts-db"},
+                ["restart_service profile-api", "notify #db"],
+                "profile-api restart",
+                "No query on accounts-db ran long (the longest 12 s), so profile-api was "
+                "restarted to release its leaked connections (40/40 in use, 87 waiting); #db "
+                "was told.",
+            ),
+        ),
+        part="heldout",
+    ),
+    Runbook(
+        "bucket_public",
+        (
+            "bucket_access",
+            "bucket_classification",
+            "block_public_access",
+            "anonymous_reads",
+            "open_ticket",
+            "notify",
+        ),
+        """
+1. bucket_access("<bucket>")
+2. bucket_classification("<bucket>")
+3. block_public_access("<bucket>") if $1.public and $2 != "public"
+4. anonymous_reads("<bucket>") if $3 != None
+5. open_ticket("security", "<bucket> public, owner ${1.owner}, ${4} anonymous reads") if $3 != None
+6. notify("#security", "<bucket> access matches ${2}") if not ($1.public and $2 != "public")
+7. join()
+""",
+        (
+            _case(
+                "confidential, public",
+                {"bucket": "hr-exports"},
+                ["block_public_access hr-exports", "open_ticket security"],
+                "hr-exports block 1372|1,372",
+                "hr-exports is confidential but was readable by anyone (1,372 anonymous reads "
+                "in 24 h): public access was blocked and a security ticket was opened for "
+                "people-ops.",
+            ),
+            _case(
+                "meant to be public",
+                {"bucket": "press-kit"},
+                ["notify #security"],
+                "press-kit public",
+                "press-kit is classified public and allows anonymous reads as intended; "
+                "nothing was changed and #security was told.",
+            ),
+        ),
+        part="heldout",
     ),
 ]
 
