@@ -1261,3 +1261,41 @@ def test_a_field_the_result_s_declared_type_lacks_is_refused_before_anything_run
 def test_a_declared_field_or_an_undeclared_type_is_read(call: str, read: str) -> None:
     tasks = parse_plan(f"1. {call}\n2. echo({read})\n3. join()\n", FIELDS)
     assert str(tasks[1].args[0]) == read
+
+
+@tool
+def verified(name: str) -> bool:
+    """Whether it checks out."""
+    return True
+
+
+@pytest.mark.parametrize(
+    ("condition", "match"),
+    [
+        ('"${1}" == "done"', r"compares the text '\$\{1\}', not a result: write the reference"),
+        (
+            "$1 == 'True'",
+            r"compares \$1 with the text 'True', but verified returns bool: compare "
+            r"it with True or False, without quotes",
+        ),
+        (
+            '"3" < $2',
+            r"compares \$2 with the text '3', but lag returns int: compare it with a "
+            r"number",
+        ),
+    ],
+)
+def test_a_condition_that_can_only_be_false_as_written_is_refused(
+    condition: str, match: str
+) -> None:
+    tools = ToolRegistry(verified, lag, echo)
+    plan = f'1. verified("x")\n2. lag("r")\n3. echo(1) if {condition}\n4. join()\n'
+    with pytest.raises(PlanSyntaxError, match=match):
+        parse_plan(plan, tools)
+
+
+def test_a_condition_comparing_a_text_result_or_a_bool_as_one_is_read() -> None:
+    tools = ToolRegistry(verified, lag, echo)
+    for condition in ("$1 == True", "$2 > 3", '$3 == "done"', "not $1", '$3 != "$ 5"'):
+        plan = f'1. verified("x")\n2. lag("r")\n3. echo(1)\n4. echo(2) if {condition}\n5. join()\n'
+        assert parse_plan(plan, tools)[3].condition is not None

@@ -5,6 +5,7 @@ precisely; a run killed in the middle resumed without the planner; the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections import Counter
@@ -276,6 +277,9 @@ def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() ->
     four = " and ".join(["${1.disk_pct} > {limit}"] * 4)
     assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four))
     assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four + " and $1 != 2"))
+    # A text in a condition holds no reference: it would be compared as written.
+    assert grammar.accepts(PLAN.replace("if $2 != None", 'if $2 != "x"'))
+    assert not grammar.accepts(PLAN.replace("if $2 != None", 'if "${2}" != "x"'))
 
 
 def test_a_compiled_plan_writes_the_runbook_s_own_spelling_of_a_parameter_as_one(
@@ -441,3 +445,33 @@ def test_named_plans_over_rest_anyone_runs_only_an_admin_stores(
         alice.close()
         root.close()
     assert _ran(tmp_path)["rotate_logs db-3"] == 1
+
+
+@pytest.mark.parametrize("pct", ["95", "50"])
+def test_a_named_plan_s_answer_ends_with_the_actions_as_they_happened(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch, pct: str
+) -> None:
+    """Its side effects stated by the runtime, not re-typed by the joiner: each one taken (with
+    the values it ran with and what it gave), each one not taken and why."""
+    acting = {
+        n: dataclasses.replace(t, side_effects=n in ("rotate_logs", "notify"))
+        for n, t in TOOLS.items()
+    }
+    script = Script.by_purpose(planner=[PLAN], joiner=["Thought: done.\nAction: Finish(Ran.)"])
+    rt = Runtime(list(acting.values()), ScriptedLLM(script), journal=journal_db, cache=False)
+    rt.compile_runbook(RUNBOOK, name="free-disk")
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", pct)
+    result = rt.run_plan("free-disk", host="db-3", limit=90)
+    assert result.status == "finished", result.error
+    if pct == "95":
+        assert result.answer == (
+            'Ran.\n\nActions taken: rotate_logs(host="db-3") -> rotated db-3.\n'
+            "Not taken: notify (condition false: $1.disk_pct <= 90 ($1.disk_pct is 95))."
+        )
+    else:
+        assert result.answer == (
+            'Ran.\n\nActions taken: notify(message="db-3 disk ok") -> notified.\n'
+            "Not taken: rotate_logs (condition false: $1.disk_pct > 90 ($1.disk_pct is 50))."
+        )
+    # The journal records the same answer the result has.
+    assert Journal(journal_db).show(result.run_id)["answer"] == result.answer

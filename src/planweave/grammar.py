@@ -200,7 +200,8 @@ _CONDITION = [
     'cond-not ::= "not " cond-not | cond-cmp',
     "cond-cmp ::= cond-operand ( cond-op cond-operand )?",
     'cond-op ::= " == " | " != " | " < " | " > " | " <= " | " >= " | " in " | " not in "',
-    'cond-operand ::= ref | "${" [1-9] [0-9]? inner-path "}" | number | string | bool | "None" '
+    # A text in a condition is compared as written: never a reference inside it (`"${3}"`).
+    'cond-operand ::= ref | "${" [1-9] [0-9]? inner-path "}" | number | key | bool | "None" '
     '| "(" cond-or ")" | cond-fn "(" ref ")"',
     'cond-fn ::= "len" | "min" | "max" | "sum" | "any" | "all"',
 ]

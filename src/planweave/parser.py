@@ -9,6 +9,7 @@ import ast
 import collections.abc
 import dataclasses
 import inspect
+import itertools
 import json
 import re
 import types
@@ -683,6 +684,7 @@ class PlanParser:
         tool, bound = self._check_call(task)
         self._check_fan_out(task)
         self._check_fields(task)
+        self._check_condition(task)
         self._check_values(task, tool, bound)
 
     def _check_deps(self, task: Task) -> None:
@@ -849,6 +851,52 @@ class PlanParser:
                 task_id=task.id,
             )
 
+    def _check_condition(self, task: Task) -> None:
+        """A condition that can only be false as written is refused: a text that holds a
+        reference (`"${3}" == "done"` compares the text `${3}`), or a result whose declared
+        type is a bool or a number compared with a text (`$2 == "True"` for a bool)."""
+        cond = task.condition
+        if cond is None:
+            return
+        refs = dict(cond.refs)
+        tree = ast.parse(cond.expression, mode="eval")
+        for node in ast.walk(tree):
+            text = node.value if isinstance(node, ast.Constant) else None
+            if isinstance(text, str) and _REF_IN_TEXT_RE.search(text):
+                raise PlanSyntaxError(
+                    f"the condition `{cond.text}` compares the text {text!r}, not a "
+                    'result: write the reference without quotes, as in `$1 == "done"`',
+                    line=task.line,
+                    lineno=task.lineno,
+                    task_id=task.id,
+                )
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            for a, b in itertools.pairwise(sides):
+                for name, other in ((a, b), (b, a)):
+                    if not isinstance(name, ast.Name) or name.id not in refs:
+                        continue
+                    if not (isinstance(other, ast.Constant) and isinstance(other.value, str)):
+                        continue
+                    self._check_compared(task, refs[name.id], other.value)
+
+    def _check_compared(self, task: Task, ref: Ref, text: str) -> None:
+        source = self.tasks.get(ref.task_id)
+        if ref.path or ref.each is not None or source is None or source.fan_out is not None:
+            return
+        returns = self.tools[source.tool].returns if source.tool in self.tools else None
+        if returns not in (bool, int, float):
+            return
+        hint = "True or False" if returns is bool else "a number"
+        raise PlanSyntaxError(
+            f"the condition `{task.condition}` compares {ref} with the text {text!r}, but "
+            f"{source.tool} returns {returns.__name__}: compare it with {hint}, without quotes",
+            line=task.line,
+            lineno=task.lineno,
+            task_id=task.id,
+        )
+
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task
         self._last_id = task.id
@@ -936,6 +984,9 @@ class PlanParser:
         self.validate(task)
         self._accept(task)
         return task
+
+
+_REF_IN_TEXT_RE = re.compile(r"\$\{?\d")
 
 
 def _declared_fields(annotation: Any) -> tuple[str, ...] | None:

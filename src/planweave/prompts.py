@@ -225,6 +225,7 @@ Write the runbook the user gives as one plan, to be run later many times without
 - A step done only under a condition in words ("if the disk is over 90%") ends with
   `if <condition>` on earlier results: `3. rotate_logs({host}) if ${1.disk_pct} > 90`.
   There is no else: the other side is its own task with the opposite condition.
+  A condition may test a parameter too: `if "{region}" == "eu"`.
 - A parameter the runbook writes <name> is written {name} in the plan, as a whole value
   (`disk_usage({host})`) or inside a string (`"{host} is full"`); never an example value.
   The parameters: {params}.

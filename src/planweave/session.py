@@ -72,6 +72,7 @@ from .recoverer import TaskRecoverer
 from .recovery import EscalationHandler, Recovery, SubplanAnswer
 from .redaction import encodable, redact
 from .resume import ResumeState
+from .runbooks.report import with_actions
 from .scheduler import Scheduler
 from .settings import Mode, RunSettings
 from .store import Journal, RunRecorder, encode
@@ -385,7 +386,19 @@ class Session:
             return await native.run(asked, llm, scheduler, bus)
         plan, example = self.cached_start()
         compiled = setup.compiled.with_replans(self.settings.max_replans)  # this run's own
-        return await compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
+        answer = await compiled.answer(asked, llm, scheduler, bus, plan=plan, example=example)
+        if not self.named_plan:
+            return answer
+        # A runbook's actions as they happened, after the joiner's words about them.
+        return with_actions(answer, scheduler.records.values(), setup.tools, scheduler.results)
+
+    @property
+    def named_plan(self) -> bool:
+        """Whether this run is a named plan's, begun now or resumed."""
+        if self.given is not None:
+            return True
+        cached = self.resume.cached if self.resume is not None else None
+        return cached is not None and cached.get("kind") == "named_plan"
 
     def cached_start(self) -> tuple[str | None, tuple[str, str] | None]:
         """The first plan from the plan cache, or an example to plan it with; a resumed run
