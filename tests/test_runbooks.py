@@ -247,6 +247,19 @@ def test_a_compile_s_example_value_and_a_field_of_a_plain_value_are_read_as_mean
     compiled = rt.compile_runbook(RUNBOOK, name="free-disk")
     assert compiled.plan == plan_text(PLAN.replace("disk_usage({host})", "disk_usage(host={host})"))
     assert script.purposes == ["planner"]  # read as meant, not asked again
+    # The example value may be the parameter's own name: a keyword or a placeholder spelled
+    # the same stays as it is.
+    named = PLAN.replace("disk_usage({host})", 'disk_usage(host="host")').replace(
+        "rotate_logs({host})", 'rotate_logs(host="host")'
+    )
+    named = named.replace('"{host} disk ok"', '"host disk ok"').replace("{host}:", "host:")
+    rt, script = _runtime(journal_db, [named])
+    compiled = rt.compile_runbook(RUNBOOK, name="own-name")
+    assert compiled.plan == plan_text(
+        PLAN.replace("disk_usage({host})", "disk_usage(host={host})").replace(
+            "rotate_logs({host})", "rotate_logs(host={host})"
+        )
+    )
     # A field that names something else is refused, with the plan's own line (not the sample
     # values bound to validate it: the model copied those into its next attempt).
     other = PLAN.replace("if $2 != None", "if $2.disk_pct != None")

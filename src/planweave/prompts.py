@@ -230,7 +230,9 @@ Write the runbook the user gives as one plan, to be run later many times without
   (`disk_usage({host})`) or inside a string (`"{host} is full"`); never an example value.
   The parameters: {params}.
 - `$N` and `${N.field}` are only the result of task N, an earlier task (task 1 has none to
-  read); the field is one the tool's description names, never the tool's own name."""
+  read); the field is one the tool's description names, never the tool's own name.  A tool
+  that returns a number, a text or a bool (`-> int`, `-> str`, `-> bool`) has no fields: its
+  condition reads the whole result, `if $2 > 30`, `if $2 == True`, `if $2 == "ok"`."""
 
 
 def runbook_messages(

@@ -166,8 +166,7 @@ class NamedPlans:
             (value,) = values
             if not isinstance(value, str) or len(value) < 2 or not value.strip():
                 continue
-            text = text.replace(json.dumps(value), "{" + name + "}")
-            text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", "{" + name + "}", text)
+            text = _in_texts(text.replace(json.dumps(value), "{" + name + "}"), value, name)
         return text
 
     def _values_for_fields(self, text: str, types: Mapping[str, ParamType]) -> str:
@@ -383,6 +382,14 @@ def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str
 
 
 _VALUE_WORDS = {"value", "result", "output"}
+_TEXT_RE = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+
+def _in_texts(text: str, value: str, name: str) -> str:
+    """`text` with `value` written `{name}` wherever it stands as a word inside the plan's
+    texts (never a keyword argument or a placeholder that happens to be spelled the same)."""
+    word = re.compile(rf"(?<![\w.{{-]){re.escape(value)}(?![\w}}-])")
+    return _TEXT_RE.sub(lambda m: word.sub("{" + name + "}", m.group()), text)
 
 
 def _names_its_value(field: str, tool: str) -> bool:
