@@ -238,13 +238,14 @@ def run_named(runtime: Runtime, name: str, params: dict[str, str]) -> RunResult:
     return anyio.run(once)
 
 
-def compile_named(runtime: Runtime, rb: Runbook) -> dict[str, Any]:
-    """Compile the runbook into a named plan once: its time and LLM calls."""
+def compile_named(runtime: Runtime, rb: Runbook, by_step: bool | None = None) -> dict[str, Any]:
+    """Compile the runbook into a named plan once (`by_step`: as `compile_runbook` takes it):
+    its time and LLM calls."""
     before = _usage(runtime)
     start = time.perf_counter()
     error = None
     try:
-        runtime.compile_runbook(rb.text, name=rb.name)
+        runtime.compile_runbook(rb.text, name=rb.name, by_step=by_step)
     except Exception as exc:  # a plan the model got wrong: reported, the runs then fail
         error = f"{type(exc).__name__}: {exc}"
     wall = time.perf_counter() - start
@@ -563,7 +564,7 @@ def compile_check(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for rb in runbooks:
             runtime = Runtime(registry(rb), Counting(base), journal=Path(tmp) / f"{rb.name}.db")
-            compiled = compile_named(runtime, rb)
+            compiled = compile_named(runtime, rb, args.by_step)
             compiled["plan"] = None if compiled["error"] else runtime.named_plan(rb.name).plan
             compiles.append(compiled)
             print(f"{rb.name}: compiled in {compiled['compile_s']:.1f}s", compiled["error"] or "")
@@ -654,6 +655,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="latencies x0.01, LLM instant-ish")
     p.add_argument("--cases", type=int, default=0, help="parameter sets per runbook (0: all)")
     p.add_argument("--runbooks", nargs="*", default=None)
+    p.add_argument(
+        "--by-step",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compile one planner call per step, or (--no-by-step) one per runbook; "
+        "default: compile_runbook's (by step with the embedded model)",
+    )
     p.add_argument(
         "--part",
         choices=["tuned", "heldout", "all"],

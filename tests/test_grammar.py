@@ -15,6 +15,7 @@ from planweave.grammar import (
     plan_grammar,
     react_grammar,
     schema_grammar,
+    step_grammar,
     yes_no_answers,
 )
 from planweave.llm.llamacpp import BINDINGS, Engine, installed
@@ -67,6 +68,9 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     vocab_model.check_grammar(plan_grammar(registry))
     # A runbook's: branches, parameters, and the first task's copy of the call rules.
     vocab_model.check_grammar(plan_grammar(registry, branches=True, params=["host", "limit"]))
+    # A runbook's step, compiled by itself: its first task reads nothing, a later one earlier ones.
+    vocab_model.check_grammar(step_grammar(registry, first_id=1))
+    vocab_model.check_grammar(step_grammar(registry, first_id=4, params=["host"]))
     vocab_model.check_grammar(react_grammar(registry))
     vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
     vocab_model.check_grammar(joiner_grammar("compact", registry, plan_answers=True))  # and bare

@@ -10,6 +10,7 @@ import json
 import subprocess
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -488,3 +489,67 @@ def test_a_named_plan_s_answer_ends_with_the_actions_as_they_happened(
         )
     # The journal records the same answer the result has.
     assert Journal(journal_db).show(result.run_id)["answer"] == result.answer
+
+
+STEPS = [
+    "1. disk_usage({host})",
+    "2. rotate_logs({host}) if ${1.disk_pct} > {limit}",
+    '3. notify("{host} disk ok") if ${1.disk_pct} <= {limit}',
+    '4. report("{host}: ${2}") if $2 != None',
+]
+
+
+def test_a_runbook_compiled_step_by_step_asks_once_per_step_with_the_plan_so_far(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request shows the runbook, the plan so far and one step; its grammar numbers the
+    step's lines as asked and lets them read only earlier tasks; a refused step goes back with
+    the error; the plan is stored and runs like one compiled in one request."""
+    forward = "2. rotate_logs({host}) if ${2.disk_pct} > {limit}"  # reads itself
+    replies = [STEPS[0], forward, STEPS[1], STEPS[2], STEPS[3]]
+    rt, script = _runtime(journal_db, [r + "\n<END_OF_STEP>" for r in replies])
+    compiled = rt.compile_runbook(RUNBOOK, name="free-disk", by_step=True)
+    assert compiled.plan == "\n".join(STEPS) + "\n5. join()\n<END_OF_PLAN>\n"
+    assert compiled.params == {"host": "str", "limit": "int"}
+    assert script.purposes == ["planner"] * 5
+    first, second, repair, third = (script.requests[i] for i in (0, 1, 2, 3))
+    assert "The plan so far:\n(no task yet)\n\nStep 1: Check the disk usage of <host>." in (
+        first[-1].content
+    )
+    assert "The plan so far:\n1. disk_usage({host})\n\nStep 2: If it is over" in second[-1].content
+    assert repair[-2].content.startswith(forward)
+    assert repair[-1].content.startswith("That was refused: the plan does not validate")
+    assert "for step 2 again" in repair[-1].content
+    assert "The plan so far:\n" + "\n".join(STEPS[:2]) + "\n\nStep 3:" in third[-1].content
+    # The step grammar (the backend's request carries it): step 2 may read task 1 only.
+    grammar = Grammar(_step_grammar(2))
+    assert grammar.accepts(STEPS[1] + "\n<END_OF_STEP>")
+    assert not grammar.accepts(forward + "\n<END_OF_STEP>")
+    assert not grammar.accepts(STEPS[1].replace("2.", "3.", 1) + "\n<END_OF_STEP>")
+    monkeypatch.setenv("PLANWEAVE_TEST_DISK_PCT", "95")
+    result = rt.run_plan("free-disk", host="db-3", limit=90)
+    assert result.status == "finished", result.error
+    assert _ran_statuses(result) == {1: "done", 2: "done", 3: "skipped", 4: "done"}
+
+
+def _step_grammar(first_id: int) -> str:
+    from planweave.grammar import step_grammar
+
+    return step_grammar(TOOLS, first_id=first_id, params=["host", "limit"])
+
+
+def _ran_statuses(result: Any) -> dict[int, str]:
+    return {r.task.id: r.status.value for r in result.tasks}
+
+
+def test_a_step_s_reply_keeps_its_task_lines_only() -> None:
+    from planweave.runbooks.steps import Step, runbook_steps, step_lines
+
+    steps = runbook_steps(RUNBOOK + "\n   (indented: part of step 4)\nExpected outcome: x\n")
+    assert [s.number for s in steps] == [1, 2, 3, 4]
+    assert steps[1].text == "If it is over <limit:int> percent, rotate the logs."
+    assert steps[3].text.endswith("write a report. (indented: part of step 4)")
+    reply = "Thought: x\n2. a()\n3. b()\n4. join()\n5. c()\n6. d()\n<END_OF_STEP>\n7. e()"
+    assert step_lines(reply, Step(2, "x")) == ["2. a()", "3. b()", "5. c()"]
+    with pytest.raises(UserError, match="no task for step 2"):
+        step_lines("Thought: nothing\n<END_OF_STEP>", Step(2, "x"))

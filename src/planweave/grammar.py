@@ -17,7 +17,15 @@ from typing import Any
 from .llm.base import PromptStyle
 from .tools import Param, Tool, ToolRegistry
 
-__all__ = ["joiner_grammar", "literal", "plan_grammar", "react_grammar", "schema_grammar"]
+__all__ = [
+    "END_OF_STEP",
+    "joiner_grammar",
+    "literal",
+    "plan_grammar",
+    "react_grammar",
+    "schema_grammar",
+    "step_grammar",
+]
 
 # `string` is a Python string literal the parser reads back as written: no raw line break,
 # carriage return or NUL, only the escapes Python and JSON agree on (never a `$` spelled as
@@ -251,23 +259,26 @@ def plan_grammar(
     return "\n".join(["root ::= plan", *rules]) + common
 
 
-# The rules a call's arguments are written with, which `_first_without_references` copies for
-# the first task: its references become parameters only, its strings keys (no `${N}` inside).
+# The rules a call's arguments (and a condition) are written with, which `_reading` copies for a
+# task that may read only some results: its references name only those ids (or parameters).
 _VALUE_RULE_RE = re.compile(
-    r"(?<![\w-])(ref|string|value|list(?:-\d+)?|dict(?:-\d+)?|call(?:-[\w-]+)?)(?![\w-])"
+    r"(?<![\w-])(ref|string|value|list(?:-\d+)?|dict(?:-\d+)?|call(?:-[\w-]+)?"
+    r"|condition|cond-[\w-]+)(?![\w-])"
 )
 _QUOTED_RE = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]')
+_ANY_ID = "[1-9] [0-9]?"
 
 
-def _first_without_references(rules: list[str], params: str) -> list[str]:
-    """`rules` with the first task's call read by copies of the call rules in which a value is
-    never a reference, only a parameter `{name}` (`params`: their alternatives): the first task
-    has no earlier result, and the 1.5B model compiling runbooks wrote `1. cert_info($1.domain)`
-    for the parameter in six of ten."""
+def _reading(rules: list[str], prefix: str, ids: Sequence[int], params: str) -> list[str]:
+    """Copies of the call rules (and the condition's) named `<prefix>-...`, in which a
+    reference names only a task in `ids` or a parameter `{name}` (`params`: their
+    alternatives, or empty), and a string holds references to those ids only (none without
+    ids).  The first task of a runbook's plan reads no result (the 1.5B model wrote
+    `1. cert_info($1.domain)` for the parameter in six of ten); a step's task only earlier ones."""
 
     def renamed(text: str) -> str:
         def rename(m: re.Match[str]) -> str:
-            return "key" if m.group(1) == "string" else f"first-{m.group(1)}"
+            return f"{prefix}-{m.group(1)}"
 
         parts, last = [], 0
         for quoted in _QUOTED_RE.finditer(text):  # terminals and classes are left as written
@@ -275,16 +286,72 @@ def _first_without_references(rules: list[str], params: str) -> list[str]:
             last = quoted.end()
         return "".join([*parts, _VALUE_RULE_RE.sub(rename, text[last:])])
 
-    copies = [renamed(r) for r in rules if re.match(r"(call|list-\d|dict-\d)", r)]
+    copied = [r for r in rules if re.match(r"(call(-[\w-]+)?|list-\d+|dict-\d+) ::=", r)]
+    copied += _CONDITION if ids else []  # a condition reads a result
+    out = [renamed(r).replace(_ANY_ID, f"{prefix}-id") for r in copied]
+    refs = []
+    if ids:
+        out.append(f"{prefix}-id ::= " + " | ".join(literal(str(i)) for i in sorted(ids)))
+        refs.append(f'"$" {prefix}-id projection* ( "[*]" projection* )?')
+        out.append(f'{prefix}-string ::= "\\"" ( char | {prefix}-dollar )* "$"* "\\""')
+        out.append(
+            f'{prefix}-dollar ::= "$"+ ( [^{{"\\\\\\n\\r\\x00$] | control '
+            f'| "{{" {prefix}-id inner-path "}}" )'
+        )
+    else:
+        out.append(f"{prefix}-string ::= key")
+    if params:
+        refs.append(f'"{{" ( {params} ) "}}"')
+    if refs:
+        out.append(f"{prefix}-ref ::= " + " | ".join(refs))
+    value = f'key | number | bool | "None" | {prefix}-list | {prefix}-dict'
+    if ids:
+        value = f'{prefix}-string | number | bool | "None" | {prefix}-list | {prefix}-dict'
+    if refs:
+        value += f" | {prefix}-ref"
+    out += [
+        f"{prefix}-value ::= {value}",
+        f'{prefix}-list ::= "[" ws ( {prefix}-value ( "," ws {prefix}-value )* )? ws "]"',
+        f'{prefix}-dict ::= "{{" ws ( key ":" ws {prefix}-value ( "," ws key ":" ws '
+        f'{prefix}-value )* )? ws "}}"',
+    ]
+    if not refs:  # no reference at all: the rules that offer one lose it
+        out = [re.sub(rf" \| {prefix}-ref(?![\w-])|{prefix}-ref \| ", "", r) for r in out]
+    return out
+
+
+def _first_without_references(rules: list[str], params: str) -> list[str]:
+    """`rules` with the first task's call read by `_reading` copies that read no result."""
     return [
         *(r.replace('first ::= id ". " call', 'first ::= id ". " first-call') for r in rules),
-        *copies,
-        f'first-ref ::= "{{" ( {params} ) "}}"',
-        'first-value ::= key | number | bool | "None" | first-ref | first-list | first-dict',
-        'first-list ::= "[" ws ( first-value ( "," ws first-value )* )? ws "]"',
-        'first-dict ::= "{" ws ( key ":" ws first-value ( "," ws key ":" ws first-value )* )? '
-        'ws "}"',
+        *_reading(rules, "first", (), params),
     ]
+
+
+def step_grammar(
+    tools: ToolRegistry, *, first_id: int, lines: int = 3, params: Sequence[str] = ()
+) -> str:
+    """One step of a runbook compiled step by step (`runbooks`): up to `lines` task lines
+    numbered from `first_id`, each with an optional condition, each reading only earlier tasks'
+    results (and the parameters, `{name}`), then `<END_OF_STEP>`."""
+    calls, rules = _calls(tools)
+    names = " | ".join(literal(p) for p in params)
+    out: list[str] = []
+    for j in range(lines):
+        k = first_id + j
+        earlier = range(1, k)
+        out += _reading([f"call ::= {calls}", *rules], f"t{k}", earlier, names)
+        cond = f" t{k}-condition?" if earlier else ""
+        out.append(f'line-{k} ::= {literal(f"{k}. ")} t{k}-call{cond} "\\n"')
+    end = literal(END_OF_STEP)
+    chain = end
+    for j in reversed(range(1, lines)):
+        chain = f"( {end} | line-{first_id + j} {chain} )"
+    head = f"root ::= line-{first_id} {chain}"
+    return "\n".join([head, *out]) + _COMMON
+
+
+END_OF_STEP = "<END_OF_STEP>"
 
 
 # What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:

@@ -41,6 +41,7 @@ __all__ = [
     "repair_messages",
     "replan_messages",
     "runbook_messages",
+    "step_messages",
     "synthesized_example",
 ]
 
@@ -244,6 +245,37 @@ def runbook_messages(
     named = ", ".join("{" + p + "}" for p in params) or "none"
     rules = _RUNBOOK_RULES.replace("{params}", named)
     return question_messages(system + "\n\n" + rules, runbook)
+
+
+_STEP_RULES = """\
+You write the plan one step at a time.  Each time you see the runbook, the plan so far and one
+step: reply with that step's task(s) only (one, or a few when the step does several things),
+numbered as asked, then <END_OF_STEP>.  A step done only under a condition ends with its
+`if <condition>` on the results of earlier tasks."""
+
+
+def step_messages(
+    tools: ToolRegistry,
+    runbook: str,
+    params: Sequence[str],
+    so_far: Sequence[str],
+    number: int,
+    step: str,
+    first_id: int,
+    *,
+    plan_answers: bool = False,
+) -> list[Message]:
+    """One step's request when a runbook is compiled step by step (`runbooks.steps`): the
+    compile's system prompt and rules, then the runbook, the plan so far and the step.  What
+    comes before the plan so far is the same for every step of a runbook (a prefix cache
+    keeps it)."""
+    system = runbook_messages(tools, runbook, params, plan_answers=plan_answers)[0].content
+    plan = "\n".join(so_far) if so_far else "(no task yet)"
+    user = (
+        f"Runbook:\n{runbook.strip()}\n\nThe plan so far:\n{plan}\n\n"
+        f"Step {number}: {step}\nWrite the task(s) for step {number}, from task {first_id}."
+    )
+    return [Message("system", system + "\n\n" + _STEP_RULES), Message("user", user)]
 
 
 def replan_messages(

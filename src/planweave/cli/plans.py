@@ -65,17 +65,26 @@ def plans_compile(
     name: NameOption,
     db: DbOption = None,
     as_json: AsJson = False,
+    by_step: Annotated[
+        bool | None,
+        typer.Option(
+            "--by-step/--in-one",
+            help="one planner call per numbered step, or one for the whole runbook "
+            "(default: by step with the embedded model)",
+        ),
+    ] = None,
     *,
     settings: RunSettings,
 ) -> None:
-    """Compile RUNBOOK into the next version of the named plan NAME (one planner call)."""
+    """Compile RUNBOOK into the next version of the named plan NAME (one planner call, or one
+    per numbered step)."""
     err = plain_console(stderr=True)
     text = _read(runbook, err)
     with open_journal(db, err) as journal:
         try:
             llm = make_llm(settings)
             runtime = Runtime.from_settings(settings, llm=llm, journal=journal)
-            plan = anyio.run(_compiled, runtime, text, name)
+            plan = anyio.run(_compiled, runtime, text, name, by_step)
         except PlanweaveError as exc:
             err.print(labelled("error:", "red", exc))
             raise typer.Exit(2) from None
@@ -86,9 +95,9 @@ def plans_compile(
     plain_console().print(plan.plan, markup=False, highlight=False)
 
 
-async def _compiled(runtime: Runtime, text: str, name: str) -> NamedPlan:
+async def _compiled(runtime: Runtime, text: str, name: str, by_step: bool | None) -> NamedPlan:
     try:
-        return await runtime.acompile_runbook(text, name=name)
+        return await runtime.acompile_runbook(text, name=name, by_step=by_step)
     finally:
         await runtime.llm.aclose()
 

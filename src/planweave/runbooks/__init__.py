@@ -135,16 +135,27 @@ class NamedPlans:
         the runbook's parameters, or has fewer tasks than the runbook numbered steps, does not
         validate either (a runbook may mention a parameter it needs no step for, or a step no
         tool does: the last attempt is stored for review as it is)."""
+        text, types = self.read(runbook, reply)
+        tasks = self._validated(text, types)
+        if strict:
+            _check_complete(runbook, text, tasks, list(types))
+        return self.save(name, text, params=types, source=runbook)
+
+    def read(self, runbook: str, reply: str) -> tuple[str, dict[str, ParamType]]:
+        """The plan in a compile's `reply` as the model meant it (its `<host>`, example values
+        and fields of plain values read as `{host}` and whole results), with its parameters'
+        types; not validated."""
         declared = runbook_params(runbook)
         names = list(declared)
         given = {k: v for k, v in declared.items() if v is not None}
         text = _placeholders_spelled(plan_text(reply), declared)
         text = self._values_for_fields(text, infer_types(text, names, self.tools, given))
         text = self._examples_as_params(text, infer_types(text, names, self.tools, given))
-        types = infer_types(text, names, self.tools, given)
-        if strict:
-            _check_complete(runbook, text, self._validated(text, types), names)
-        return self.save(name, text, params=types, source=runbook)
+        return text, infer_types(text, names, self.tools, given)
+
+    def checked(self, text: str, types: Mapping[str, ParamType]) -> list[Task]:
+        """`text`'s tasks, validated as a stored plan is; a UserError naming what is wrong."""
+        return self._validated(text, types)
 
     def _examples_as_params(self, text: str, types: Mapping[str, ParamType]) -> str:
         """A compiled plan that never uses a parameter but passes one text as the argument

@@ -10,6 +10,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import UserError
 from . import NamedPlan, NamedPlans, check_plan_name, repaired
+from .steps import (
+    MAX_STEPS,
+    Step,
+    plan_of,
+    runbook_steps,
+    step_lines,
+    step_repaired,
+    step_request,
+    task_lines,
+)
 
 if TYPE_CHECKING:
     from ..admission import Admission
@@ -50,20 +60,31 @@ class NamedPlanMethods:
             given: NamedPlanStarted | None = None,
         ) -> RunResult: ...
 
-    def compile_runbook(self, text: str, *, name: str) -> NamedPlan:
+    def compile_runbook(self, text: str, *, name: str, by_step: bool | None = None) -> NamedPlan:
         """Compile a runbook into the next version of the named plan `name` (blocking).  See
         `acompile_runbook`."""
-        return self._blocking("compile_runbook", lambda: self.acompile_runbook(text, name=name))
+        return self._blocking(
+            "compile_runbook", lambda: self.acompile_runbook(text, name=name, by_step=by_step)
+        )
 
-    async def acompile_runbook(self, text: str, *, name: str) -> NamedPlan:
+    async def acompile_runbook(
+        self, text: str, *, name: str, by_step: bool | None = None
+    ) -> NamedPlan:
         """One planner call turns the markdown runbook `text` (numbered steps, conditions in
         words, parameters `<host>` or `<limit:int>`) into a plan with branches and typed
         parameters (`{host}`), with the branch grammar where the backend takes grammars; it
         is validated and stored in the journal as the next version of `name`.  A reply that
         does not validate goes back to the planner with the error, up to `max_repairs` times
-        (the planner's own repair budget); after that UserError (nothing is stored)."""
+        (the planner's own repair budget); after that UserError (nothing is stored).
+        `by_step` (default: with the embedded model) asks one planner call per numbered step
+        instead (`runbooks.steps`), each step's reply repaired the same way."""
         plans = self.named_plans_store()
         check_plan_name(name)
+        if by_step is None:
+            by_step = bool(getattr(self.llm, "embedded", False))
+        steps = runbook_steps(text)
+        if by_step and 0 < len(steps) <= MAX_STEPS:
+            return plans.compiled(name, text, await self._by_step(plans, text, steps))
         request = plans.request(text, grammar=bool(self.settings.grammar))
         for repairs in range(self.settings.max_repairs + 1):
             reply = "".join([delta.text async for delta in self.llm.stream(request)])
@@ -74,6 +95,32 @@ class NamedPlanMethods:
                     raise
                 request = repaired(request, reply, str(exc))
         raise AssertionError("unreachable")
+
+    async def _by_step(self, plans: NamedPlans, text: str, steps: list[Step]) -> str:
+        """The plan of `text` compiled one numbered step at a time."""
+        so_far: list[str] = []
+        for step in steps:
+            request = step_request(
+                self.tools,
+                text,
+                so_far,
+                step,
+                grammar=bool(self.settings.grammar),
+                plan_answers=plans.plan_answers,
+            )
+            for repairs in range(self.settings.max_repairs + 1):
+                reply = "".join([delta.text async for delta in self.llm.stream(request)])
+                try:
+                    plan, types = plans.read(text, plan_of([*so_far, *step_lines(reply, step)]))
+                    plans.checked(plan, types)
+                except UserError as exc:
+                    if repairs == self.settings.max_repairs:
+                        raise UserError(f"step {step.number}: {exc}") from exc
+                    request = step_repaired(request, reply, str(exc), step)
+                    continue
+                so_far = task_lines(plan)
+                break
+        return plan_of(so_far)
 
     def named_plan(self, name: str, version: int | None = None) -> NamedPlan:
         """Version `version` of the named plan `name` (default: its latest)."""
