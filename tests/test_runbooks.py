@@ -287,10 +287,14 @@ def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() ->
         assert not grammar.accepts(PLAN.replace("disk_usage({host})", first))
     for first in ('disk_usage("db-3")', 'disk_usage("{host}-a")', "disk_usage(host={host})"):
         assert grammar.accepts(PLAN.replace("disk_usage({host})", first))
-    # A condition has at most four terms joined by `and` (one compile chained them to its limit).
-    four = " and ".join(["${1.disk_pct} > {limit}"] * 4)
-    assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four))
-    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", four + " and $1 != 2"))
+    # A condition has at most three terms joined by `and`, three by `or` (one compile chained
+    # them to its limit); parentheses nest more.
+    three = " and ".join(["${1.disk_pct} > {limit}"] * 3)
+    assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", three))
+    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", three + " and $1 != 2"))
+    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", "$1 or $1 or $1 or $1"))
+    nested = f"({three}) or not ({three})"
+    assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", nested))
     # A text in a condition holds no reference: it would be compared as written.
     assert grammar.accepts(PLAN.replace("if $2 != None", 'if $2 != "x"'))
     assert not grammar.accepts(PLAN.replace("if $2 != None", 'if "${2}" != "x"'))
@@ -503,7 +507,7 @@ def test_a_runbook_compiled_step_by_step_asks_once_per_step_with_the_plan_so_far
     journal_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each request shows the runbook, the plan so far and one step; its grammar numbers the
-    step's lines as asked and lets them read only earlier tasks; a refused step goes back with
+    step's line as asked and lets it read only earlier tasks; a refused step goes back with
     the error; the plan is stored and runs like one compiled in one request."""
     forward = "2. rotate_logs({host}) if ${2.disk_pct} > {limit}"  # reads itself
     replies = [STEPS[0], forward, STEPS[1], STEPS[2], STEPS[3]]
@@ -550,6 +554,6 @@ def test_a_step_s_reply_keeps_its_task_lines_only() -> None:
     assert steps[1].text == "If it is over <limit:int> percent, rotate the logs."
     assert steps[3].text.endswith("write a report. (indented: part of step 4)")
     reply = "Thought: x\n2. a()\n3. b()\n4. join()\n5. c()\n6. d()\n<END_OF_STEP>\n7. e()"
-    assert step_lines(reply, Step(2, "x")) == ["2. a()", "3. b()", "5. c()"]
+    assert step_lines(reply, Step(2, "x")) == ["2. a()"]  # one task a step
     with pytest.raises(UserError, match="no task for step 2"):
         step_lines("Thought: nothing\n<END_OF_STEP>", Step(2, "x"))

@@ -201,10 +201,11 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
 # literals, `and`/`or`/`not`, parentheses, a few functions of one reference.
 _CONDITION = [
     'condition ::= " if " cond-or',
-    # A few terms at most: the 1.5B model, compiling a runbook, chained `and ${1} != ${N}` for N
-    # up to 99 and on to its token limit, three times over.
-    'cond-or ::= cond-and ( " or " cond-and ){0,3}',
-    'cond-and ::= cond-not ( " and " cond-not ){0,3}',
+    # Three terms each at most (parentheses nest more): the 1.5B model, compiling a runbook,
+    # chained `and ${1} != ${N}` for N up to 99 and on to its token limit, three times over, and
+    # with four terms each filled all sixteen with copies of one comparison.
+    'cond-or ::= cond-and ( " or " cond-and ){0,2}',
+    'cond-and ::= cond-not ( " and " cond-not ){0,2}',
     'cond-not ::= "not " cond-not | cond-cmp',
     "cond-cmp ::= cond-operand ( cond-op cond-operand )?",
     'cond-op ::= " == " | " != " | " < " | " > " | " <= " | " >= " | " in " | " not in "',

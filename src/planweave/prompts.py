@@ -249,9 +249,8 @@ def runbook_messages(
 
 _STEP_RULES = """\
 You write the plan one step at a time.  Each time you see the runbook, the plan so far and one
-step: reply with that step's task(s) only (one, or a few when the step does several things),
-numbered as asked, then <END_OF_STEP>.  A step done only under a condition ends with its
-`if <condition>` on the results of earlier tasks."""
+step: reply with that step's one task only, numbered as asked, then <END_OF_STEP>.  A step done
+only under a condition ends with its `if <condition>` on the results of earlier tasks."""
 
 
 def step_messages(
@@ -273,7 +272,7 @@ def step_messages(
     plan = "\n".join(so_far) if so_far else "(no task yet)"
     user = (
         f"Runbook:\n{runbook.strip()}\n\nThe plan so far:\n{plan}\n\n"
-        f"Step {number}: {step}\nWrite the task(s) for step {number}, from task {first_id}."
+        f"Step {number}: {step}\nWrite task {first_id}, for step {number}."
     )
     return [Message("system", system + "\n\n" + _STEP_RULES), Message("user", user)]
 

@@ -1,5 +1,5 @@
 """A runbook compiled step by step: one planner request per numbered step, each shown the runbook,
-the plan so far and that one step, answering with its task(s) only.  A small model decides one
+the plan so far and that one step, answering with its one task.  A small model decides one
 step's call and condition with the step's own words in front of it, instead of the whole plan in
 one reply (the 1.5B model put a runbook's "otherwise" on the wrong side and left steps out);
 where the backend takes grammars, each step's lines are numbered as asked and read only earlier
@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 MAX_STEPS = 30  # numbered steps compiled one by one; a longer runbook compiles in one request
-MAX_STEP_LINES = 3  # tasks one step may become
+# Tasks one step may become.  One: allowed three, the 1.5B model wrote the next steps' tasks
+# under each step too (seventeen tasks for a six-step runbook).
+MAX_STEP_LINES = 1
 STEP_MAX_TOKENS = 384  # one step's reply, at most
 _STEP_RE = re.compile(r"^\s{0,3}(\d{1,3})[.)]\s+(\S.*)$")
 _TASK_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*\S")
@@ -70,7 +72,7 @@ def step_request(
     grammar: bool,
     plan_answers: bool,
 ) -> LLMRequest:
-    """The planner request for `step`'s task(s), numbered after the plan so far."""
+    """The planner request for `step`'s task, numbered after the plan so far."""
     names = [check_name(n) for n in runbook_params(runbook)]
     first_id = len(so_far) + 1
     rules = (
@@ -91,8 +93,8 @@ def step_request(
 
 
 def step_lines(reply: str, step: Step) -> list[str]:
-    """The task lines of a step's reply (up to its end mark, no join, at most three); a
-    UserError when there is none."""
+    """The task lines of a step's reply (up to its end mark, no join, at most
+    `MAX_STEP_LINES`); a UserError when there is none."""
     text = reply.split(END_OF_STEP, 1)[0].split(END_OF_PLAN, 1)[0]
     lines = [ln.strip() for ln in text.splitlines() if _TASK_RE.match(ln)]
     lines = [ln for ln in lines if not _JOIN_RE.match(ln)][:MAX_STEP_LINES]
@@ -119,7 +121,7 @@ def step_repaired(request: LLMRequest, reply: str, error: str, step: Step) -> LL
     """`request` asked again after its `reply` was refused with `error`."""
     fix = (
         f"That was refused: {error}\n"
-        f"Write the task(s) for step {step.number} again, fixed, then {END_OF_STEP}."
+        f"Write the task for step {step.number} again, fixed, then {END_OF_STEP}."
     )
     messages = [*request.messages[:2], Message("assistant", reply), Message("user", fix)]
     return dataclasses.replace(request, messages=messages)
