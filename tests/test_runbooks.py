@@ -547,12 +547,19 @@ def _ran_statuses(result: Any) -> dict[int, str]:
 
 
 def test_a_step_s_reply_keeps_its_task_lines_only() -> None:
+    from planweave.grammar import step_grammar
     from planweave.runbooks.steps import Step, runbook_steps, step_lines
 
     steps = runbook_steps(RUNBOOK + "\n   (indented: part of step 4)\nExpected outcome: x\n")
     assert [s.number for s in steps] == [1, 2, 3, 4]
     assert steps[1].text == "If it is over <limit:int> percent, rotate the logs."
     assert steps[3].text.endswith("write a report. (indented: part of step 4)")
+    # Only a step whose words make it conditional may have a condition (the 1.5B model gave
+    # one to every step it could).
+    assert [s.conditional for s in steps] == [False, True, True, True]
+    always = step_grammar(TOOLS, first_id=2, lines=1, params=["host", "limit"], conditional=False)
+    assert Grammar(always).accepts("2. rotate_logs({host})\n<END_OF_STEP>")
+    assert not Grammar(always).accepts(STEPS[1] + "\n<END_OF_STEP>")
     reply = "Thought: x\n2. a()\n3. b()\n4. join()\n5. c()\n6. d()\n<END_OF_STEP>\n7. e()"
     assert step_lines(reply, Step(2, "x")) == ["2. a()"]  # one task a step
     with pytest.raises(UserError, match="no task for step 2"):

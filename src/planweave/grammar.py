@@ -48,8 +48,8 @@ code-00 ::= [013-9a-fA-F] hex | "2" [0-35-9a-fA-F]
 hex ::= [0-9a-fA-F]
 inner-projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" index "]"
 index ::= "0" | [1-9] [0-9]*
-int ::= "-"? ( "0" | [1-9] [0-9]* )
-number ::= int ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?
+int ::= "-"? ( "0" | [1-9] [0-9]{0,17} )
+number ::= int ( "." [0-9]{1,17} )? ( [eE] [-+]? [0-9]{1,3} )?
 bool ::= "True" | "False"
 ref ::= "$" [1-9] [0-9]? projection* ( "[*]" projection* )?
 projection ::= "." [a-zA-Z_] [a-zA-Z0-9_]* | "[" index "]" | "[\"" [a-zA-Z0-9_ ]+ "\"]"
@@ -330,11 +330,17 @@ def _first_without_references(rules: list[str], params: str) -> list[str]:
 
 
 def step_grammar(
-    tools: ToolRegistry, *, first_id: int, lines: int = 3, params: Sequence[str] = ()
+    tools: ToolRegistry,
+    *,
+    first_id: int,
+    lines: int = 3,
+    params: Sequence[str] = (),
+    conditional: bool = True,
 ) -> str:
     """One step of a runbook compiled step by step (`runbooks`): up to `lines` task lines
-    numbered from `first_id`, each with an optional condition, each reading only earlier tasks'
-    results (and the parameters, `{name}`), then `<END_OF_STEP>`."""
+    numbered from `first_id`, each reading only earlier tasks' results (and the parameters,
+    `{name}`), with an optional condition where the step is `conditional`, then
+    `<END_OF_STEP>`."""
     calls, rules = _calls(tools)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
@@ -342,7 +348,7 @@ def step_grammar(
         k = first_id + j
         earlier = range(1, k)
         out += _reading([f"call ::= {calls}", *rules], f"t{k}", earlier, names)
-        cond = f" t{k}-condition?" if earlier else ""
+        cond = f" t{k}-condition?" if earlier and conditional else ""
         out.append(f'line-{k} ::= {literal(f"{k}. ")} t{k}-call{cond} "\\n"')
     end = literal(END_OF_STEP)
     chain = end

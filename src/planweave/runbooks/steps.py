@@ -41,6 +41,7 @@ STEP_MAX_TOKENS = 384  # one step's reply, at most
 _STEP_RE = re.compile(r"^\s{0,3}(\d{1,3})[.)]\s+(\S.*)$")
 _TASK_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*\S")
 _JOIN_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*join\(")
+_CONDITIONAL_RE = re.compile(r"\b(if|otherwise|unless|only|else|when|whether)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,13 @@ class Step:
 
     number: int
     text: str
+
+    @property
+    def conditional(self) -> bool:
+        """Whether its words make it conditional ("if", "otherwise", "unless", "only", "else",
+        "when"): only then may its task have a condition.  Allowed one on every step, the 1.5B
+        model gave one to steps that run always (`recent_deploys(...) if ${1} > 10.0`)."""
+        return _CONDITIONAL_RE.search(self.text) is not None
 
 
 def runbook_steps(runbook: str) -> list[Step]:
@@ -76,7 +84,13 @@ def step_request(
     names = [check_name(n) for n in runbook_params(runbook)]
     first_id = len(so_far) + 1
     rules = (
-        step_grammar(tools, first_id=first_id, lines=MAX_STEP_LINES, params=names)
+        step_grammar(
+            tools,
+            first_id=first_id,
+            lines=MAX_STEP_LINES,
+            params=names,
+            conditional=step.conditional,
+        )
         if grammar
         else None
     )
