@@ -287,14 +287,12 @@ def test_the_compile_request_carries_the_branch_grammar_with_the_parameters() ->
         assert not grammar.accepts(PLAN.replace("disk_usage({host})", first))
     for first in ('disk_usage("db-3")', 'disk_usage("{host}-a")', "disk_usage(host={host})"):
         assert grammar.accepts(PLAN.replace("disk_usage({host})", first))
-    # A condition has at most three terms joined by `and`, three by `or` (one compile chained
-    # them to its limit); parentheses nest more.
-    three = " and ".join(["${1.disk_pct} > {limit}"] * 3)
+    # A condition has at most three comparisons, joined by `and`/`or`, each maybe after `not`,
+    # no parentheses (compiles chained them to their limit, or filled every term allowed).
+    three = "${1.disk_pct} > {limit} and not $1 != 2 or $1.disk_pct <= 3"
     assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", three))
     assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", three + " and $1 != 2"))
-    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", "$1 or $1 or $1 or $1"))
-    nested = f"({three}) or not ({three})"
-    assert grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", nested))
+    assert not grammar.accepts(PLAN.replace("${1.disk_pct} > {limit}", "not ($1 and $1)"))
     # A text in a condition holds no reference: it would be compared as written.
     assert grammar.accepts(PLAN.replace("if $2 != None", 'if $2 != "x"'))
     assert not grammar.accepts(PLAN.replace("if $2 != None", 'if "${2}" != "x"'))

@@ -197,21 +197,21 @@ def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
     return " | ".join(names) if names else '"join()"', rules.rules
 
 
-# A task's condition (`branches`), in the plan's own spelling: comparisons of references and
-# literals, `and`/`or`/`not`, parentheses, a few functions of one reference.
+# A task's condition (`branches`), in the plan's own spelling: up to three comparisons (or
+# tests) of references, parameters and literals, joined by `and`/`or`, each maybe after `not`;
+# a few functions of one reference.  No parentheses and no more terms: the 1.5B model, compiling
+# runbooks, chained `and ${1} != ${N}` to its token limit, and with more terms allowed filled
+# them all with copies of one comparison (three comparisons state every runbook's conditions
+# here: `not a or not b` is `not (a and b)`).
 _CONDITION = [
-    'condition ::= " if " cond-or',
-    # Three terms each at most (parentheses nest more): the 1.5B model, compiling a runbook,
-    # chained `and ${1} != ${N}` for N up to 99 and on to its token limit, three times over, and
-    # with four terms each filled all sixteen with copies of one comparison.
-    'cond-or ::= cond-and ( " or " cond-and ){0,2}',
-    'cond-and ::= cond-not ( " and " cond-not ){0,2}',
-    'cond-not ::= "not " cond-not | cond-cmp',
+    'condition ::= " if " cond-term ( cond-join cond-term ){0,2}',
+    'cond-join ::= " and " | " or "',
+    'cond-term ::= "not " cond-cmp | cond-cmp',
     "cond-cmp ::= cond-operand ( cond-op cond-operand )?",
     'cond-op ::= " == " | " != " | " < " | " > " | " <= " | " >= " | " in " | " not in "',
     # A text in a condition is compared as written: never a reference inside it (`"${3}"`).
     'cond-operand ::= ref | "${" [1-9] [0-9]? inner-path "}" | number | key | bool | "None" '
-    '| "(" cond-or ")" | cond-fn "(" ref ")"',
+    '| cond-fn "(" ref ")"',
     'cond-fn ::= "len" | "min" | "max" | "sum" | "any" | "all"',
 ]
 
