@@ -1299,3 +1299,28 @@ def test_a_condition_comparing_a_text_result_or_a_bool_as_one_is_read() -> None:
     for condition in ("$1 == True", "$2 > 3", '$3 == "done"', "not $1", '$3 != "$ 5"'):
         plan = f'1. verified("x")\n2. lag("r")\n3. echo(1)\n4. echo(2) if {condition}\n5. join()\n'
         assert parse_plan(plan, tools)[3].condition is not None
+
+
+def test_a_typed_dict_s_fields_are_read_without_evaluating_their_types() -> None:
+    """A name imported only for type checking (`if TYPE_CHECKING: from decimal import
+    Decimal`) leaves the annotation unevaluable: its keys are still the fields."""
+    from typing import TypedDict
+
+    namespace: dict[str, Any] = {"TypedDict": TypedDict}
+    exec("class Fwd(TypedDict):\n    amount: 'Decimal'\n    name: str\n", namespace)
+
+    def fwd(x: str) -> Any:
+        """Forward."""
+
+    fwd.__annotations__["return"] = namespace["Fwd"]
+    tools = ToolRegistry(tool(fwd), echo)
+    assert parse_plan('1. fwd("a")\n2. echo(${1.name})\n3. join()\n', tools)
+    with pytest.raises(InvalidReferenceError, match="its fields: amount, name"):
+        parse_plan('1. fwd("a")\n2. echo(${1.nope})\n3. join()\n', tools)
+
+
+def test_a_condition_text_with_a_dollar_and_a_digit_is_compared_as_written() -> None:
+    tools = ToolRegistry(verified, lag, echo)
+    for text in ("$5 off", "costs $100"):
+        plan = f'1. echo("a")\n2. echo("b") if $1 == "{text}"\n3. join()\n'
+        assert parse_plan(plan, tools)[1].condition is not None

@@ -562,3 +562,71 @@ def test_a_step_s_reply_keeps_its_task_lines_only() -> None:
     assert step_lines(reply, Step(2, "x")) == ["2. a()"]  # one task a step
     with pytest.raises(UserError, match="no task for step 2"):
         step_lines("Thought: nothing\n<END_OF_STEP>", Step(2, "x"))
+
+
+def test_a_hostile_review_s_findings_hold_fixed(
+    journal_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret a side effect ran with is masked before the record is clipped; a fan-out's
+    elements that ran are listed though another failed; a by-step compile checks the runbook's
+    size first; an example value in a condition stays; only the first top-level list is steps."""
+    from planweave import ToolRegistry, tool
+    from planweave.runbooks.steps import runbook_steps
+
+    secret = "sk-PROBE-abcdefghijklmnopqrstuvwxyz0123456789"
+    monkeypatch.setenv("PROBE_API_KEY", secret)
+
+    @tool
+    def token(name: str) -> str:
+        """A token."""
+        return secret
+
+    @tool
+    def hosts(group: str) -> list[str]:
+        """Hosts of a group."""
+        return ["a", "b", "c"]
+
+    @tool(side_effects=True)
+    def page(host: str, note: str = "") -> str:
+        """Page a host's owner."""
+        if host == "c":
+            raise RuntimeError("pager down")
+        return f"paged {host}"
+
+    plan = f'1. token({{g}})\n2. hosts({{g}})\n3. page($2[*], "{"x" * 170} ${{1}}")\n4. join()'
+    script = Script.by_purpose(planner=[plan], joiner=[FINISH] * 3)
+    tools = ToolRegistry(token, hosts, page)
+    rt = Runtime(tools, ScriptedLLM(script), journal=journal_db, cache=False)
+    rt.compile_runbook("# P\n1. Token for <g>.\n2. Hosts of <g>.\n3. Page them.\n", name="p")
+    answer = rt.run_plan("p", g="ops").answer or ""
+    assert secret[:6] not in answer
+    assert "[redact" in answer
+    assert answer.count('page(host="a"') == answer.count('page(host="b"') == 1
+    assert "Not done: page (item 3 of 3: RuntimeError: pager down)." in answer
+    with pytest.raises(UserError, match="over 20,000 characters"):
+        rt.compile_runbook("# B\n1. Page <g>.\n" + "filler " * 4000, name="b", by_step=True)
+    plans = rt.named_plans_store()
+    read, _ = plans.read(
+        "# H\n1. Check <host>.\n",
+        '1. hosts(group="primary")\n2. page("x") if $1 == ["primary"]\n3. join()',
+    )
+    assert '1. hosts(group="primary")' in read  # no parameter named group: nothing read
+    listed = "# R\n1. Stop it.\n   1) a\n   2) b\n2. Start it.\n\nContacts:\n1. alice\n2. bob\n"
+    assert [(s.number, s.text) for s in runbook_steps(listed)] == [
+        (1, "Stop it. 1) a 2) b"),
+        (2, "Start it."),
+    ]
+
+
+def test_example_values_are_read_in_the_call_never_in_the_condition(journal_db: str) -> None:
+    rt, _ = _runtime(journal_db, [])
+    read, _ = rt.named_plans_store().read(
+        RUNBOOK,
+        '1. disk_usage(host="primary")\n2. notify("primary, ok") if ${1.host} == "primary"\n'
+        '3. rotate_logs( "primary" ) if ${1.disk_pct} > {limit}\n4. join()',
+    )
+    assert read.splitlines()[:3] == [
+        "1. disk_usage(host={host})",
+        '2. notify("{host}, ok") if ${1.host} == "primary"',
+        "3. rotate_logs( {host} ) if ${1.disk_pct} > {limit}",
+    ]

@@ -318,6 +318,9 @@ def _reading(rules: list[str], prefix: str, ids: Sequence[int], params: str) -> 
     ]
     if not refs:  # no reference at all: the rules that offer one lose it
         out = [re.sub(rf" \| {prefix}-ref(?![\w-])|{prefix}-ref \| ", "", r) for r in out]
+        # Where only a reference could stand (a Literal whose values a plan cannot spell),
+        # `None`, which validation refuses by name.
+        out.append(f'{prefix}-ref ::= "None"')
     return out
 
 

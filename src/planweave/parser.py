@@ -986,7 +986,7 @@ class PlanParser:
         return task
 
 
-_REF_IN_TEXT_RE = re.compile(r"\$\{?\d")
+_REF_IN_TEXT_RE = re.compile(r"\$\{\d")
 
 
 def _declared_fields(annotation: Any) -> tuple[str, ...] | None:
@@ -1008,7 +1008,8 @@ def _declared_fields(annotation: Any) -> tuple[str, ...] | None:
         return ()
     origin = typing.get_origin(annotation) or annotation
     if typing.is_typeddict(annotation):
-        return tuple(typing.get_type_hints(annotation))
+        # Its keys, without evaluating their types (a name imported only for type checking).
+        return tuple(getattr(annotation, "__annotations__", {}))
     if isinstance(origin, type) and issubclass(origin, BaseModel):
         return tuple(origin.model_fields)
     if dataclasses.is_dataclass(origin):

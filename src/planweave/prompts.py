@@ -85,8 +85,11 @@ def format_observations(
             # A branch not taken, without its arguments: the 1.5B joiner answered with the
             # message of a `notify(...)` that was never sent ("... is still valid for 6 days").
             task = rec.task
-            lines.append(f"{task.id}. {task.tool}(...) if {task.condition}")
-            lines.append(f"Observation: NOT DONE (this step did not happen): {rec.observation()}")
+            cond = f" if {task.condition}" if task.condition is not None else ""
+            lines.append(f"{task.id}. {task.tool}(...){cond}")
+            lines.append(
+                f"Observation: NOT DONE (this step did not happen): {rec.observation(limit)}"
+            )
             continue
         lines.append(str(rec.task))
         lines.append(f"Observation: {rec.observation(limit)}")

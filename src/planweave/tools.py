@@ -109,7 +109,10 @@ def _type_name(annotation: Any) -> str:
         return getattr(origin, "__name__", str(origin))
     if is_typeddict(annotation):
         # A nested object of a JSON Schema: the planner sees its fields.
-        fields = get_type_hints(annotation)
+        try:
+            fields = get_type_hints(annotation)
+        except Exception:  # a name imported only for type checking: the keys, types unknown
+            fields = dict.fromkeys(getattr(annotation, "__annotations__", {}), Any)
         return "{" + ", ".join(f"{k}: {_type_name(v)}" for k, v in fields.items()) + "}"
     if isinstance(annotation, type):
         return annotation.__name__

@@ -110,11 +110,7 @@ class NamedPlans:
     def request(self, runbook: str, *, grammar: bool) -> LLMRequest:
         """The planner request that compiles `runbook`; with `grammar`, the branch grammar
         with the runbook's parameters (for backends that take grammars)."""
-        if not runbook.strip():
-            raise UserError("the runbook is empty")
-        if len(runbook) > MAX_RUNBOOK_CHARS:
-            raise UserError(f"the runbook is over {MAX_RUNBOOK_CHARS:,} characters")
-        names = [check_name(n) for n in runbook_params(runbook)]
+        names = self.check_runbook(runbook)
         rules = (
             plan_grammar(self.tools, plan_answers=self.plan_answers, branches=True, params=names)
             if grammar
@@ -128,6 +124,15 @@ class NamedPlans:
             purpose="planner",
             max_tokens=COMPILE_MAX_TOKENS,
         )
+
+    def check_runbook(self, runbook: str) -> list[str]:
+        """The runbook's parameters; a UserError when it is empty, too long or names a
+        parameter no plan can."""
+        if not runbook.strip():
+            raise UserError("the runbook is empty")
+        if len(runbook) > MAX_RUNBOOK_CHARS:
+            raise UserError(f"the runbook is over {MAX_RUNBOOK_CHARS:,} characters")
+        return [check_name(n) for n in runbook_params(runbook)]
 
     def compiled(self, name: str, runbook: str, reply: str, *, strict: bool = False) -> NamedPlan:
         """Store the planner's `reply` to `request(runbook)` as the next version of `name`.
@@ -177,7 +182,7 @@ class NamedPlans:
             (value,) = values
             if not isinstance(value, str) or len(value) < 2 or not value.strip():
                 continue
-            text = _in_texts(text.replace(json.dumps(value), "{" + name + "}"), value, name)
+            text = "".join(_call_part(line, value, name) for line in text.splitlines(True))
         return text
 
     def _values_for_fields(self, text: str, types: Mapping[str, ParamType]) -> str:
@@ -365,9 +370,6 @@ def _placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:
     return _RUNBOOK_PARAM_RE.sub(spelled, text)
 
 
-_STEP_RE = re.compile(r"^\s*\d{1,3}[.)]\s+\S", re.MULTILINE)
-
-
 def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str]) -> None:
     """UserError ("does not validate", so the planner is asked again) when the plan uses none
     of some parameter the runbook names, or has fewer tasks than the runbook has numbered
@@ -382,7 +384,9 @@ def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str
             f"{named} where the runbook says {', '.join('<' + p + '>' for p in unused)}, never "
             "an example value"
         )
-    steps = len(_STEP_RE.findall(runbook))
+    from .steps import runbook_steps
+
+    steps = len(runbook_steps(runbook))
     calls = [t for t in tasks if not t.is_join]
     if len(calls) < steps:
         raise UserError(
@@ -396,11 +400,39 @@ _VALUE_WORDS = {"value", "result", "output"}
 _TEXT_RE = re.compile(r'"(?:\\.|[^"\\\n])*"')
 
 
-def _in_texts(text: str, value: str, name: str) -> str:
-    """`text` with `value` written `{name}` wherever it stands as a word inside the plan's
-    texts (never a keyword argument or a placeholder that happens to be spelled the same)."""
+def _call_part(line: str, value: str, name: str) -> str:
+    """One plan line with `value` written `{name}` in its call, not its condition: as a whole
+    argument (`"db-3"` after `(`, `,` or `=`, before `,` or `)`) and as a word inside the
+    call's texts (never a keyword argument or a placeholder spelled the same)."""
+    end = _call_end(line)
+    call, rest = line[:end], line[end:]
+    whole = re.compile(rf"(?<=[(,=])(\s?){re.escape(json.dumps(value))}(?=\s*[,)])")
+    call = whole.sub(lambda m: m.group(1) + "{" + name + "}", call)
     word = re.compile(rf"(?<![\w.{{-]){re.escape(value)}(?![\w}}-])")
-    return _TEXT_RE.sub(lambda m: word.sub("{" + name + "}", m.group()), text)
+    return _TEXT_RE.sub(lambda m: word.sub("{" + name + "}", m.group()), call) + rest
+
+
+def _call_end(line: str) -> int:
+    """Where a task line's call ends: after the parenthesis that closes its first one (quotes
+    minded); the whole line when it has none."""
+    depth, quote, escaped = 0, False, False
+    for i, c in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                quote = False
+        elif c == '"':
+            quote = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(line)
 
 
 def _names_its_value(field: str, tool: str) -> bool:

@@ -32,12 +32,16 @@ def with_actions(
         if tool is None or not tool.side_effects:
             continue
         acting += 1
+        if rec.items:  # a fan-out: every element that finished, whatever became of the task
+            done += [_done(r) for r in rec.items if r.status is TaskStatus.DONE]
+        elif rec.status is TaskStatus.DONE:
+            done.append(_done(rec, results))
         if rec.status is TaskStatus.DONE:
-            done += [_done(r) for r in rec.items] if rec.items else [_done(rec, results)]
-        elif rec.not_taken and rec.error is not None:
-            others.append(f"Not taken: {rec.task.tool} ({clip(rec.error.message, _SHOWN)}).")
+            continue
+        if rec.not_taken and rec.error is not None:
+            others.append(f"Not taken: {rec.task.tool} ({_shown(rec.error.message)}).")
         elif rec.error is not None:
-            others.append(f"Not done: {rec.task.tool} ({clip(rec.error.message, _SHOWN)}).")
+            others.append(f"Not done: {rec.task.tool} ({_shown(rec.error.message)}).")
     if not acting:
         return answer
     lines = [f"Actions taken: {'; '.join(done) if done else 'none'}."]
@@ -52,4 +56,10 @@ def _done(rec: TaskRecord, results: Mapping[int, Any] | None = None) -> str:
             call = item_call(rec.task.tool, args)
         except TaskError:
             call = rec.task.call_text()
-    return f"{clip(call, _SHOWN)} -> {clip(render_text(rec.result), _SHOWN)}"
+    return f"{_shown(call)} -> {_shown(render_text(rec.result))}"
+
+
+def _shown(text: str) -> str:
+    """`text` with known secrets masked, then clipped (clipped first, a secret cut in two
+    would no longer be known)."""
+    return clip(redact(text), _SHOWN)

@@ -80,6 +80,7 @@ class NamedPlanMethods:
         instead (`runbooks.steps`), each step's reply repaired the same way."""
         plans = self.named_plans_store()
         check_plan_name(name)
+        plans.check_runbook(text)
         if by_step is None:
             by_step = bool(getattr(self.llm, "embedded", False))
         steps = runbook_steps(text)

@@ -38,7 +38,7 @@ MAX_STEPS = 30  # numbered steps compiled one by one; a longer runbook compiles 
 # under each step too (seventeen tasks for a six-step runbook).
 MAX_STEP_LINES = 1
 STEP_MAX_TOKENS = 384  # one step's reply, at most
-_STEP_RE = re.compile(r"^\s{0,3}(\d{1,3})[.)]\s+(\S.*)$")
+_STEP_RE = re.compile(r"^ ?(\d{1,3})[.)][ \t]+(\S.*)$")
 _TASK_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*\S")
 _JOIN_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*join\(")
 _CONDITIONAL_RE = re.compile(r"\b(if|otherwise|unless|only|else|when|whether)\b", re.IGNORECASE)
@@ -60,7 +60,9 @@ class Step:
 
 
 def runbook_steps(runbook: str) -> list[Step]:
-    """The runbook's numbered steps, in order, each with the indented lines that follow it."""
+    """The runbook's numbered steps: its first top-level numbered list (an indented one is
+    part of the step above it), each step with the indented lines that follow it; the list
+    ends at the first line after it that is neither blank, indented nor a step."""
     steps: list[Step] = []
     for line in runbook.splitlines():
         m = _STEP_RE.match(line)
@@ -68,6 +70,8 @@ def runbook_steps(runbook: str) -> list[Step]:
             steps.append(Step(int(m.group(1)), m.group(2).strip()))
         elif steps and line[:1] in (" ", "\t") and line.strip():
             steps[-1] = Step(steps[-1].number, f"{steps[-1].text} {line.strip()}")
+        elif steps and line.strip():
+            break
     return steps
 
 
