@@ -639,6 +639,14 @@ def compile_table(rows: list[dict[str, Any]], compiles: list[dict[str, Any]]) ->
         f"{k_both}/{len(first)}; {sum(c['error'] is None for c in compiles)}/{len(compiles)} "
         "compiled to a valid plan.",
     ]
+    if len(rows) > len(first):  # every parameter set: each side of each branch
+        every = {r["runbook"]: True for r in rows}
+        for r in rows:
+            every[r["runbook"]] &= bool(r["correct"])
+        out.append(
+            f"Every parameter set: {sum(r['correct'] for r in rows)}/{len(rows)} runs right; "
+            f"{sum(every.values())}/{len(every)} runbooks right on every parameter set."
+        )
     return "\n".join(out) + "\n"
 
 
@@ -717,6 +725,18 @@ PARTS = {  # the combined report's parts: the file each run writes (--out), and 
         "runbooks_compile_embedded",
         "Compiled by the embedded model, run by the embedded model",
     ),
+    "compile_embedded_in_one": (
+        "runbooks_compile_embedded_in_one",
+        "Compiled by the embedded model in one request (--no-by-step), run by it",
+    ),
+    "compile_embedded_heldout": (
+        "runbooks_compile_embedded_heldout",
+        "The five held-out runbooks, compiled by the embedded model, run by it",
+    ),
+    "compile_embedded_heldout_in_one": (
+        "runbooks_compile_embedded_heldout_in_one",
+        "The five held-out runbooks, compiled by the embedded model in one request, run by it",
+    ),
     "embedded": ("runbooks_embedded", "Three ways on the embedded model"),
 }
 
@@ -768,6 +788,8 @@ def report(results: Path = RESULTS) -> str:
         if "ways" in part:  # a three-way run: its table again, as this code tables it
             rows, compiles = part["rows"], part["compiles"]
             part["table"] = summarize(rows, compiles) + named_compile_table(rows, compiles)
+        elif "compiles" in part:  # a compile check: its table as this code tables it
+            part["table"] = compile_table(part["rows"], part["compiles"])
         m = part["machine"]
         others = part.get("others_running") or []
         out += [
