@@ -226,8 +226,8 @@ def timed_run(call: Callable[[], RunResult]) -> tuple[RunResult, float]:
 
 
 def run_named(runtime: Runtime, name: str, params: dict[str, str]) -> RunResult:
-    """`runtime.run_plan(name, **params)`, through `arun_plan(params=)`: a runbook parameter
-    named `version` would be taken by `run_plan` for the plan's version."""
+    """`runtime.run_plan(name, **params)`, through `arun_plan(params=)` (the runtime's LLM
+    closed after it)."""
 
     async def once() -> RunResult:
         try:

@@ -630,3 +630,13 @@ def test_example_values_are_read_in_the_call_never_in_the_condition(journal_db: 
         '2. notify("{host}, ok") if ${1.host} == "primary"',
         "3. rotate_logs( {host} ) if ${1.disk_pct} > {limit}",
     ]
+
+
+def test_a_plan_s_parameters_may_be_called_name_or_version(journal_db: str) -> None:
+    rt, _ = _runtime(journal_db, [])
+    rt.save_plan("named", '1. notify("{name} {version}")\n2. join()\n')
+    rt.save_plan("named", '1. notify("second: {name} {version}")\n2. join()\n')
+    result = rt.run_plan("named", name="api", version="v2.4.1", plan_version=1)
+    assert result.status == "finished", result.error
+    assert _ran_statuses(result) == {1: "done"}
+    assert 'notify("api v2.4.1")' in result.tasks[0].task.call_text()

@@ -220,7 +220,7 @@ def _start(
         return lambda runtime, subs: runtime.arun(asked, subscribers=subs, check=False)
     values = parse_params(params)
     return lambda runtime, subs: runtime.arun_plan(
-        plan, version=version, params=values, subscribers=subs, check=False, user=user
+        plan, plan_version=version, params=values, subscribers=subs, check=False, user=user
     )
 
 

@@ -139,17 +139,22 @@ class NamedPlanMethods:
         bool) default to the latest version's."""
         return self.named_plans_store().save(name, plan_text, params=params)
 
-    def run_plan(self, name: str, *, version: int | None = None, **params: Any) -> RunResult:
-        """Run the named plan `name` with `params` (blocking).  See `arun_plan`."""
+    def run_plan(
+        self, name: str, /, *, plan_version: int | None = None, **params: Any
+    ) -> RunResult:
+        """Run the named plan `name` with `params` (blocking).  See `arun_plan`.  `name` is
+        given by position and the version as `plan_version`, so a runbook's parameters may be
+        called `name` or `version` (deploy_check's is)."""
         return self._blocking(
-            "run_plan", lambda: self.arun_plan(name, version=version, params=params)
+            "run_plan", lambda: self.arun_plan(name, plan_version=plan_version, params=params)
         )
 
     async def arun_plan(
         self,
         name: str,
+        /,
         *,
-        version: int | None = None,
+        plan_version: int | None = None,
         params: Mapping[str, Any] | None = None,
         subscribers: Subscribers = None,
         check: bool = True,
@@ -157,14 +162,14 @@ class NamedPlanMethods:
         user: str | None = None,
         **values: Any,
     ) -> RunResult:
-        """Run version `version` (default: the latest) of the named plan `name` with its
+        """Run version `plan_version` (default: the latest) of the named plan `name` with its
         parameters (`params`, or as keywords; text is read as the parameter's type) bound as
         data: a compiled run, journaled like any, without a planner call; the joiner answers
         unless the plan ends with its answer (`join("...")`), and never plans again (a failed
         step is reported, not replanned around).  A missing, unknown or mistyped
         parameter raises UserError.  `subscribers`, `check`, `admission`, `user`: as `arun`."""
         plans = self.named_plans_store()
-        plan = plans.get(name, version)
+        plan = plans.get(name, plan_version)
         given = plans.start(plan, {**(params or {}), **values})
         # The reviewed plan, and nothing else: no replan writes steps nobody reviewed (they
         # repeated side effects the plan had already taken).

@@ -141,7 +141,7 @@ class RunService:
         return await self._start(
             lambda subs: self.runtime.arun_plan(
                 name,
-                version=version,
+                plan_version=version,
                 params=params,
                 subscribers=subs,
                 check=False,
