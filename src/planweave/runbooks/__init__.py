@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NoSuchField, PlanError, UserError
+from ..errors import PlanError, UserError
 from ..events import NamedPlanStarted
 from ..grammar import plan_grammar
 from ..llm.base import LLMRequest, Message
@@ -33,15 +33,16 @@ from .params import (
     coerce,
     infer_types,
     placeholders,
+    runbook_params,
     sample_values,
     structure,
 )
+from .reading import check_complete, examples_as_params, placeholders_spelled, values_for_fields
 from .table import NamedPlanTable
 
 __all__ = ["NamedPlan", "NamedPlans", "plan_text", "repaired", "runbook_params"]
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_RUNBOOK_PARAM_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]{0,63})(?:\s*:\s*(str|int|float|bool))?>")
 _HEADING_RE = re.compile(r"^\s*#+\s*(.+?)\s*#*\s*$", re.MULTILINE)
 MAX_RUNBOOK_CHARS = 20_000
 MAX_PLAN_CHARS = 20_000
@@ -85,15 +86,6 @@ class NamedPlan:
             "source": self.source,
             "created": self.created,
         }
-
-
-def runbook_params(text: str) -> dict[str, str | None]:
-    """The parameters a runbook names, `<host>` or `<limit:int>` (a declared type), in order."""
-    found: dict[str, str | None] = {}
-    for m in _RUNBOOK_PARAM_RE.finditer(text):
-        if found.get(m.group(1)) is None:
-            found[m.group(1)] = m.group(2)
-    return found
 
 
 class NamedPlans:
@@ -143,7 +135,7 @@ class NamedPlans:
         text, types = self.read(runbook, reply)
         tasks = self._validated(text, types)
         if strict:
-            _check_complete(runbook, text, tasks, list(types))
+            check_complete(runbook, text, tasks, list(types))
         return self.save(name, text, params=types, source=runbook)
 
     def read(self, runbook: str, reply: str) -> tuple[str, dict[str, ParamType]]:
@@ -153,66 +145,20 @@ class NamedPlans:
         declared = runbook_params(runbook)
         names = list(declared)
         given = {k: v for k, v in declared.items() if v is not None}
-        text = _placeholders_spelled(plan_text(reply), declared)
-        text = self._values_for_fields(text, infer_types(text, names, self.tools, given))
-        text = self._examples_as_params(text, infer_types(text, names, self.tools, given))
+        text = placeholders_spelled(plan_text(reply), declared)
+        text = values_for_fields(text, lambda t: self._sampled(t, names, given))
+        text = examples_as_params(text, names, lambda t: self._sampled(t, names, given))
         return text, infer_types(text, names, self.tools, given)
+
+    def _sampled(self, text: str, names: list[str], given: Mapping[str, str]) -> list[Task]:
+        """`text`'s tasks with sample values bound (a UserError that names what is wrong,
+        its cause the parser's error)."""
+        types = infer_types(text, names, self.tools, given)
+        return self._parse(bind(text, sample_values(types)), "the plan")
 
     def checked(self, text: str, types: Mapping[str, ParamType]) -> list[Task]:
         """`text`'s tasks, validated as a stored plan is; a UserError naming what is wrong."""
         return self._validated(text, types)
-
-    def _examples_as_params(self, text: str, types: Mapping[str, ParamType]) -> str:
-        """A compiled plan that never uses a parameter but passes one text as the argument
-        of that name to its calls (`latest_backup(database="production_db")` for the runbook's
-        `<database>`) with the parameter there instead, and in the plan's texts: the 1.5B
-        model writes an example value where the parameter goes."""
-        used = {ph.name for ph in placeholders(text)}
-        unused = [p for p in types if p not in used]
-        if not unused:
-            return text
-        try:
-            tasks = self._parse(bind(text, sample_values(types)), "the plan")
-        except UserError:
-            return text
-        for name in unused:
-            values = {v for t in tasks for k, v in t.bound.items() if k == name}
-            if len(values) != 1:
-                continue
-            (value,) = values
-            if not isinstance(value, str) or len(value) < 2 or not value.strip():
-                continue
-            text = "".join(_call_part(line, value, name) for line in text.splitlines(True))
-        return text
-
-    def _values_for_fields(self, text: str, types: Mapping[str, ParamType]) -> str:
-        """A compiled plan's `${N.lag}`, where task N's tool returns a number, a text or a
-        bool (no fields) and the field repeats a word of the tool's name (`replica_lag`), read
-        as the value itself, `${N}`: what the 1.5B model writes for the one value such a tool
-        gives.  Any other field that is not there stays, for validation to refuse."""
-        for _ in range(64):
-            try:
-                self._parse(bind(text, sample_values(types)), "the plan")
-                return text
-            except UserError as exc:
-                cause = exc.__cause__
-                if not isinstance(cause, NoSuchField) or cause.fields or cause.lineno is None:
-                    return text
-                field = str(cause.ref.path[0])
-                if len(cause.ref.path) != 1 or not _names_its_value(field, cause.tool):
-                    return text
-                lines = text.splitlines(keepends=True)
-                if not 0 < cause.lineno <= len(lines):
-                    return text
-                n = cause.ref.task_id
-                line = lines[cause.lineno - 1]
-                line = line.replace(f"${{{n}.{field}}}", f"${{{n}}}")
-                line = re.sub(rf"\${n}\.{re.escape(field)}(?![\w.\[])", f"${n}", line)
-                if line == lines[cause.lineno - 1]:
-                    return text
-                lines[cause.lineno - 1] = line
-                text = "".join(lines)
-        return text
 
     def save(
         self,
@@ -357,89 +303,6 @@ def plan_text(reply: str) -> str:
         text = text.rsplit("```", 1)[0]
     text = text.split(END_OF_PLAN, 1)[0].rstrip()
     return text + "\n" + END_OF_PLAN + "\n"
-
-
-def _placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:
-    """A compiled plan with each parameter the runbook writes `<host>` (or `<limit:int>`)
-    written as the plan writes it, `{host}`: the 1.5B model copies the runbook's spelling into
-    its messages (`"The <service> cache is healthy"`)."""
-
-    def spelled(m: re.Match[str]) -> str:
-        return "{" + m.group(1) + "}" if m.group(1) in declared else m.group()
-
-    return _RUNBOOK_PARAM_RE.sub(spelled, text)
-
-
-def _check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str]) -> None:
-    """UserError ("does not validate", so the planner is asked again) when the plan uses none
-    of some parameter the runbook names, or has fewer tasks than the runbook has numbered
-    steps: the 1.5B model wrote `latest_backup(database="production_db")` for `<database>` and
-    stopped a five-step runbook after its three lookups."""
-    used = {ph.name for ph in placeholders(plan)}
-    unused = [p for p in params if p not in used]
-    if unused:
-        named = ", ".join("{" + p + "}" for p in unused)
-        raise UserError(
-            f"the plan does not validate: it never uses the runbook's parameter {named}: write "
-            f"{named} where the runbook says {', '.join('<' + p + '>' for p in unused)}, never "
-            "an example value"
-        )
-    from .steps import runbook_steps
-
-    steps = len(runbook_steps(runbook))
-    calls = [t for t in tasks if not t.is_join]
-    if len(calls) < steps:
-        raise UserError(
-            f"the plan does not validate: the runbook has {steps} numbered steps and the plan "
-            f"{len(calls)} tasks: each step is a task (or a few); a step done only under a "
-            "condition is a task ending with `if <condition>`"
-        )
-
-
-_VALUE_WORDS = {"value", "result", "output"}
-_TEXT_RE = re.compile(r'"(?:\\.|[^"\\\n])*"')
-
-
-def _call_part(line: str, value: str, name: str) -> str:
-    """One plan line with `value` written `{name}` in its call, not its condition: as a whole
-    argument (`"db-3"` after `(`, `,` or `=`, before `,` or `)`) and as a word inside the
-    call's texts (never a keyword argument or a placeholder spelled the same)."""
-    end = _call_end(line)
-    call, rest = line[:end], line[end:]
-    whole = re.compile(rf"(?<=[(,=])(\s?){re.escape(json.dumps(value))}(?=\s*[,)])")
-    call = whole.sub(lambda m: m.group(1) + "{" + name + "}", call)
-    word = re.compile(rf"(?<![\w.{{-]){re.escape(value)}(?![\w}}-])")
-    return _TEXT_RE.sub(lambda m: word.sub("{" + name + "}", m.group()), call) + rest
-
-
-def _call_end(line: str) -> int:
-    """Where a task line's call ends: after the parenthesis that closes its first one (quotes
-    minded); the whole line when it has none."""
-    depth, quote, escaped = 0, False, False
-    for i, c in enumerate(line):
-        if quote:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                quote = False
-        elif c == '"':
-            quote = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(line)
-
-
-def _names_its_value(field: str, tool: str) -> bool:
-    """Whether `field` names the one value `tool` gives: a word of the tool's name, or
-    `value`/`result`/`output`."""
-    words = set(field.lower().split("_"))
-    return bool(words & (set(tool.lower().split("_")) | _VALUE_WORDS))
 
 
 def check_plan_name(name: Any) -> str:

@@ -23,6 +23,7 @@ from ..plan import Task
 from ..tools import ToolRegistry
 
 __all__ = [
+    "RUNBOOK_PARAM_RE",
     "TYPES",
     "ParamType",
     "Placeholder",
@@ -30,6 +31,7 @@ __all__ = [
     "coerce",
     "infer_types",
     "placeholders",
+    "runbook_params",
     "sample_values",
     "structure",
 ]
@@ -245,3 +247,15 @@ def structure(tasks: list[Task]) -> list[tuple[Any, ...]]:
         (t.id, t.tool, tuple(sorted(t.deps)), t.condition is not None, repr(t.fan_out))
         for t in tasks
     ]
+
+
+RUNBOOK_PARAM_RE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]{0,63})(?:\s*:\s*(str|int|float|bool))?>")
+
+
+def runbook_params(text: str) -> dict[str, str | None]:
+    """The parameters a runbook names, `<host>` or `<limit:int>` (a declared type), in order."""
+    found: dict[str, str | None] = {}
+    for m in RUNBOOK_PARAM_RE.finditer(text):
+        if found.get(m.group(1)) is None:
+            found[m.group(1)] = m.group(2)
+    return found
