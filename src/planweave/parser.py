@@ -807,13 +807,13 @@ class PlanParser:
     def _check_fan_out(self, task: Task) -> None:
         """A fan-out's list must be a list where the tool's return type says so."""
         for ref in fan_outs(task.bound.values()):
-            source = self.tasks.get(ref.task_id)
-            if ref.path or source is None or source.fan_out is not None:
-                continue  # a fan-out's result is a list; a projection's type is not known
-            returns = self.tools[source.tool].returns if source.tool in self.tools else None
+            known = None if ref.path else self._returns(ref)  # a projection's type: unknown
+            if known is None:
+                continue
+            tool, returns = known
             if _not_a_list(returns):
                 raise InvalidReferenceError(
-                    f"{ref}[*] fans out over the result of {source.tool}, which returns "
+                    f"{ref}[*] fans out over the result of {tool}, which returns "
                     f"{_type_name(returns)}, not a list",
                     line=task.line,
                     lineno=task.lineno,
@@ -829,22 +829,20 @@ class PlanParser:
         if task.condition is not None:
             read += [ref for _, ref in task.condition.refs]
         for ref in read:
-            source = self.tasks.get(ref.task_id)
-            if not ref.path or not isinstance(ref.path[0], str) or source is None:
+            known = self._returns(ref) if ref.path and isinstance(ref.path[0], str) else None
+            if known is None:
                 continue
-            if source.fan_out is not None or source.tool not in self.tools:
-                continue  # a fan-out's result is a list of its calls' results
-            returns = self.tools[source.tool].returns
+            tool, returns = known
             fields = _declared_fields(returns)
             if fields is None or ref.path[0] in fields:
                 continue
             has = f"its fields: {', '.join(fields)}" if fields else "it has no fields"
             raise NoSuchField(
                 f"{ref} reads the field {ref.path[0]!r} of task {ref.task_id}'s result, but "
-                f"{source.tool} returns {_type_name(returns)} ({has}): write ${ref.task_id} "
+                f"{tool} returns {_type_name(returns)} ({has}): write ${ref.task_id} "
                 "for the whole result" + (", or one of its fields" if fields else ""),
                 ref=ref,
-                tool=source.tool,
+                tool=tool,
                 fields=fields,
                 line=task.line,
                 lineno=task.lineno,
@@ -882,20 +880,26 @@ class PlanParser:
                     self._check_compared(task, refs[name.id], other.value)
 
     def _check_compared(self, task: Task, ref: Ref, text: str) -> None:
-        source = self.tasks.get(ref.task_id)
-        if ref.path or ref.each is not None or source is None or source.fan_out is not None:
+        known = None if ref.path or ref.each is not None else self._returns(ref)
+        if known is None or known[1] not in (bool, int, float):
             return
-        returns = self.tools[source.tool].returns if source.tool in self.tools else None
-        if returns not in (bool, int, float):
-            return
+        tool, returns = known
         hint = "True or False" if returns is bool else "a number"
         raise PlanSyntaxError(
             f"the condition `{task.condition}` compares {ref} with the text {text!r}, but "
-            f"{source.tool} returns {returns.__name__}: compare it with {hint}, without quotes",
+            f"{tool} returns {returns.__name__}: compare it with {hint}, without quotes",
             line=task.line,
             lineno=task.lineno,
             task_id=task.id,
         )
+
+    def _returns(self, ref: Ref) -> tuple[str, Any] | None:
+        """The tool and declared return type of the task `ref` reads; None when not known (no
+        such task, a fan-out's list of results, a tool not registered)."""
+        source = self.tasks.get(ref.task_id)
+        if source is None or source.fan_out is not None or source.tool not in self.tools:
+            return None
+        return source.tool, self.tools[source.tool].returns
 
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task

@@ -133,7 +133,7 @@ class NamedPlans:
         validate either (a runbook may mention a parameter it needs no step for, or a step no
         tool does: the last attempt is stored for review as it is)."""
         text, types = self.read(runbook, reply)
-        tasks = self._validated(text, types)
+        tasks = self.validated(text, types)
         if strict:
             check_complete(runbook, text, tasks, list(types))
         return self.save(name, text, params=types, source=runbook)
@@ -156,10 +156,6 @@ class NamedPlans:
         types = infer_types(text, names, self.tools, given)
         return self._parse(bind(text, sample_values(types)), "the plan")
 
-    def checked(self, text: str, types: Mapping[str, ParamType]) -> list[Task]:
-        """`text`'s tasks, validated as a stored plan is; a UserError naming what is wrong."""
-        return self._validated(text, types)
-
     def save(
         self,
         name: str,
@@ -181,7 +177,7 @@ class NamedPlans:
         types = {check_name(k): check_type(k, v) for k, v in params.items()}
         if source is None:
             source = str(earlier["source"]) if earlier is not None else ""
-        self._validated(plan, types)
+        self.validated(plan, types)
         return self._plan(self.table.add(name, plan, types, source))
 
     def _default_params(
@@ -192,7 +188,7 @@ class NamedPlans:
         names = list(dict.fromkeys(ph.name for ph in placeholders(plan)))
         return infer_types(plan, names, self.tools)
 
-    def _validated(self, text: str, types: Mapping[str, ParamType]) -> list[Task]:
+    def validated(self, text: str, types: Mapping[str, ParamType]) -> list[Task]:
         """The plan's tasks with sample values bound; a UserError naming what is wrong."""
         for ph in placeholders(text):
             if ph.quote is None and ph.name not in types:
@@ -242,7 +238,7 @@ class NamedPlans:
         """Its tasks as a run's `--json` has them (`DagView.from_tasks`, the page), pending:
         each call as the plan writes it, placeholders and condition included."""
         lines = plan.plan.splitlines()
-        tasks = self._validated(plan.plan, plan.params)
+        tasks = self.validated(plan.plan, plan.params)
         return [
             {
                 "id": t.id,
@@ -273,7 +269,7 @@ class NamedPlans:
         bound = {k: coerce(k, t, values[k]) for k, t in plan.params.items()}
         text = bind(plan.plan, bound)
         tasks = self._parse(text, f"plan {plan.name} with these values")
-        if structure(tasks) != structure(self._validated(plan.plan, plan.params)):
+        if structure(tasks) != structure(self.validated(plan.plan, plan.params)):
             raise UserError(
                 f"the values given change plan {plan.name}'s calls or references: a value is "
                 "data, never part of the plan"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ..errors import NoSuchField, UserError
 from ..plan import Task
 from .params import RUNBOOK_PARAM_RE, placeholders
+from .steps import runbook_steps
 
 __all__ = ["check_complete", "examples_as_params", "placeholders_spelled", "values_for_fields"]
 
@@ -99,8 +100,6 @@ def check_complete(runbook: str, plan: str, tasks: list[Task], params: list[str]
             f"{named} where the runbook says {', '.join('<' + p + '>' for p in unused)}, never "
             "an example value"
         )
-    from .steps import runbook_steps
-
     steps = len(runbook_steps(runbook))
     calls = [t for t in tasks if not t.is_join]
     if len(calls) < steps:

@@ -45,7 +45,7 @@ def with_actions(
     if not acting:
         return answer
     lines = [f"Actions taken: {'; '.join(done) if done else 'none'}."]
-    return redact("\n".join([answer, "", *lines, *others]))
+    return "\n".join([answer, "", *lines, *others])  # the session masks the whole answer
 
 
 def _done(rec: TaskRecord, results: Mapping[int, Any] | None = None) -> str:

@@ -5,6 +5,7 @@ named plans.  A run of a named plan is a compiled run of the runtime whose first
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,7 +16,7 @@ from .steps import (
     Step,
     plan_of,
     runbook_steps,
-    step_lines,
+    step_plan,
     step_repaired,
     step_request,
     task_lines,
@@ -24,7 +25,7 @@ from .steps import (
 if TYPE_CHECKING:
     from ..admission import Admission
     from ..events import Event, NamedPlanStarted
-    from ..llm.base import LLM
+    from ..llm.base import LLM, LLMRequest
     from ..records import RunResult
     from ..settings import RunOptions, RunSettings
     from ..store import Journal
@@ -80,48 +81,61 @@ class NamedPlanMethods:
         instead (`runbooks.steps`), each step's reply repaired the same way."""
         plans = self.named_plans_store()
         check_plan_name(name)
-        plans.check_runbook(text)
+        names = plans.check_runbook(text)
         if by_step is None:
             by_step = bool(getattr(self.llm, "embedded", False))
         steps = runbook_steps(text)
         if by_step and 0 < len(steps) <= MAX_STEPS:
-            return plans.compiled(name, text, await self._by_step(plans, text, steps))
+            return plans.compiled(name, text, await self._by_step(plans, text, names, steps))
         request = plans.request(text, grammar=bool(self.settings.grammar))
-        for repairs in range(self.settings.max_repairs + 1):
-            reply = "".join([delta.text async for delta in self.llm.stream(request)])
-            try:
-                return plans.compiled(name, text, reply, strict=repairs < self.settings.max_repairs)
-            except UserError as exc:
-                if repairs == self.settings.max_repairs or "does not validate" not in str(exc):
-                    raise
-                request = repaired(request, reply, str(exc))
-        raise AssertionError("unreachable")
+        return await self._valid(
+            request,
+            lambda reply, last: plans.compiled(name, text, reply, strict=not last),
+            repaired,
+        )
 
-    async def _by_step(self, plans: NamedPlans, text: str, steps: list[Step]) -> str:
-        """The plan of `text` compiled one numbered step at a time."""
+    async def _by_step(
+        self, plans: NamedPlans, text: str, names: list[str], steps: list[Step]
+    ) -> str:
+        """The plan of `text` (its parameters `names`) compiled one numbered step at a time."""
         so_far: list[str] = []
         for step in steps:
             request = step_request(
                 self.tools,
                 text,
+                names,
                 so_far,
                 step,
                 grammar=bool(self.settings.grammar),
                 plan_answers=plans.plan_answers,
             )
-            for repairs in range(self.settings.max_repairs + 1):
-                reply = "".join([delta.text async for delta in self.llm.stream(request)])
-                try:
-                    plan, types = plans.read(text, plan_of([*so_far, *step_lines(reply, step)]))
-                    plans.checked(plan, types)
-                except UserError as exc:
-                    if repairs == self.settings.max_repairs:
-                        raise UserError(f"step {step.number}: {exc}") from exc
-                    request = step_repaired(request, reply, str(exc), step)
-                    continue
-                so_far = task_lines(plan)
-                break
+            accept = functools.partial(step_plan, plans, text, so_far, step)
+            again = functools.partial(step_repaired, step=step)
+            try:
+                so_far = task_lines(await self._valid(request, accept, again))
+            except UserError as exc:
+                raise UserError(f"step {step.number}: {exc}") from exc
         return plan_of(so_far)
+
+    async def _valid(
+        self,
+        request: LLMRequest,
+        accept: Callable[[str, bool], T],
+        again: Callable[[LLMRequest, str, str], LLMRequest],
+    ) -> T:
+        """What `accept(reply, last)` makes of the planner's reply to `request`; a reply it
+        refuses as not validating goes back with the error (`again`), up to `max_repairs`
+        times (the planner's own repair budget), and the last refusal is raised."""
+        for repairs in range(self.settings.max_repairs + 1):
+            last = repairs == self.settings.max_repairs
+            reply = "".join([delta.text async for delta in self.llm.stream(request)])
+            try:
+                return accept(reply, last)
+            except UserError as exc:
+                if last or "does not validate" not in str(exc):
+                    raise
+                request = again(request, reply, str(exc))
+        raise AssertionError("unreachable")
 
     def named_plan(self, name: str, version: int | None = None) -> NamedPlan:
         """Version `version` of the named plan `name` (default: its latest)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..grammar import END_OF_STEP, step_grammar
@@ -19,8 +20,9 @@ from ..llm.base import LLMRequest, Message
 from ..plan import END_OF_PLAN
 from ..prompts import step_messages
 from ..tools import ToolRegistry
-from . import runbook_params
-from .params import check_name
+
+if TYPE_CHECKING:
+    from . import NamedPlans
 
 __all__ = [
     "MAX_STEPS",
@@ -28,6 +30,7 @@ __all__ = [
     "plan_of",
     "runbook_steps",
     "step_lines",
+    "step_plan",
     "step_repaired",
     "step_request",
     "task_lines",
@@ -78,14 +81,15 @@ def runbook_steps(runbook: str) -> list[Step]:
 def step_request(
     tools: ToolRegistry,
     runbook: str,
+    names: list[str],
     so_far: list[str],
     step: Step,
     *,
     grammar: bool,
     plan_answers: bool,
 ) -> LLMRequest:
-    """The planner request for `step`'s task, numbered after the plan so far."""
-    names = [check_name(n) for n in runbook_params(runbook)]
+    """The planner request for `step`'s task, numbered after the plan so far (`names`: the
+    runbook's parameters, `NamedPlans.check_runbook`)."""
     first_id = len(so_far) + 1
     rules = (
         step_grammar(
@@ -122,6 +126,16 @@ def step_lines(reply: str, step: Step) -> list[str]:
             "numbered task, `N. tool(...)`"
         )
     return lines
+
+
+def step_plan(
+    plans: NamedPlans, runbook: str, so_far: list[str], step: Step, reply: str, last: bool = False
+) -> str:
+    """The plan so far with `step`'s task from `reply`, read as meant and validated (a
+    UserError naming what is wrong)."""
+    plan, types = plans.read(runbook, plan_of([*so_far, *step_lines(reply, step)]))
+    plans.validated(plan, types)
+    return plan
 
 
 def plan_of(lines: list[str]) -> str:
