@@ -733,6 +733,26 @@ def test_rank_names_the_largest_and_the_smallest() -> None:
     assert tie["largest"] == ["a", "b"]  # a tie names both, not the first by chance
 
 
+def test_rank_groups_names_whose_values_are_names_and_counts_the_values() -> None:
+    # "How many countries will I visit: Porto, Geneva, Rotterdam, Zurich, Linz" - the 1.5B
+    # model ranked the cities' countries and answered 5: an alphabetical winner means nothing.
+    cities = ["Porto", "Geneva", "Rotterdam", "Zurich", "Linz"]
+    countries = ["Portugal", "Switzerland", "Netherlands", "Switzerland", "Austria"]
+    grouped = rank.invoke({"names": cities, "values": countries})
+    assert "largest" not in grouped
+    assert grouped["groups"]["Switzerland"] == ["Geneva", "Zurich"]
+    assert grouped["count_different"] == 4
+    assert grouped["different"] == ["Portugal", "Switzerland", "Netherlands", "Austria"]
+    assert grouped["values"]["Linz"] == "Austria"
+    # A mark on names is refused with the values shown and what to rank instead.
+    with pytest.raises(
+        ToolFailed,
+        match=r"above= compares numbers, and these values are "
+        r"names \('Portugal', 'Switzerland', 'Netherlands', 'Austria'\)",
+    ):
+        rank.invoke({"names": cities, "values": countries, "above": 2e7})
+
+
 def test_rank_lists_and_counts_the_names_above_or_below_a_value() -> None:
     # "Which of these are more populous than Gdansk", "how many are denser than Austria".
     names, values = ["Shanghai", "Turku", "Alexandria"], [24874500, 206655, 5263542]

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from ..errors import ToolFailed
+from ..records import clip
 from ..tools import tool
 
 __all__ = ["MAX_ITEMS", "rank"]
@@ -53,7 +54,8 @@ def rank(
     Args:
         names: the names of the things compared, such as countries or cities
         values: their values, in the same order as the names (results such as $1, $2):
-            numbers, texts such as dates (ranked alphabetically), or lists (compared:
+            numbers, dates (ranked in time), names (grouped: "groups" maps each value to the
+            names that have it, "count_different" counts the values), or lists (compared:
             "only" holds each name's items no other list has, "common" the items in every
             list, "all" and "count_all" every item once, "sizes" and "order" their sizes)
         order: "largest" to put the largest first, "smallest" for the smallest first; the
@@ -72,6 +74,8 @@ def rank(
     pairs = [(str(n), _value(v, str(n))) for n, v in zip(names, values, strict=True)]
     if len({isinstance(v, str) for _, v in pairs}) > 1:
         raise ToolFailed("rank compares numbers, or texts, not a mix of the two")
+    if not compared and not all(_ordered_text(v) for _, v in pairs):
+        return _grouped(pairs, above, below)
     ordered = sorted(pairs, key=lambda p: p[1], reverse=order == "largest")
     first_name, first_value = ordered[0]
     ties = [n for n, v in ordered if v == first_value]
@@ -85,6 +89,37 @@ def rank(
     if compared:
         result = _as_comparison(result, compared, order)
     return result
+
+
+def _ordered_text(value: float | str) -> bool:
+    """Whether a value ranks by its order: a number, or a text that starts with a digit (a date
+    written 2024-05-01, a time): names (a country, a region, a currency) have none that means
+    anything."""
+    return not isinstance(value, str) or value[:1].isdigit()
+
+
+def _grouped(
+    pairs: list[tuple[str, float | str]], above: float | None, below: float | None
+) -> dict[str, Any]:
+    """Names whose values are names themselves (each city's country, each country's region):
+    which share a value and how many different values there are, not an alphabetical winner.
+    A small model reaches for `rank` to count the countries a list of cities spans."""
+    if above is not None or below is not None:
+        shown = ", ".join(repr(v) for v in dict.fromkeys(v for _, v in pairs))
+        key = "above" if above is not None else "below"
+        raise ToolFailed(
+            f"{key}= compares numbers, and these values are names ({clip(shown, 120)}): rank "
+            "the numbers the question's mark is about (a population, an area) instead"
+        )
+    groups: dict[str, list[str]] = {}
+    for name, value in pairs:
+        groups.setdefault(str(value), []).append(name)
+    return {
+        "groups": groups,
+        "different": list(groups),
+        "count_different": len(groups),
+        "values": dict(pairs),
+    }
 
 
 def _check_names(names: list[str], values: list[Any]) -> None:
