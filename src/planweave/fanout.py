@@ -34,6 +34,8 @@ from .tools import Tool
 
 __all__ = ["FanOut", "FanOutTally"]
 
+_LABEL_CHARS = 80  # a fanned-over name longer than this labels no result (`TaskRecord.label`)
+
 
 @dataclass(slots=True)
 class FanOutTally:
@@ -138,6 +140,9 @@ class FanOut:
             steps.ended(sub, Outcome(error=err))
             return
         sub.call = item_call(task.tool, arguments)
+        if len(value) == 1:
+            (fanned,) = value.values()
+            sub.label = fanned if isinstance(fanned, str) and len(fanned) <= _LABEL_CHARS else ""
         earlier = self.recorded.get(task.id, {}).get(item)
         if earlier is not None and earlier.call == sub.call:
             outcome = steps.reuse(sub, earlier)

@@ -250,6 +250,7 @@ class TaskRecord:
     # A fan-out's element `item` (1-based) has a record of its own; its task is the fan-out's.
     item: int | None = None
     call: str = ""  # an element's call, its arguments resolved (`item_call`)
+    label: str = ""  # the name an element was called for, when it fans out over names
     items: list[TaskRecord] = field(default_factory=list)  # a fan-out's elements
 
     @property
@@ -270,7 +271,7 @@ class TaskRecord:
     def observation(self, limit: int = 2000) -> str:
         """What the joiner and replanner read about this task."""
         if self.status is TaskStatus.DONE:
-            text = redact(render_text(shown(self.result)))  # a secret a tool returned
+            text = redact(render_text(shown(self.result)) + self._by_name())  # a tool's secret
         elif self.not_taken and self.error is not None:
             text = f"SKIPPED: {self.error.message}"
         elif self.error is not None:
@@ -278,6 +279,24 @@ class TaskRecord:
         else:
             text = f"({self.status.value})"
         return clip(text, limit)
+
+    def _by_name(self) -> str:
+        """A fan-out over names, its results paired with them, and where they are numbers the
+        largest and the smallest: the 1.5B joiner, shown three neighbours and a list of three
+        populations, named the least populous as the most."""
+        result, items = self.result, self.items
+        if not items or not isinstance(result, list) or len(result) != len(items):
+            return ""
+        if not all(sub.label for sub in items):
+            return ""
+        pairs = [(sub.label, value) for sub, value in zip(items, result, strict=True)]
+        said = "; ".join(f"{name}: {render_text(shown(value))}" for name, value in pairs)
+        numbers = {n: v for n, v in pairs if isinstance(v, int | float) and not isinstance(v, bool)}
+        if len(numbers) == len(pairs) > 1 and all(map(math.isfinite, numbers.values())):
+            for word, pick in (("largest", max), ("smallest", min)):
+                best = pick(numbers.values())
+                said += f"; {word}: " + " and ".join(n for n, v in numbers.items() if v == best)
+        return f" ({said})"
 
     def to_dict(self) -> dict[str, Any]:
         task = self.task
