@@ -634,6 +634,14 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
         (19, "delta °C", "°F difference", 34.2),
         (19, "Δ°C", "delta fahrenheit", 34.2),
         (17, "delta_degF", "delta_degC", 17 / 1.8),
+        # Fuel economy both ways up (a US gallon is 3.785411784 L, a mile 1.609344 km), and a
+        # quantity per a number of units as it is written: "L/100km", "per 100 kilometers".
+        (25, "mpg", "L/100km", 100 * 3.785411784 / (25 * 1.609344)),
+        (8, "liters per 100 kilometers", "mpg", 100 * 3.785411784 / (8 * 1.609344)),
+        (8, "L/(100 km)", "miles per gallon", 100 * 3.785411784 / (8 * 1.609344)),
+        (30, "imperial mpg", "L/100km", 100 * 4.54609 / (30 * 1.609344)),
+        (20, "kWh/100 mi", "kWh/100km", 20 / 1.609344),
+        (5, "min/km", "km/h", 12),  # a pace is a speed upside down
     ],
 )
 def test_convert_units_reads_what_people_write(
@@ -668,6 +676,8 @@ def test_convert_units_unknown_unit_names_the_accepted_forms() -> None:
         ("m**1e999", "m", "raises meter to the power inf"),
         ("delta_degC", "degF", "a difference of temperatures .* converts only to another"),
         ("celsius", "delta_degF", "a difference of temperatures .* converts only to another"),
+        ("m", "1/m", r"cannot convert m to 1/m"),  # upside down only between two ratios
+        ("L/0km", "mpg", r"per 0 of what"),
     ],
 )
 def test_convert_units_refusals(source: str, target: str, message: str) -> None:

@@ -52,13 +52,22 @@ _ALIASES = {
     "metric tonne": "metric_ton",
     "nautical mile": "nautical_mile",
     "nautical miles": "nautical_mile",
+    "mpg": "mile/gallon",
+    "us mpg": "mile/gallon",
+    "mpg us": "mile/gallon",
+    "mpg (us)": "mile/gallon",
+    "miles per gallon": "mile/gallon",
+    "imperial mpg": "mile/imperial_gallon",
+    "uk mpg": "mile/imperial_gallon",
+    "mpg (imperial)": "mile/imperial_gallon",
+    "mpg (uk)": "mile/imperial_gallon",
     "fl oz": "fluid_ounce",
     "fluid ounce": "fluid_ounce",
     "fluid ounces": "fluid_ounce",
 }
 ACCEPTED = (
     "symbols or names: km, mi, m, ft, km2 or km² or 'sq km', mi2 or 'square miles', ha, acre, "
-    "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, degC or °C or celsius, degF or °F or "
+    "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, mpg, L/100km, degC or °C or celsius, degF or °F or "
     "fahrenheit, K, s, min, h, day, year; a difference of temperatures: delta_degC, "
     "delta_degF"
 )
@@ -115,7 +124,24 @@ def _dimension(dims: Any) -> str:
     return text or "a plain number"
 
 
-def _units(registry: Any, text: str, temperature: bool = False) -> Any:
+# "L/100km", "kWh/100 mi": a quantity per a number of units, as fuel use is written (pint
+# reads "L/100km" as litres over 100 times km).
+_PER_AMOUNT_RE = re.compile(r"(?:/|\bper\b)\s*(\(?)\s*(\d+(?:\.\d+)?)\s*(?=[^\W\d_])")
+
+
+def _per_amount(unit: str) -> tuple[str, float]:
+    """`unit` without the number it is per ("L/100km" is "L/km" per 100), and that number."""
+    match = _PER_AMOUNT_RE.search(unit)
+    if match is None:
+        return unit, 1.0
+    amount = float(match.group(2))
+    if not 0 < amount < 1e12:
+        raise ToolFailed(f"cannot read the unit {unit!r}: per {match.group(2)} of what?")
+    return unit[: match.start()] + "/" + match.group(1) + unit[match.end() :], amount
+
+
+def _units(registry: Any, text: str, temperature: bool = False) -> tuple[Any, float]:
+    """`text` as pint's units, and the number of them it is per (100 for "L/100km")."""
     import pint
 
     unit = text.strip()
@@ -125,8 +151,9 @@ def _units(registry: Any, text: str, temperature: bool = False) -> Any:
         raise ToolFailed(f"the unit {unit[:20]!r}... is too long")
     if _NUMBER_POWER_RE.search(_powers_spelled_out(unit)):
         raise ToolFailed(f"{unit!r} is not a unit: numbers may not be raised to powers")
+    spelled, per = _per_amount(unit)
     try:
-        parsed = registry.parse_units(_spelled(unit, temperature))
+        parsed = registry.parse_units(_spelled(spelled, temperature))
     except pint.UndefinedUnitError:
         options = difflib.get_close_matches(unit, list(registry), n=3, cutoff=0.75)
         hint = f"did you mean {' or '.join(options)}? " if options else ""
@@ -155,13 +182,23 @@ def _units(registry: Any, text: str, temperature: bool = False) -> Any:
                 f"the unit {unit!r} raises {name} to the power {power:g}; "
                 f"at most {MAX_UNIT_POWER} is allowed"
             )
-    return parsed
+    return parsed, per
+
+
+def _reciprocal(quantity: Any, target: Any) -> bool:
+    """Whether `quantity` converts to `target` only upside down (mpg to L/100km): both a
+    ratio of units (never a metre to 1/m), of dimensions each the other's inverse."""
+    if len(quantity._units) < 2 or len(target._units) < 2:
+        return False
+    dims, wanted = quantity.dimensionality, target.dimensionality
+    return bool(dims) and dims != wanted and dims == 1 / wanted
 
 
 @tool(isolate=True, pure=True)
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit;
-    a difference of temperatures (a swing, a gap) from delta_degC to delta_degF.
+    a difference of temperatures (a swing, a gap) from delta_degC to delta_degF; mpg to
+    L/100km.
 
     Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
     celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A temperature is a
@@ -179,11 +216,15 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
 
     # "F" to "C" is Fahrenheit to Celsius when both sides read as temperatures.
     temperature = _is_temperature(from_unit) and _is_temperature(to_unit)
-    source = _units(registry, from_unit, temperature)
-    target = _units(registry, to_unit, temperature)
+    source, source_per = _units(registry, from_unit, temperature)
+    target, target_per = _units(registry, to_unit, temperature)
     try:
-        quantity = registry.Quantity(value, source)
-        result = float(quantity.to(target).magnitude)
+        quantity = registry.Quantity(value / source_per, source)
+        if _reciprocal(quantity, registry.Quantity(1, target)):
+            # Fuel economy: miles per gallon and litres per 100 km measure the same thing
+            # upside down (25 mpg is 9.41 L/100km); so do pace and speed.
+            quantity = 1 / quantity
+        result = float(quantity.to(target).magnitude) * target_per
         offset = not all(
             getattr(q, "_is_multiplicative", True) for q in (quantity, registry.Quantity(1, target))
         )
