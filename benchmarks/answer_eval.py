@@ -24,8 +24,9 @@ for yes/no, counts and lists too; its JSON adds accuracy per category and per te
 frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by another hand
 (benchmarks/shapes/fresh2.py), `--part fresh3` a third (benchmarks/shapes/fresh3.py),
 `--part fresh4` a fourth (benchmarks/shapes/fresh4.py), `--part fresh5` a fifth
-(benchmarks/shapes/fresh5.py), `--part fresh6` a sixth (benchmarks/shapes/fresh6.py) and
-`--part fresh7` a seventh (benchmarks/shapes/fresh7.py);
+(benchmarks/shapes/fresh5.py), `--part fresh6` a sixth (benchmarks/shapes/fresh6.py),
+`--part fresh7` a seventh (benchmarks/shapes/fresh7.py) and `--part fresh8` an eighth
+(benchmarks/shapes/fresh8.py);
 `--part all` is still the two halves without any of them.
 """
 
@@ -378,6 +379,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
             "fresh5",
             "fresh6",
             "fresh7",
+            "fresh8",
             "all",
         ):
             s = summary(r, part)
@@ -467,10 +469,11 @@ def main() -> None:
             "fresh5",
             "fresh6",
             "fresh7",
+            "fresh8",
             "all",
         ],
         default="tune",
-        help="all: tune and heldout; fresh to fresh7 (shapes suite only): the batches "
+        help="all: tune and heldout; fresh to fresh8 (shapes suite only): the batches "
         "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
@@ -494,7 +497,7 @@ def main() -> None:
         "--rescore", type=Path, help="score a saved run's answers again (today's scoring) and stop"
     )
     args = parser.parse_args()
-    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8")
     if args.part in fresh and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")
     if args.rescore:

@@ -22,7 +22,9 @@ had read neither, on shapes none of the six others (nor the names suite) has.  A
 `fresh6.py` (`--part fresh6`), is a sixth such batch (2026-12-04), by another hand again that
 had read neither, on shapes none of the seven others (nor the names suite) has.  A ninth,
 `fresh7.py` (`--part fresh7`), is a seventh such batch (2026-12-04), by another hand again that
-had read neither, on shapes none of the eight others (nor the names suite) has.
+had read neither, on shapes none of the eight others (nor the names suite) has.  A tenth,
+`fresh8.py` (`--part fresh8`), is an eighth such batch (2026-12-04), by another hand again that
+had read neither, on shapes none of the nine others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
@@ -32,6 +34,7 @@ had read neither, on shapes none of the eight others (nor the names suite) has.
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh5 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh6 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh7 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh8 --per-template 2
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, heldout, tune
+from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -53,6 +56,7 @@ __all__ = [
     "FRESH5",
     "FRESH6",
     "FRESH7",
+    "FRESH8",
     "PARTS",
     "ShapeQuestion",
     "questions",
@@ -60,12 +64,22 @@ __all__ = [
 ]
 
 Part = Literal[
-    "tune", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all"
+    "tune",
+    "heldout",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "fresh6",
+    "fresh7",
+    "fresh8",
+    "all",
 ]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
 # The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
-# `fresh4`, `fresh5`, `fresh6` and `fresh7` draw them.
+# `fresh4`, `fresh5`, `fresh6`, `fresh7` and `fresh8` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
@@ -73,6 +87,7 @@ FRESH4: list[Template] = fresh4.TEMPLATES
 FRESH5: list[Template] = fresh5.TEMPLATES
 FRESH6: list[Template] = fresh6.TEMPLATES
 FRESH7: list[Template] = fresh7.TEMPLATES
+FRESH8: list[Template] = fresh8.TEMPLATES
 
 
 @dataclass
@@ -82,7 +97,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh7"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh8"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -104,6 +119,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh6", FRESH6)]
     if part == "fresh7":
         return [("fresh7", FRESH7)]
+    if part == "fresh8":
+        return [("fresh8", FRESH8)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 

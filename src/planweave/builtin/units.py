@@ -67,8 +67,8 @@ _ALIASES = {
 }
 ACCEPTED = (
     "symbols or names: km, mi, m, ft, km2 or km² or 'sq km', mi2 or 'square miles', ha, acre, "
-    "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, mpg, L/100km, degC or °C or celsius, degF or °F or "
-    "fahrenheit, K, s, min, h, day, year; a difference of temperatures: delta_degC, "
+    "m3, L, gal, kg, lb, t, km/h, mph, m/s, knot, mpg, L/100km, degC or °C or celsius, degF "
+    "or °F or fahrenheit, K, s, min, h, day, year; a difference of temperatures: delta_degC, "
     "delta_degF"
 )
 # A difference of temperatures (a swing, a gap) as people write it: "delta °C", "°F difference".
