@@ -21,7 +21,9 @@ from planweave import (
     Script,
     ScriptedLLM,
     ScriptedServer,
+    ToolRegistry,
     UserError,
+    tool,
 )
 from planweave.cli.view import DagView
 from planweave.events import Event
@@ -76,11 +78,29 @@ def test_the_embedded_path_keeps_the_full_prompts() -> None:
     answer, events = _run(llm)
     assert answer == ANSWER
     planner, joiner = llm.script.requests[0], llm.script.requests[-1]
-    assert "Examples:" not in planner[0].content  # the demo tools bring none; none is made up
+    # The demo tools bring no examples: none is made up from them (a small model copies its
+    # shape onto tools it does not fit), the examples are on other tools, named as such.
+    examples = planner[0].content.split("Examples:\n", 1)[1]
+    assert examples.startswith("(These examples use other tools: weather(city)")
+    assert not any(f"{name}(" in examples for name in TOOLS)
     assert ANSWER_FIRST not in joiner[0].content
     assert [m.role for m in joiner] == ["system", "user", "assistant", "user"]
     # The full reply streams its answer too, once its Finish( has come.
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == ANSWER
+
+
+def test_examples_on_other_tools_give_way_to_a_tool_of_their_name() -> None:
+    @tool
+    def weather(city: str) -> str:
+        """Today's weather in a city."""
+        return "sunny"
+
+    # The registry's own `weather` would make the example a call the model can copy as is.
+    runtime = Runtime(ToolRegistry(TOOLS, weather), ScriptedLLM([]), prompt_style="full")
+    assert "Examples:" not in runtime.planner.system_prompt()
+    assert (
+        "Examples:" in Runtime(TOOLS, ScriptedLLM([]), prompt_style="full").planner.system_prompt()
+    )
 
 
 def test_a_style_can_be_chosen_against_the_backend_default() -> None:

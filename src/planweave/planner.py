@@ -46,10 +46,11 @@ class Planner:
         self.max_repairs = max_repairs
         self.grammar = grammar
         if examples is None:
-            # Only examples written for these tools: a small model copies the shape of any
-            # example it is shown onto tools it does not fit (on BFCL, an example built from the
-            # registry's first tools cut the planner's right plans from 37 of 60 to 13).
-            examples = "\n\n".join(tools.usable_examples())
+            # Examples written for these tools, else examples on other tools: a small model
+            # copies the shape of an example built from the registry's own tools onto tools it
+            # does not fit (on BFCL, one built from the first tools cut the planner's right plans
+            # from 37 of 60 to 13); shown none, it called every tool offered.
+            examples = "\n\n".join(tools.usable_examples()) or prompts.other_tools_examples(tools)
         if not plan_answers:
             # An example's answer is shown only where a plan may end with one.
             examples = _ANSWER_JOIN_RE.sub(r"\1join()", examples)

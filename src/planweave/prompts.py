@@ -33,6 +33,7 @@ __all__ = [
     "format_observations",
     "joiner_messages",
     "one_shot_messages",
+    "other_tools_examples",
     "planner_system_prompt",
     "purpose_of",
     "question_messages",
@@ -143,6 +144,33 @@ _PLAN_ANSWER_RULE = (
   a result goes>")`: it is the answer (a rank task's ${<id>.largest} names the larger one).
   Not when other words depend on the results."""
 )
+
+# Worked examples for a tool set that has none of its own (an MCP server's, BFCL's), on tools
+# it does not have: they show the form, and that a plan calls only the tools the question
+# needs, one as often as the question asks.  Without them the 1.5B model called every tool
+# offered (BFCL `multiple`, 15 seeded questions: 8 right without examples, 12 with these).
+_OTHER_TOOLS_EXAMPLES = """\
+(These examples use other tools: weather(city), stock_price(symbol), translate(text, to).)
+Question: What is the weather in Oslo and in Lima?
+1. weather("Oslo")
+2. weather("Lima")
+3. join()
+<END_OF_PLAN>
+
+Question: How do you say "thank you" in French?
+1. translate("thank you", "French")
+2. join()
+<END_OF_PLAN>"""
+
+
+def other_tools_examples(tools: ToolRegistry) -> str:
+    """Worked examples on tools other than `tools`' (see `_OTHER_TOOLS_EXAMPLES`); none when
+    the registry has a tool of one of their names, which the model could then call as the
+    example does."""
+    if any(name in tools for name in ("weather", "stock_price", "translate")):
+        return ""
+    return _OTHER_TOOLS_EXAMPLES
+
 
 _SAMPLES: dict[Any, str] = {str: '"text"', int: "3", float: "2.5", bool: "True"}
 
