@@ -29,7 +29,10 @@ spells them, which is what this benchmark hands it.
 
 `--examples`: `default` is what the planner does today for a tool set without worked examples;
 `synthesized` forces the worked example `prompts.synthesized_example` builds from the tools;
-`none` forces no worked example.  Given several, each question is planned under each in turn,
+`none` forces no worked example; `native` makes no plan: one turn of native function calling
+(`planweave.native`, the embedded model's tool calls in its chat template's tags), the calls it
+asks for scored the same way, the figure a compiled plan should at least match on the same
+model.  Given several, each question is planned under each in turn,
 so a loaded machine weighs on all alike; the categories take turns too, and `--out` is rewritten
 after every question, so a run cut short still says something about each (`--resume` then
 plans only the questions the files lack).  Seconds per question are the planner's (repairs
@@ -62,8 +65,9 @@ import anyio
 from planweave import Runtime, Tool, ToolRegistry, prompts
 from planweave.errors import LLMError, PlanError
 from planweave.events import EventBus, LLMCallFinished, PlanInvalid
-from planweave.llm.base import LLM
+from planweave.llm.base import LLM, LLMRequest, ToolCall
 from planweave.meter import MeteredLLM
+from planweave.native import NATIVE_SYSTEM, Native
 from planweave.parser import PlanParser
 from planweave.plan import END_OF_PLAN, Ref, Task, Template
 from planweave.tool_schema import schema_params
@@ -310,7 +314,47 @@ def sample(questions: list[Question], n: int, seed: int) -> list[Question]:
     return [questions[i] for i in sorted(rng.sample(range(len(questions)), n))]
 
 
+async def native_turn(llm: LLM, q: Question, fns: Functions) -> Planned:
+    """One turn of native function calling (`planweave.native`'s first), on the same model: the
+    calls it asks for, each read into a task as native mode reads it (one it refuses is left
+    out, and its error kept)."""
+    bus = EventBus()
+    native = Native(fns.registry)
+    request = LLMRequest(
+        messages=prompts.question_messages(NATIVE_SYSTEM, q.text),
+        tools=[t.json_schema() for t in fns.registry.values()],
+        purpose="native",
+    )
+    calls: list[ToolCall] = []
+    started = time.monotonic()
+    text, error = "", None
+    try:
+        text = await MeteredLLM(llm, bus).complete(request, calls=calls)
+    except LLMError as exc:
+        error = f"LLM: {exc.message}"
+    tasks: list[Task] = []
+    refused: list[str] = []
+    for call in calls:
+        try:
+            tasks.append(native.task_of(call, len(tasks) + 1))
+        except PlanError as exc:
+            refused.append(f"{call.name}({call.arguments}): {exc.message}")
+    finished = [e for e in bus.events if isinstance(e, LLMCallFinished)]
+    written = "".join(f"\n<tool_call>{c.name} {c.arguments}</tool_call>" for c in calls)
+    return Planned(
+        tasks=tasks,
+        responses=[text + written],
+        invalid=refused,
+        plan_error=error,
+        seconds=time.monotonic() - started,
+        prompt_tokens=sum(e.prompt_tokens for e in finished),
+        completion_tokens=sum(e.completion_tokens for e in finished),
+    )
+
+
 async def run_question(llm: LLM, q: Question, fns: Functions, examples: str) -> Planned:
+    if examples == "native":
+        return await native_turn(llm, q, fns)
     runtime = Runtime(fns.registry, llm, examples=examples_for(examples, fns.registry))
     try:
         return await first_plan(runtime, q.text)
@@ -514,9 +558,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--examples",
         nargs="+",
-        choices=["default", "none", "synthesized"],
+        choices=["default", "none", "synthesized", "native"],
         default=["default"],
-        help="the planner's worked examples; several: each question under each, in turn",
+        help="the planner's worked examples (native: no plan, one turn of native function "
+        "calling on the same model); several: each question under each, in turn",
     )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--binding", help="llama.cpp's binding (default: env, else auto)")

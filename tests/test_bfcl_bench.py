@@ -13,13 +13,15 @@ from benchmarks.bfcl import (
     first_plan,
     functions,
     gold_plan,
+    native_turn,
     read_plan,
     round_robin,
     sample,
     summarize,
 )
 
-from planweave import Runtime, ScriptedLLM
+from planweave import Reply, Runtime, ScriptedLLM
+from planweave.native import NATIVE_SYSTEM
 
 # Function documents in BFCL's form (made up here): dotted names, its loose type names, an
 # argument whose name is no identifier, a nested object.
@@ -90,6 +92,32 @@ def test_a_plan_reads_as_bfcl_output_under_bfcl_names() -> None:
         {"trip.plan": {"km": "$1", "stops": ["Lyon"], "budget": {"eur": 300, "flexible": True}}},
     ]
     assert len(planned.responses) == 1
+
+
+def test_a_native_turn_s_calls_read_as_native_mode_reads_them() -> None:
+    fns = functions(DOCS)
+    reply = Reply(
+        "",
+        tool_calls=[
+            ("geo_distance", {"origin": "Paris", "destination": "Lyon", "round_to": 1}),
+            ("fly", {"to": "Nice"}),  # no such function: refused as native mode refuses it
+            ("trip_plan", {"km": 465, "stops": ["Lyon"]}),
+        ],
+    )
+    llm = ScriptedLLM([reply])
+    q = Question("multiple_1", "multiple", "How far, and plan it?", DOCS, [])
+    planned = anyio.run(native_turn, llm, q, fns)
+    assert planned.plan_error is None
+    assert bfcl_output(planned.tasks, fns) == [
+        {"geo.distance": {"origin": "Paris", "destination": "Lyon", "round-to": 1}},
+        {"trip.plan": {"km": 465, "stops": ["Lyon"]}},
+    ]
+    assert len(planned.invalid) == 1
+    assert "unknown tool 'fly'" in planned.invalid[0]
+    # Native mode's own request: its instructions, no planner's.
+    (asked,) = llm.script.requests
+    assert asked[0].content == NATIVE_SYSTEM
+    assert planned.responses[0].count("<tool_call>") == 3
 
 
 def test_an_invalid_line_is_repaired_as_a_run_would() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_process import invoke_cli
+from cli_process import invoke_cli, run_cli
 from demo_tools import AREA, GAUGE, POPULATION, TOOLS
 from planweave import (
     BudgetExceeded,
@@ -24,6 +24,7 @@ from planweave import (
 )
 from planweave.events import LLMCallFinished, TaskFinished, TaskPlanned, TaskStarted
 from planweave.llm.base import LLMRequest, Message, ToolCall
+from planweave.llm.tool_calls import MAX_CALLS, read_tool_calls, with_tools
 from planweave.meter import request_hash
 from planweave.store import Journal
 
@@ -158,18 +159,76 @@ def test_the_in_process_scripted_llm_delivers_tool_calls_too() -> None:
     ]
 
 
-def test_the_embedded_model_cannot_run_native_mode() -> None:
-    from planweave.llm.local import LocalLLM
+def test_a_backend_without_function_calling_cannot_run_native_mode() -> None:
+    class Plain(ScriptedLLM):
+        tool_calling = False
 
-    with pytest.raises(UserError, match=r"native mode .* the embedded model"):
-        Runtime(TOOLS, LocalLLM(), mode="native")
-    runtime = Runtime(TOOLS, LocalLLM())
-    with pytest.raises(UserError, match=r"native mode .* the embedded model"):
-        runtime.run("Belgium?", mode="native")
-    # The command says so before it loads any model.
-    proc = invoke_cli("run", "Belgium?", "--mode", "native", "--tools", "demo_tools:TOOLS")
-    assert proc.returncode == 2
-    assert "the embedded model does not have" in proc.stderr
+    with pytest.raises(UserError, match=r"native mode .* the Plain backend does not have"):
+        Runtime(TOOLS, Plain([]), mode="native")
+
+
+def test_the_embedded_model_offers_tools_and_reads_calls_in_its_template_s_tags() -> None:
+    schemas = [t.json_schema() for t in TOOLS]
+    calls = (ToolCall("call_0", "population", '{"country": "Belgium"}'),)
+    turns = [
+        Message("system", "Answer with the tools."),
+        Message("user", "Belgium?"),
+        Message("assistant", "", calls),
+        Message("tool", "11800000", tool_call_id="call_0"),
+        Message("tool", "30689", tool_call_id="call_1"),
+    ]
+    rendered = with_tools(turns, schemas)
+    assert [m["role"] for m in rendered] == ["system", "user", "assistant", "user"]
+    system = rendered[0]["content"]
+    assert system.startswith("Answer with the tools.\n\n# Tools\n")
+    offered = system.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0].splitlines()
+    assert [json.loads(line) for line in offered] == schemas
+    assert rendered[2]["content"] == (
+        '<tool_call>\n{"name": "population", "arguments": {"country": "Belgium"}}\n</tool_call>'
+    )
+    # A turn's results are one user message of responses, in the calls' order.
+    assert rendered[3]["content"] == (
+        "<tool_response>\n11800000\n</tool_response>\n<tool_response>\n30689\n</tool_response>"
+    )
+    # What the model writes back reads as the calls it wrote, the rest as its text.
+    reply = (
+        rendered[2]["content"]
+        + '\n<tool_call>\n{"name": "area", "arguments": {"country": "Belgium"}}'
+    )
+    text, read = read_tool_calls("Looking both up.\n" + reply)  # the last one cut off
+    assert text == "Looking both up."
+    assert read == (
+        ToolCall("call_0", "population", '{"country": "Belgium"}'),
+        ToolCall("call_1", "area", '{"country": "Belgium"}'),
+    )
+    assert read_tool_calls("Belgium has 11.8 million people.") == (
+        "Belgium has 11.8 million people.",
+        (),
+    )
+    # A block that is no call object is still a call, so that native mode answers it with the
+    # error; a reply cannot make more than MAX_CALLS.
+    assert read_tool_calls("<tool_call>population(Belgium)</tool_call>")[1] == (
+        ToolCall("call_0", "", "population(Belgium)"),
+    )
+    many = '<tool_call>{"name": "area", "arguments": {}}</tool_call>' * (MAX_CALLS + 5)
+    assert len(read_tool_calls(many)[1]) == MAX_CALLS
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.timeout(600)
+def test_the_embedded_model_answers_in_native_mode() -> None:
+    question = "What are the populations of Belgium and France?"
+    proc = run_cli(
+        "run", question, "--mode", "native", "--tools", "demo_tools:TOOLS", "--json", timeout=500
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["mode"] == "native"
+    asked = {(t["tool"], t["args"].get("country")) for t in result["tasks"]}
+    assert {("population", "Belgium"), ("population", "France")} <= asked
+    assert all(t["status"] == "done" for t in result["tasks"])
+    assert "11" in result["answer"].replace(",", "").replace(".", "")  # 11.8 million
 
 
 def test_requests_without_tools_are_sent_and_fingerprinted_as_before(

@@ -1,4 +1,5 @@
-"""Native mode: the endpoint's own parallel function calling.  The question goes to the model
+"""Native mode: the model's own parallel function calling (an endpoint's, or the embedded
+model's in its chat template's tags, `llm.tool_calls`).  The question goes to the model
 with the tools' JSON schemas; every tool call of a model turn runs at once, each a task of the
 run's scheduler (journaled, recovered and recorded like a compiled plan's), and the results go
 back as tool messages, turn after turn, until the model answers with text.  The second
@@ -70,7 +71,7 @@ class Native:
         asked: list[Task | str] = []
         for call in calls:
             try:
-                asked.append(self._task(call, next_id))
+                asked.append(self.task_of(call, next_id))
             except PlanError as err:
                 asked.append(f"ERROR: {err.message}")
             else:
@@ -81,7 +82,7 @@ class Native:
                     scheduler.add(task)
         return [a if isinstance(a, str) else scheduler.records[a.id].observation() for a in asked]
 
-    def _task(self, call: ToolCall, task_id: int) -> Task:
+    def task_of(self, call: ToolCall, task_id: int) -> Task:
         """The task `call` asks for; a PlanError when it names no tool or its arguments are
         no JSON object the tool takes."""
         tool = self.tools.get(call.name)

@@ -185,7 +185,8 @@ class LLM(ABC):
 
 def require_tool_calling(llm: LLM) -> None:
     """Refuse native mode (`planweave.native`) on a backend without native function calling
-    (`LLM.tool_calling`), such as the embedded model: a UserError saying so."""
+    (`LLM.tool_calling`: a backend of your own that leaves it False): a UserError saying so.
+    The embedded model calls tools in its chat template's tags (`llm.tool_calls`)."""
     if llm.tool_calling:
         return
     what = "the embedded model" if llm.embedded else f"the {type(llm).__name__} backend"

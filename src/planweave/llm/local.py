@@ -29,6 +29,7 @@ from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
 from .queue import ModelQueue
 from .speculative import PromptLookup
+from .tool_calls import read_tool_calls, with_tools
 
 if TYPE_CHECKING:
     from .registry import LLMChoice
@@ -136,6 +137,7 @@ class LocalLLM(LLM):
     `binding` chooses llama.cpp's binding (`planweave.llm.llamacpp`; None: auto)."""
 
     embedded = True
+    tool_calling: ClassVar[bool] = True  # in its chat template's own tags (`tool_calls`)
     provider: ClassVar[str] = "llama.cpp"
 
     def __init__(
@@ -229,7 +231,10 @@ class LocalLLM(LLM):
     def _tokens(self, request: LLMRequest) -> tuple[list[int], int]:
         """The prompt's tokens and how many of them open every request of its kind."""
         engine = self.engine
-        messages = [m.to_dict() for m in request.messages]
+        if request.tools:
+            messages = with_tools(request.messages, request.tools)
+        else:
+            messages = [m.to_dict() for m in request.messages]
         prompt = engine.tokenize(engine.render(messages))
         fixed = _fixed_messages(request)
         if not 0 < fixed < len(messages):
@@ -299,18 +304,26 @@ class LocalLLM(LLM):
             stops = _Stops(request.stop)
             produced = 0
             stopped = False
+            held: list[str] | None = [] if request.tools else None  # calls are read whole
             while not stopped:
                 token = await anyio.to_thread.run_sync(following)
                 if token is None:
                     break
                 produced += 1
                 text, stopped = stops.feed(decoder.decode(engine.piece(token)))
-                if text:
+                if held is not None:
+                    held.append(text)
+                elif text:
                     yield Delta(text=text)
             if not stopped:
                 rest = stops.feed(decoder.decode(b"", final=True))[0] + stops.flush()
-                if rest:
+                if held is not None:
+                    held.append(rest)
+                elif rest:
                     yield Delta(text=rest)
+            if held is not None:
+                answer, calls = read_tool_calls("".join(held))
+                yield Delta(text=answer, tool_calls=calls)
             reason = "stop" if stopped else outcome.get("finish_reason", "stop")
             yield self._ending(reason)
             yield Delta(usage=Usage(prompt_tokens, produced))
