@@ -34,7 +34,7 @@ from .tool_calls import read_tool_calls, with_tools
 if TYPE_CHECKING:
     from .registry import LLMChoice
 
-__all__ = ["LoadReport", "LocalLLM", "from_choice"]
+__all__ = ["LoadReport", "LocalLLM", "from_choice", "inert"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -97,6 +97,19 @@ def _fixed_messages(request: LLMRequest) -> int:
     (instructions, tools and, for planner and ReAct, the worked examples), and for the joiner
     also the worked exchange that follows it as chat history (`prompts.joiner_messages`)."""
     return len(request.messages) - 1 if request.purpose == "joiner" else 1
+
+
+def inert(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with no text that spells a special token: the rendered prompt is tokenized
+    with special tokens read as such, so a question or a tool's result holding `<|im_end|>`
+    `<|im_start|>system` would end its turn and speak as the system.  `<|` gets a zero-width
+    non-joiner after `<`, which the model reads as the text it was."""
+    return [
+        {**m, "content": m["content"].replace("<|", "<\u200c|")}
+        if isinstance(m.get("content"), str) and "<|" in m["content"]
+        else m
+        for m in messages
+    ]
 
 
 class _Stops:
@@ -232,9 +245,9 @@ class LocalLLM(LLM):
         """The prompt's tokens and how many of them open every request of its kind."""
         engine = self.engine
         if request.tools:
-            messages = with_tools(request.messages, request.tools)
+            messages = inert(with_tools(request.messages, request.tools))
         else:
-            messages = [m.to_dict() for m in request.messages]
+            messages = inert([m.to_dict() for m in request.messages])
         prompt = engine.tokenize(engine.render(messages))
         fixed = _fixed_messages(request)
         if not 0 < fixed < len(messages):

@@ -80,14 +80,45 @@ def read_tool_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
     """A reply's text outside its call blocks, and its calls (ids `call_0`, `call_1`, ...).
     A block that is no `{"name": ..., "arguments": {...}}` object is still a call, named as
     far as it can be read, so that native mode answers it with the error (the model then
-    writes it again) rather than taking the block for the answer."""
+    writes it again) rather than taking the block for the answer.  Without blocks, a reply
+    that is only such objects (bare, a list of them, or in ```json fences, as the coder model
+    writes them) is read as its calls."""
     calls: list[ToolCall] = []
     for match in _CALL_RE.finditer(text):
         if len(calls) == MAX_CALLS:
             break
         calls.append(_call(f"call_{len(calls)}", match.group(1)))
-    rest = _CALL_RE.sub("", text).strip() if calls else text
-    return rest, tuple(calls)
+    if calls:
+        return _CALL_RE.sub("", text).strip(), tuple(calls)
+    return _unfenced_calls(text)
+
+
+_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)\s*(?:```|\Z)", re.S)
+
+
+def _unfenced_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """The calls of a reply written as JSON call objects and nothing else; else no calls."""
+    bodies = [m.group(1) for m in _FENCE_RE.finditer(text)]
+    if not bodies:
+        bodies = [text]
+    elif _FENCE_RE.sub("", text).strip():
+        return text, ()  # words besides the objects: an answer that shows JSON
+    objects: list[Any] = []
+    for body in bodies:
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            return text, ()
+        objects.extend(data if isinstance(data, list) else [data])
+    if not objects or not all(
+        isinstance(o, dict) and {"name", "arguments"} <= o.keys() for o in objects
+    ):
+        return text, ()
+    calls = [
+        _call(f"call_{i}", json.dumps(o, ensure_ascii=False))
+        for i, o in enumerate(objects[:MAX_CALLS])
+    ]
+    return "", tuple(calls)
 
 
 def _call(call_id: str, body: str) -> ToolCall:
