@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -310,33 +311,17 @@ class LocalLLM(LLM):
             pull, prompt_tokens = await anyio.to_thread.run_sync(start)
             tokens = pull
 
-            def following() -> int | None:
-                return next(pull, None)
-
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            stops = _Stops(request.stop)
-            produced = 0
-            stopped = False
             held: list[str] | None = [] if request.tools else None  # calls are read whole
-            while not stopped:
-                token = await anyio.to_thread.run_sync(following)
-                if token is None:
-                    break
-                produced += 1
-                text, stopped = stops.feed(decoder.decode(engine.piece(token)))
-                if held is not None:
-                    held.append(text)
-                elif text:
-                    yield Delta(text=text)
-            if not stopped:
-                rest = stops.feed(decoder.decode(b"", final=True))[0] + stops.flush()
-                if held is not None:
-                    held.append(rest)
-                elif rest:
-                    yield Delta(text=rest)
+            async with aclosing(_texts(pull, engine, _Stops(request.stop), outcome)) as texts:
+                async for text in texts:
+                    if held is not None:
+                        held.append(text)
+                    else:
+                        yield Delta(text=text)
             if held is not None:
                 answer, calls = read_tool_calls("".join(held))
                 yield Delta(text=answer, tool_calls=calls)
+            produced, stopped = outcome["produced"], outcome["stopped"]
             reason = "stop" if stopped else outcome.get("finish_reason", "stop")
             yield self._ending(reason)
             yield Delta(usage=Usage(prompt_tokens, produced))
@@ -345,6 +330,32 @@ class LocalLLM(LLM):
                 if tokens is not None and hasattr(tokens, "close"):
                     await anyio.to_thread.run_sync(tokens.close)
             loaded.queue.release()
+
+
+async def _texts(
+    pull: Iterator[int], engine: Engine, stops: _Stops, outcome: dict[str, Any]
+) -> AsyncGenerator[str, None]:
+    """The text of the tokens `pull` gives (each pulled in a worker thread), cut at the first
+    stop string; `outcome` gets how many tokens were decoded and whether a stop was met."""
+
+    def following() -> int | None:
+        return next(pull, None)
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    outcome["produced"], stopped = 0, False
+    while not stopped:
+        token = await anyio.to_thread.run_sync(following)
+        if token is None:
+            break
+        outcome["produced"] += 1
+        text, stopped = stops.feed(decoder.decode(engine.piece(token)))
+        if text:
+            yield text
+    if not stopped:
+        rest = stops.feed(decoder.decode(b"", final=True))[0] + stops.flush()
+        if rest:
+            yield rest
+    outcome["stopped"] = stopped
 
 
 def from_choice(choice: LLMChoice) -> LocalLLM:
