@@ -642,6 +642,10 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
         (30, "imperial mpg", "L/100km", 100 * 4.54609 / (30 * 1.609344)),
         (20, "kWh/100 mi", "kWh/100km", 20 / 1.609344),
         (5, "min/km", "km/h", 12),  # a pace is a speed upside down
+        # A price per litre as a price per US gallon: the currency kept, its sign read as its code.
+        (1.59, "€/L", "€/gal", 1.59 * 3.785411784),
+        (3.5, "US$/gal", "USD/L", 3.5 / 3.785411784),
+        (2, "GBP/kg", "£/lb", 2 * 0.45359237),
     ],
 )
 def test_convert_units_reads_what_people_write(
@@ -678,6 +682,8 @@ def test_convert_units_unknown_unit_names_the_accepted_forms() -> None:
         ("celsius", "delta_degF", "a difference of temperatures .* converts only to another"),
         ("m", "1/m", r"cannot convert m to 1/m"),  # upside down only between two ratios
         ("L/0km", "mpg", r"per 0 of what"),
+        ("EUR", "USD", r"keeps a currency as it is .* no exchange rates"),
+        ("€/L", "$/L", r"keeps a currency as it is"),
     ],
 )
 def test_convert_units_refusals(source: str, target: str, message: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import ToolFailed
 from ..tools import tool
 from ._common import load_once, missing
+from ._currencies import CURRENCY_NAMES
 
 __all__ = ["MAX_UNIT_LENGTH", "MAX_UNIT_POWER", "convert_units"]
 
@@ -75,12 +76,21 @@ ACCEPTED = (
 _DELTA_RE = re.compile(r"^(?:delta[ _]?|Δ\s*)(.+)$|^(.+?)\s+(?:difference|change|delta)$", re.I)
 
 
+_MONEY_SIGNS = {"€": "EUR", "£": "GBP", "$": "USD", "¥": "JPY"}
+_MONEY_SIGN_RE = re.compile(r"\s*(?:US\$|[€£$¥])\s*")
+
+
+def _money(unit: str) -> str:
+    """Currency signs as their codes ("€/L" is "EUR/L", "US$" is "USD")."""
+    return _MONEY_SIGN_RE.sub(lambda m: _MONEY_SIGNS.get(m.group().strip()[-1], "USD"), unit)
+
+
 def _spelled(unit: str, temperature: bool) -> str:
     """`unit` in pint's spelling: aliases, "sq"/"cu", digit powers and temperature names.
 
     A bare "F", "C" or "K" is a temperature only when `temperature` says the conversion is
     between temperatures (otherwise it is pint's farad, coulomb, kelvin)."""
-    text = " ".join(unit.split())
+    text = _money(" ".join(unit.split()))
     key = text.lower()
     if key in _ALIASES:
         return _ALIASES[key]
@@ -116,7 +126,13 @@ def _registry() -> Any:
         import pint
     except ImportError:
         raise missing("pint") from None
-    return pint.UnitRegistry()
+    registry = pint.UnitRegistry()
+    # Money as units of its own, one dimension per currency: a price per litre converts to a
+    # price per gallon ("1.59 €/L"), never one currency to another (rates change daily).
+    for code in CURRENCY_NAMES:
+        if code not in registry:
+            registry.define(f"{code} = [currency_{code}]")
+    return registry
 
 
 def _dimension(dims: Any) -> str:
@@ -198,7 +214,7 @@ def _reciprocal(quantity: Any, target: Any) -> bool:
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit;
     a difference of temperatures (a swing, a gap) from delta_degC to delta_degF; mpg to
-    L/100km.
+    L/100km; a price per litre to one per gallon, EUR/L to EUR/gal (no exchange rates).
 
     Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
     celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A temperature is a
@@ -234,6 +250,12 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
                 f"cannot convert {from_unit.strip()} to {to_unit.strip()}: a difference of "
                 "temperatures (delta_degC, delta_degF) converts only to another difference, a "
                 "temperature (degC, degF) only to another temperature"
+            ) from None
+        if "currency_" in str(exc.dim1) and "currency_" in str(exc.dim2):
+            raise ToolFailed(
+                f"cannot convert {from_unit.strip()} to {to_unit.strip()}: convert_units keeps "
+                "a currency as it is (a price per litre to one per gallon, EUR/L to EUR/gal); "
+                "it has no exchange rates"
             ) from None
         raise ToolFailed(
             f"cannot convert {from_unit.strip()} to {to_unit.strip()} "
