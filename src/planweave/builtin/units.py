@@ -214,9 +214,10 @@ def _reciprocal(quantity: Any, target: Any) -> bool:
 def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     """Convert a quantity between units: 5 km to mi, 300 km2 to mi2, 20 celsius to fahrenheit;
     a difference of temperatures (a swing, a gap) from delta_degC to delta_degF; mpg to
-    L/100km; a price per litre to one per gallon, EUR/L to EUR/gal (no exchange rates).
+    L/100km.
 
-    Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
+    A price per litre converts to one per gallon (EUR/L to EUR/gal), never to another
+    currency.  Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
     celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A temperature is a
     point on a scale (20 °C is 68 °F); a difference between two of them is not (a swing of
     20 °C is 36 °F): convert it with delta_degC, delta_degF.  The result is rounded
