@@ -212,11 +212,19 @@ def test_the_embedded_model_offers_tools_and_reads_calls_in_its_template_s_tags(
     )
     many = '<tool_call>{"name": "area", "arguments": {}}</tool_call>' * (MAX_CALLS + 5)
     assert len(read_tool_calls(many)[1]) == MAX_CALLS
-    # The coder model writes its calls as fenced JSON: a reply of call objects and nothing
-    # else is its calls; JSON inside an answer's words, or that is no call, stays the answer.
-    fenced = '```json\n[{"name": "area", "arguments": {"country": "Belgium"}}]\n```'
-    assert read_tool_calls(fenced) == ("", (ToolCall("call_0", "area", '{"country": "Belgium"}'),))
-    for answer in ("The call was ```json\n" + fenced[8:], '{"area": 30689}', "42"):
+    # The coder model writes its calls as JSON: fenced (the words around kept as the text),
+    # or bare, in a list or one after another; JSON that is no call stays the answer.
+    call = '{"name": "area", "arguments": {"country": "Belgium"}}'
+    area = ToolCall("call_0", "area", '{"country": "Belgium"}')
+    assert read_tool_calls(f"```json\n[{call}]\n```") == ("", (area,))
+    assert read_tool_calls(f"I call:\n```json\n{call}\n```") == ("I call:", (area,))
+    lines = read_tool_calls(f"{call}\n{call.replace('Belgium', 'France')}")
+    assert [(c.id, c.arguments) for c in lines[1]] == [
+        ("call_0", '{"country": "Belgium"}'),
+        ("call_1", '{"country": "France"}'),
+    ]
+    shown = 'Belgium: ```json\n{"area": 30689}\n```'
+    for answer in (shown, '{"area": 30689}', "42", f"Call {call} yourself."):
         assert read_tool_calls(answer) == (answer, ())
 
 

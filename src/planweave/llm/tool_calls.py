@@ -97,19 +97,10 @@ _FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)\s*(?:```|\Z)", re.S)
 
 
 def _unfenced_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
-    """The calls of a reply written as JSON call objects and nothing else; else no calls."""
-    bodies = [m.group(1) for m in _FENCE_RE.finditer(text)]
-    if not bodies:
-        bodies = [text]
-    elif _FENCE_RE.sub("", text).strip():
-        return text, ()  # words besides the objects: an answer that shows JSON
-    objects: list[Any] = []
-    for body in bodies:
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            return text, ()
-        objects.extend(data if isinstance(data, list) else [data])
+    """The calls of a reply written as JSON call objects: in ```json fences (the words around
+    them kept as its text), or bare, one after another or in a list, and nothing else."""
+    fenced = [m.group(1) for m in _FENCE_RE.finditer(text)]
+    objects = [o for body in fenced for o in _objects(body)] if fenced else _objects(text)
     if not objects or not all(
         isinstance(o, dict) and {"name", "arguments"} <= o.keys() for o in objects
     ):
@@ -118,7 +109,24 @@ def _unfenced_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
         _call(f"call_{i}", json.dumps(o, ensure_ascii=False))
         for i, o in enumerate(objects[:MAX_CALLS])
     ]
-    return "", tuple(calls)
+    return (_FENCE_RE.sub("", text).strip() if fenced else ""), tuple(calls)
+
+
+def _objects(text: str) -> list[Any]:
+    """The JSON values `text` holds one after another (a list's items for a list); none
+    unless it is JSON values and nothing else."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    text = text.strip()
+    while at < len(text):
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return []
+        values.extend(value if isinstance(value, list) else [value])
+        at = end
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+    return values
 
 
 def _call(call_id: str, body: str) -> ToolCall:
