@@ -126,7 +126,7 @@ def _registry() -> Any:
         import pint
     except ImportError:
         raise missing("pint") from None
-    registry = pint.UnitRegistry()
+    registry: Any = pint.UnitRegistry()
     # Money as units of its own, one dimension per currency: a price per litre converts to a
     # price per gallon ("1.59 €/L"), never one currency to another (rates change daily).
     for code in CURRENCY_NAMES:
@@ -201,6 +201,23 @@ def _units(registry: Any, text: str, temperature: bool = False) -> tuple[Any, fl
     return parsed, per
 
 
+def _mismatch(exc: Any, from_unit: str, to_unit: str, delta: bool) -> ToolFailed:
+    """The refusal of a conversion between dimensions that differ, saying what would work:
+    `delta` when one side is a difference of temperatures and the other is not."""
+    what = f"cannot convert {from_unit.strip()} to {to_unit.strip()}"
+    if delta:
+        return ToolFailed(
+            f"{what}: a difference of temperatures (delta_degC, delta_degF) converts only to "
+            "another difference, a temperature (degC, degF) only to another temperature"
+        )
+    if "currency_" in str(exc.dim1) and "currency_" in str(exc.dim2):
+        return ToolFailed(
+            f"{what}: convert_units keeps a currency as it is (a price per litre to one per "
+            "gallon, EUR/L to EUR/gal); it has no exchange rates"
+        )
+    return ToolFailed(f"{what} ({_dimension(exc.dim1)} vs {_dimension(exc.dim2)})")
+
+
 def _reciprocal(quantity: Any, target: Any) -> bool:
     """Whether `quantity` converts to `target` only upside down (mpg to L/100km): both a
     ratio of units (never a metre to 1/m), of dimensions each the other's inverse."""
@@ -217,11 +234,11 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
     L/100km.
 
     A price per litre converts to one per gallon (EUR/L to EUR/gal), never to another
-    currency.  Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square miles", kg, lb,
-    celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A temperature is a
-    point on a scale (20 °C is 68 °F); a difference between two of them is not (a swing of
-    20 °C is 36 °F): convert it with delta_degC, delta_degF.  The result is rounded
-    to 12 significant digits (temperatures also to 10 decimal places).
+    currency.  Understands symbols and names (km, km2 or km² or "sq km", mi2 or "square
+    miles", kg, lb, celsius or degC or °C, fahrenheit or degF or °F, km/h, mph, ...).  A
+    temperature is a point on a scale (20 °C is 68 °F); a difference between two of them is
+    not (a swing of 20 °C is 36 °F): convert it with delta_degC, delta_degF.  The result is
+    rounded to 12 significant digits (temperatures also to 10 decimal places).
 
     Args:
         value: the number to convert
@@ -246,22 +263,7 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
             getattr(q, "_is_multiplicative", True) for q in (quantity, registry.Quantity(1, target))
         )
     except pint.DimensionalityError as exc:
-        if _is_delta(source) != _is_delta(target):
-            raise ToolFailed(
-                f"cannot convert {from_unit.strip()} to {to_unit.strip()}: a difference of "
-                "temperatures (delta_degC, delta_degF) converts only to another difference, a "
-                "temperature (degC, degF) only to another temperature"
-            ) from None
-        if "currency_" in str(exc.dim1) and "currency_" in str(exc.dim2):
-            raise ToolFailed(
-                f"cannot convert {from_unit.strip()} to {to_unit.strip()}: convert_units keeps "
-                "a currency as it is (a price per litre to one per gallon, EUR/L to EUR/gal); "
-                "it has no exchange rates"
-            ) from None
-        raise ToolFailed(
-            f"cannot convert {from_unit.strip()} to {to_unit.strip()} "
-            f"({_dimension(exc.dim1)} vs {_dimension(exc.dim2)})"
-        ) from None
+        raise _mismatch(exc, from_unit, to_unit, _is_delta(source) != _is_delta(target)) from None
     except pint.OffsetUnitCalculusError as exc:
         raise ToolFailed(
             f"cannot convert {from_unit.strip()} to {to_unit.strip()}: {exc}"
