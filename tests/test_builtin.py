@@ -646,6 +646,7 @@ def test_convert_units(value: float, source: str, target: str, expected: float) 
         (1.59, "€/L", "€/gal", 1.59 * 3.785411784),
         (3.5, "US$/gal", "USD/L", 3.5 / 3.785411784),
         (2, "GBP/kg", "£/lb", 2 * 0.45359237),
+        (1, "€ per litre", "€ per gallon", 3.785411784),  # a sign between words
     ],
 )
 def test_convert_units_reads_what_people_write(
@@ -683,6 +684,8 @@ def test_convert_units_unknown_unit_names_the_accepted_forms() -> None:
         ("m", "1/m", r"cannot convert m to 1/m"),  # upside down only between two ratios
         ("L/0km", "mpg", r"per 0 of what"),
         ("EUR", "USD", r"keeps a currency as it is .* no exchange rates"),
+        ("EUR/L", "EUR", r"cannot convert EUR/L to EUR \("),  # one currency: not a rate's fault
+        ("m*s", "1/(m*s)", r"cannot convert m\*s to 1/\(m\*s\)"),  # a product is no ratio
         ("€/L", "$/L", r"keeps a currency as it is"),
     ],
 )

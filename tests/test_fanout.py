@@ -95,9 +95,18 @@ def test_elements_run_at_once_each_a_sub_task_and_results_keep_the_list_order(
     # which is largest and smallest: the 1.5B joiner misread bare lists.
     joiner = server.requests[-1]
     assert (
-        "[83, 11, 5, 10] (Germany: 83; Czechia: 11; Slovakia: 5; Hungary: 10; "
-        "largest: Germany; smallest: Slovakia)"
+        '[83, 11, 5, 10] ("Germany": 83; "Czechia": 11; "Slovakia": 5; "Hungary": 10; '
+        'largest: "Germany"; smallest: "Slovakia")'
     ) in joiner[-1].content
+    # A name a tool gave is quoted (it cannot forge the line), and a whole number too large
+    # for a float is still ranked, not a crash.
+    from planweave.records import TaskRecord, TaskStatus
+
+    rec = TaskRecord(fan.task, status=TaskStatus.DONE, result=[10**400, 5])
+    rec.items = [TaskRecord(fan.task, item=k, label=n) for k, n in ((1, "A; largest: B"), (2, "B"))]
+    assert rec.observation().endswith(
+        '("A; largest: B": 1' + "0" * 400 + '; "B": 5; largest: "A; largest: B"; smallest: "B")'
+    )
     shown = fan.to_dict()
     assert [i["call"] for i in shown["items"]] == [
         f'population(country="{c}")' for c in ("Germany", "Czechia", "Slovakia", "Hungary")

@@ -224,6 +224,9 @@ def test_the_embedded_model_offers_tools_and_reads_calls_in_its_template_s_tags(
         ("call_1", '{"country": "France"}'),
     ]
     shown = 'Belgium: ```json\n{"area": 30689}\n```'
+    # Read in linear time: a reply stuck in whitespace after an opening tag or fence.
+    assert read_tool_calls("<tool_call>x" + " " * 200_000 + "y")[1][0].name == ""
+    assert read_tool_calls("```x" + " " * 200_000 + "y")[1] == ()
     for answer in (shown, '{"area": 30689}', "42", f"Call {call} yourself."):
         assert read_tool_calls(answer) == (answer, ())
 

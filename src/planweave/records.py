@@ -9,6 +9,7 @@ that the store depends on records, not on the scheduler or an LLM backend.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -290,9 +291,17 @@ class TaskRecord:
         if not all(sub.label for sub in items):
             return ""
         pairs = [(sub.label, value) for sub, value in zip(items, result, strict=True)]
-        said = "; ".join(f"{name}: {render_text(shown(value))}" for name, value in pairs)
-        numbers = {n: v for n, v in pairs if isinstance(v, int | float) and not isinstance(v, bool)}
-        if len(numbers) == len(pairs) > 1 and all(map(math.isfinite, numbers.values())):
+        # Names quoted: a name a tool gave cannot pass for this line's own words.
+        said = "; ".join(
+            f"{json.dumps(n, ensure_ascii=False)}: {render_text(shown(v))}" for n, v in pairs
+        )
+        numbers = {
+            json.dumps(n, ensure_ascii=False): v
+            for n, v in pairs
+            if (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, float) and math.isfinite(v))
+        }
+        if len(numbers) == len(pairs) > 1:
             for word, pick in (("largest", max), ("smallest", min)):
                 best = pick(numbers.values())
                 said += f"; {word}: " + " and ".join(n for n, v in numbers.items() if v == best)

@@ -82,7 +82,8 @@ _MONEY_SIGN_RE = re.compile(r"\s*(?:US\$|[€£$¥])\s*")
 
 def _money(unit: str) -> str:
     """Currency signs as their codes ("€/L" is "EUR/L", "US$" is "USD")."""
-    return _MONEY_SIGN_RE.sub(lambda m: _MONEY_SIGNS.get(m.group().strip()[-1], "USD"), unit)
+    signed = _MONEY_SIGN_RE.sub(lambda m: f" {_MONEY_SIGNS[m.group().strip()[-1]]} ", unit)
+    return " ".join(signed.split())
 
 
 def _spelled(unit: str, temperature: bool) -> str:
@@ -201,6 +202,9 @@ def _units(registry: Any, text: str, temperature: bool = False) -> tuple[Any, fl
     return parsed, per
 
 
+_CURRENCY_DIM_RE = re.compile(r"currency_\w+")
+
+
 def _mismatch(exc: Any, from_unit: str, to_unit: str, delta: bool) -> ToolFailed:
     """The refusal of a conversion between dimensions that differ, saying what would work:
     `delta` when one side is a difference of temperatures and the other is not."""
@@ -210,7 +214,8 @@ def _mismatch(exc: Any, from_unit: str, to_unit: str, delta: bool) -> ToolFailed
             f"{what}: a difference of temperatures (delta_degC, delta_degF) converts only to "
             "another difference, a temperature (degC, degF) only to another temperature"
         )
-    if "currency_" in str(exc.dim1) and "currency_" in str(exc.dim2):
+    currencies = [set(_CURRENCY_DIM_RE.findall(str(d))) for d in (exc.dim1, exc.dim2)]
+    if all(currencies) and currencies[0] != currencies[1]:
         return ToolFailed(
             f"{what}: convert_units keeps a currency as it is (a price per litre to one per "
             "gallon, EUR/L to EUR/gal); it has no exchange rates"
@@ -221,8 +226,10 @@ def _mismatch(exc: Any, from_unit: str, to_unit: str, delta: bool) -> ToolFailed
 def _reciprocal(quantity: Any, target: Any) -> bool:
     """Whether `quantity` converts to `target` only upside down (mpg to L/100km): both a
     ratio of units (never a metre to 1/m), of dimensions each the other's inverse."""
-    if len(quantity._units) < 2 or len(target._units) < 2:
-        return False
+    for units in (quantity._units, target._units):
+        powers = list(units.values())
+        if not (any(p > 0 for p in powers) and any(p < 0 for p in powers)):
+            return False  # a ratio has a unit over another (never m*s, never 1/m)
     dims, wanted = quantity.dimensionality, target.dimensionality
     return bool(dims) and dims != wanted and dims == 1 / wanted
 
@@ -245,6 +252,8 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> float:
         from_unit: its unit
         to_unit: the unit wanted
     """
+    if not math.isfinite(value):
+        raise ToolFailed(f"the value to convert is not a finite number: {value}")
     registry = _registry()
     import pint
 
