@@ -77,3 +77,88 @@ def right_and_wrong(gold: Gold) -> tuple[list[str], list[str]]:
             wrong.append(", ".join(items[1:]) + ".")
         return right, wrong
     raise AssertionError(f"no answers for {gold!r}")
+
+
+class Batch:
+    """A fresh batch of the shapes suite (`module`, drawn as `part`), and what every batch's
+    test checks of it: its templates pinned and drawn, two new ones per class registered
+    under its part only, and distinct, seeded questions whose golds score as they must.
+    `earlier`: the parts written before it (tune first), whose names it may not take."""
+
+    def __init__(self, module: Any, part: str, earlier: Sequence[Any]) -> None:
+        self.module, self.part, self.earlier = module, part, tuple(earlier)
+
+    def template(self, name: str) -> Any:
+        (found,) = [t for t in self.module.TEMPLATES if t.name == name]
+        return found
+
+    def make(self, facts: Any, name: str, *wanted: Any) -> tuple[str, Any]:
+        drawn: tuple[str, Any] | None = self.template(name).make(Pick(*wanted), facts)
+        assert drawn is not None
+        return drawn
+
+    def draws(self, facts: Any, name: str, *wanted: Any, times: int = 40) -> list[Any]:
+        """Draws of a template with `wanted` pinned and the rest left to chance, seed after
+        seed."""
+        out = []
+        for seed in range(times):
+            pick = Pick(*wanted)
+            pick.seed(seed)
+            drawn = self.template(name).make(pick, facts)
+            if drawn is not None:
+                out.append(drawn)
+        return out
+
+    def check_registered(self) -> None:
+        from benchmarks import answer_eval, shapes
+        from benchmarks.shapes import heldout
+        from benchmarks.shapes.common import CATEGORIES
+
+        templates = self.module.TEMPLATES
+        names = [t.name for t in templates]
+        assert len(names) == len(set(names)) == 16
+        for category in CATEGORIES:
+            assert sum(t.category == category for t in templates) == 2, category
+        # No name of the other parts or of the names suite again (only names are compared).
+        for other in self.earlier:
+            assert not set(names) & {t.name for t in other.TEMPLATES}, other.__name__
+        # Computed apart so that a failure prints only the clashing names, none of the others.
+        clash = sorted(set(names) & {t.name for t in heldout.TEMPLATES})
+        assert clash == []
+        assert not set(names) & set(answer_eval.TEMPLATES)
+        # No maker of an earlier batch is one of this batch's (none imported and re-registered).
+        earlier_makers = {t.make for other in (*self.earlier, heldout) for t in other.TEMPLATES}
+        assert not {t.make for t in templates} & earlier_makers
+        # Only this part draws the batch: not `all`, not the other fresh batches.
+        assert shapes.templates(self.part) == templates
+        assert getattr(shapes, self.part.upper()) == templates
+        fresh = [m.__name__.rsplit(".", 1)[-1] for m in self.earlier[1:]]
+        for part in ("all", *fresh):
+            assert not set(names) & {t.name for t in shapes.templates(part)}, part
+
+    def check_draws(self, facts: Any, seed: int) -> None:
+        from benchmarks import shapes
+
+        qs = shapes.questions(self.part, 3, seed, facts)
+        by_template: dict[str, list[Any]] = {}
+        for q in qs:
+            by_template.setdefault(q.template, []).append(q)
+        assert set(by_template) == {t.name for t in self.module.TEMPLATES}
+        for name, made in by_template.items():
+            assert len(made) == 3, name
+            assert len({q.text for q in made}) == 3, name
+            for q in made:
+                assert q.part == self.part, name
+                assert q.heldout, name
+                assert q.text.endswith(("?", ".")), name
+                assert "  " not in q.text, name
+                if q.category in GOLD_OF:
+                    assert isinstance(q.gold, GOLD_OF[q.category]), name
+                right, wrong = right_and_wrong(q.gold)
+                for answer in right:
+                    assert q.score(answer), (name, q.text, answer)
+                for answer in wrong:
+                    assert not q.score(answer), (name, q.text, answer)
+        again = shapes.questions(self.part, 3, seed, facts)
+        assert [q.text for q in again] == [q.text for q in qs]  # seeded
+        assert [q.gold for q in again] == [q.gold for q in qs]

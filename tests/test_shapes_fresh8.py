@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 import pytest
-from benchmarks import answer_eval, shapes
+from benchmarks import answer_eval
 from benchmarks.shapes import (
     fresh,
     fresh2,
@@ -21,17 +20,16 @@ from benchmarks.shapes import (
     fresh6,
     fresh7,
     fresh8,
-    heldout,
     tune,
 )
-from benchmarks.shapes.common import CATEGORIES, CITIES, Facts
+from benchmarks.shapes.common import CITIES, Facts
 from benchmarks.shapes.fresh import _STALE_CURRENCY, _home
 from benchmarks.shapes.fresh2 import _CAPITALS_IN_DOUBT
 from benchmarks.shapes.fresh3 import _CAPITAL_TITLE_IN_DOUBT, _WHOLE
 from benchmarks.shapes.fresh4 import _capitals
 from benchmarks.shapes.scoring import Choice, Count, Items, Number, YesNo
 
-from shape_pins import GOLD_OF, Pick, right_and_wrong
+from shape_pins import Batch
 
 SEEDS = [1, 7, 12, 26, 99]
 EARLIER = (tune, fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7)
@@ -42,49 +40,12 @@ def facts() -> Facts:
     return answer_eval.Data()
 
 
-def template(name: str) -> Any:
-    (found,) = [t for t in fresh8.TEMPLATES if t.name == name]
-    return found
-
-
-def make(facts: Facts, name: str, *wanted: Any) -> tuple[str, Any]:
-    drawn: tuple[str, Any] | None = template(name).make(Pick(*wanted), facts)
-    assert drawn is not None
-    return drawn
-
-
-def draws(facts: Facts, name: str, *wanted: Any, times: int = 40) -> list[tuple[str, Any]]:
-    """Draws of a template with `wanted` pinned and the rest left to chance, seed after seed."""
-    out = []
-    for seed in range(times):
-        pick = Pick(*wanted)
-        pick.seed(seed)
-        drawn = template(name).make(pick, facts)
-        if drawn is not None:
-            out.append(drawn)
-    return out
+BATCH = Batch(fresh8, "fresh8", EARLIER)
+template, make, draws = BATCH.template, BATCH.make, BATCH.draws
 
 
 def test_the_eighth_fresh_batch_has_two_new_templates_per_category() -> None:
-    names = [t.name for t in fresh8.TEMPLATES]
-    assert len(names) == len(set(names)) == 16
-    for category in CATEGORIES:
-        assert sum(t.category == category for t in fresh8.TEMPLATES) == 2, category
-    # No name of the other parts or of the names suite again (only names are compared).
-    for other in EARLIER:
-        assert not set(names) & {t.name for t in other.TEMPLATES}, other.__name__
-    # Computed apart so that a failure prints only the clashing names, none of the others.
-    clash = sorted(set(names) & {t.name for t in heldout.TEMPLATES})
-    assert clash == []
-    assert not set(names) & set(answer_eval.TEMPLATES)
-    # No maker of an earlier batch is one of this batch's (none is imported and re-registered).
-    earlier_makers = {t.make for other in (*EARLIER, heldout) for t in other.TEMPLATES}
-    assert not {t.make for t in fresh8.TEMPLATES} & earlier_makers
-    # Only `fresh8` draws this batch: not `all`, not the other fresh batches.
-    assert shapes.templates("fresh8") == fresh8.TEMPLATES
-    assert shapes.FRESH8 == fresh8.TEMPLATES
-    for part in ("all", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"):
-        assert not set(names) & {t.name for t in shapes.templates(part)}, part
+    BATCH.check_registered()
 
 
 @pytest.mark.timeout(120)
@@ -92,29 +53,7 @@ def test_the_eighth_fresh_batch_has_two_new_templates_per_category() -> None:
 def test_every_template_of_the_batch_draws_distinct_questions_with_golds_it_scores(
     facts: Facts, seed: int
 ) -> None:
-    qs = shapes.questions("fresh8", 3, seed, facts)
-    by_template: dict[str, list[shapes.ShapeQuestion]] = {}
-    for q in qs:
-        by_template.setdefault(q.template, []).append(q)
-    assert set(by_template) == {t.name for t in fresh8.TEMPLATES}
-    for name, made in by_template.items():
-        assert len(made) == 3, name
-        assert len({q.text for q in made}) == 3, name
-        for q in made:
-            assert q.part == "fresh8", name
-            assert q.heldout, name
-            assert q.text.endswith(("?", ".")), name
-            assert "  " not in q.text, name
-            if q.category in GOLD_OF:
-                assert isinstance(q.gold, GOLD_OF[q.category]), name
-            right, wrong = right_and_wrong(q.gold)
-            for answer in right:
-                assert q.score(answer), (name, q.text, answer)
-            for answer in wrong:
-                assert not q.score(answer), (name, q.text, answer)
-    again = shapes.questions("fresh8", 3, seed, facts)
-    assert [q.text for q in again] == [q.text for q in qs]  # seeded
-    assert [q.gold for q in again] == [q.gold for q in qs]
+    BATCH.check_draws(facts, seed)
 
 
 def test_golds_come_from_the_data(facts: Facts) -> None:

@@ -149,8 +149,14 @@ _PLAN_ANSWER_RULE = (
 # it does not have: they show the form, and that a plan calls only the tools the question
 # needs, one as often as the question asks.  Without them the 1.5B model called every tool
 # offered (BFCL `multiple`, 15 seeded questions: 8 right without examples, 12 with these).
-_OTHER_TOOLS_EXAMPLES = """\
-(These examples use other tools: weather(city), stock_price(symbol), translate(text, to).)
+_OTHER_TOOLS = {"weather": "city", "stock_price": "symbol", "translate": "text, to"}
+_OTHER_TOOLS_EXAMPLES = (
+    (
+        "(These examples use other tools: "
+        + ", ".join(f"{name}({params})" for name, params in _OTHER_TOOLS.items())
+        + ".)\n"
+    )
+    + """\
 Question: What is the weather in Oslo and in Lima?
 1. weather("Oslo")
 2. weather("Lima")
@@ -161,13 +167,14 @@ Question: How do you say "thank you" in French?
 1. translate("thank you", "French")
 2. join()
 <END_OF_PLAN>"""
+)
 
 
 def other_tools_examples(tools: ToolRegistry) -> str:
     """Worked examples on tools other than `tools`' (see `_OTHER_TOOLS_EXAMPLES`); none when
     the registry has a tool of one of their names, which the model could then call as the
     example does."""
-    if any(name in tools for name in ("weather", "stock_price", "translate")):
+    if any(name in tools for name in _OTHER_TOOLS):
         return ""
     return _OTHER_TOOLS_EXAMPLES
 

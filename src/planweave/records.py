@@ -290,13 +290,14 @@ class TaskRecord:
             return ""
         if not all(sub.label for sub in items):
             return ""
-        pairs = [(sub.label, value) for sub, value in zip(items, result, strict=True)]
         # Names quoted: a name a tool gave cannot pass for this line's own words.
-        said = "; ".join(
-            f"{json.dumps(n, ensure_ascii=False)}: {render_text(shown(v))}" for n, v in pairs
-        )
+        pairs = [
+            (json.dumps(sub.label, ensure_ascii=False), value)
+            for sub, value in zip(items, result, strict=True)
+        ]
+        said = "; ".join(f"{n}: {render_text(shown(v))}" for n, v in pairs)
         numbers = {
-            json.dumps(n, ensure_ascii=False): v
+            n: v
             for n, v in pairs
             if (isinstance(v, int) and not isinstance(v, bool))
             or (isinstance(v, float) and math.isfinite(v))
