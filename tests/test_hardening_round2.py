@@ -248,6 +248,17 @@ PRIVATE = (
 OTHER = "My PIN is 1111 and my IBAN is GB29NWBK60161331926819: which has more land, Spain or Peru?"
 
 
+def _texts(value: object) -> list[str]:
+    """Every string in a JSON-like value, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in (*_texts(k), *_texts(v))]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
 def test_an_adapted_example_carries_no_text_of_another_users_question(tmp_path: Path) -> None:
     script = Script.by_purpose(
         planner=[
@@ -268,7 +279,9 @@ def test_an_adapted_example_carries_no_text_of_another_users_question(tmp_path: 
     assert adapted.question == "… is … and … is …: which has more people, <A> or <B>"
     assert adapted.plan == '1. people("<A>")\n2. people("<B>")\n3. join()\n<END_OF_PLAN>'
     prompt = " ".join(m.content for m in script.requests[2])
-    journaled = json.dumps(cache.journal.events(result.run_id, after=0, limit=1000))
+    # Every text the journal holds (not its numbers: a timestamp's digits may spell "4821").
+    journaled = " ".join(_texts(cache.journal.events(result.run_id, after=0, limit=1000)))
+    assert "Peru" in journaled  # the texts are read
     for private in ("4821", "DE89370400440532013000", "France", "Belgium"):
         assert private not in prompt
         assert private not in journaled
