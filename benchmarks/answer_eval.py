@@ -270,6 +270,7 @@ def run_config(
     wall_s: float,
     threads: int | None = None,
     plan_answers: bool | None = None,
+    similar: int | None = None,
 ) -> dict[str, Any]:
     from planweave.llm.local import LocalLLM
 
@@ -282,6 +283,7 @@ def run_config(
         grounding=grounding,
         budget=Budget(wall_s=wall_s),
         plan_answers=plan_answers,
+        **({} if similar is None else {"similar_examples": similar}),
     )
     rows = []
     for q in qs:
@@ -487,6 +489,11 @@ def main() -> None:
         help='let a plan end with its answer, join("...${N}...") (default: off when embedded)',
     )
     parser.add_argument(
+        "--similar-examples",
+        type=int,
+        help="worked plans of the tools' bank shown per question (default: the runtime's)",
+    )
+    parser.add_argument(
         "--threads", type=int, help="llama.cpp threads (default: every core); times then differ"
     )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/answer_eval.json"))
@@ -528,7 +535,16 @@ def main() -> None:
     grounding = {"default": None, "on": True, "off": False}[args.grounding]
     plan_answers = {"default": None, "on": True, "off": False}[args.plan_answers]
     results = [
-        run_config(model, mode, chosen, grounding, args.wall, args.threads, plan_answers)
+        run_config(
+            model,
+            mode,
+            chosen,
+            grounding,
+            args.wall,
+            args.threads,
+            plan_answers,
+            args.similar_examples,
+        )
         for model in args.models
         for mode in args.modes
     ]

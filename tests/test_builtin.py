@@ -841,6 +841,22 @@ def test_rank_refuses_what_it_cannot_rank(arguments: dict[str, Any], message: st
         rank.invoke(arguments)
 
 
+@pytest.mark.parametrize("example", BUILTIN.usable_bank())
+def test_the_banks_plans_run_on_the_real_tools(example: str) -> None:
+    # Each plan of the bank runs on the real tools: every task done, and its answer, where it
+    # has one, filled in from the results with no joiner call.
+    question, plan = example.split("\n", 1)
+    fills = 'join("' in plan
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(from the joiner)"])
+    result = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=True).run(question[10:])
+    assert all(r.status is TaskStatus.DONE for r in result.tasks), [
+        (str(r.task), r.error) for r in result.tasks
+    ]
+    assert script.purposes == (["planner"] if fills else ["planner", "joiner"])
+    assert "${" not in result.answer
+    assert "[?]" not in result.answer
+
+
 @pytest.mark.parametrize("example", BUILTIN.usable_examples())
 def test_plan_examples_run_and_their_answers_fill_in(example: str) -> None:
     # Each worked plan runs on the real tools and its answer is filled in from the results,

@@ -126,6 +126,7 @@ def test_an_older_journals_settings_are_read() -> None:
         "max_concurrency",
         "react_max_steps",
         "examples",
+        "similar_examples",
         "llm_backend",
         "output_schema",
         "thread",
@@ -142,11 +143,13 @@ def test_an_older_journals_settings_are_read() -> None:
     assert settings.join_replan is False
     assert settings.grounding is False  # nor were their answers checked
     assert settings.plan_answers is False  # nor answered from their plans
+    assert settings.similar_examples == 0  # nor shown the bank's examples
     assert settings.to_dict() == OLDER | newer | {
         "prompt_style": "full",
         "join_replan": False,
         "grounding": False,
         "plan_answers": False,
+        "similar_examples": 0,
     }
 
 
@@ -166,13 +169,12 @@ def test_the_executor_is_recorded_and_checked_but_never_a_ray_address() -> None:
 def test_missing_and_unknown_keys() -> None:
     # A run recorded through the Python API held only the Runtime's own keys, and tags.
     settings = RunSettings.from_dict({"mode": "react", "tag": "t1", "api_key": "sk-secret"})
-    assert settings == RunSettings(
-        mode="react", prompt_style="full", join_replan=False, grounding=False, plan_answers=False
-    )
+    older = {"join_replan": False, "grounding": False, "plan_answers": False}
+    assert settings == RunSettings(mode="react", prompt_style="full", similar_examples=0, **older)
     assert "api_key" not in settings.to_dict()
     assert "tag" not in settings.to_dict()
     assert RunSettings.from_dict({"budget": None, "tools": None}) == RunSettings(
-        prompt_style="full", join_replan=False, grounding=False, plan_answers=False
+        prompt_style="full", similar_examples=0, **older
     )
     assert RunSettings.from_dict({"budget": {"tokens": 7, "later": 1}}).budget == Budget(tokens=7)
 
@@ -184,6 +186,9 @@ def test_missing_and_unknown_keys() -> None:
         ({"recovery": "sometimes"}, "recovery"),
         ({"max_replans": "2"}, "max_replans"),
         ({"max_repairs": -1}, "max_repairs"),
+        ({"similar_examples": -1}, "similar_examples"),
+        ({"similar_examples": 9}, "similar_examples"),
+        ({"similar_examples": True}, "similar_examples"),
         ({"max_replans": True}, "max_replans"),
         ({"tool_timeout": "60"}, "tool_timeout"),
         ({"tool_timeout": 0}, "tool_timeout"),

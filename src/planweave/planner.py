@@ -16,6 +16,7 @@ from .meter import MeteredLLM
 from .parser import PlanParser
 from .plan import END_OF_PLAN, Task
 from .recovery import classify
+from .similar import SIMILAR, SIMILARITY, ExampleBank
 from .tools import ToolRegistry
 
 __all__ = ["Planner"]
@@ -38,8 +39,10 @@ class Planner:
         grammar: str | None = None,
         style: PromptStyle = "full",
         plan_answers: bool = False,
+        similar: int = SIMILAR,
     ) -> None:
         self.tools = tools
+        self.similar = similar
         self.style: PromptStyle = style
         self.plan_answers = plan_answers
         self.max_tokens = max_tokens
@@ -55,6 +58,10 @@ class Planner:
             # An example's answer is shown only where a plan may end with one.
             examples = _ANSWER_JOIN_RE.sub(r"\1join()", examples)
         self.examples = examples
+        bank = tools.usable_bank()
+        if not plan_answers:
+            bank = [_ANSWER_JOIN_RE.sub(r"\1join()", e) for e in bank]
+        self.bank = ExampleBank(bank if style == "full" else [])
 
     def system_prompt(self, first_id: int = 1) -> str:
         return prompts.planner_system_prompt(
@@ -63,9 +70,12 @@ class Planner:
 
     def messages(self, question: str, example: tuple[str, str] | None = None) -> list[Message]:
         """The planner's request for `question`; with `example` (a question and its plan, from
-        the plan cache), that is the one worked example, after instructions without any."""
+        the plan cache), that is the one worked example, after instructions without any.
+        Without, the instructions' own examples, then as earlier turns those of the tools'
+        bank worded most like `question` (`similar` at most)."""
         if example is None:
-            return prompts.question_messages(self.system_prompt(), question)
+            chosen = self.bank.nearest(question, self.similar, SIMILARITY)
+            return prompts.few_shot_messages(self.system_prompt(), chosen, question)
         system = prompts.planner_system_prompt(
             self.tools, "", 1, "compact", plan_answers=self.plan_answers
         )

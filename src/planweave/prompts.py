@@ -104,13 +104,17 @@ def question_messages(system: str, question: str) -> list[Message]:
 
 def one_shot_messages(system: str, example: tuple[str, str], question: str) -> list[Message]:
     """A planner conversation whose one worked example is an earlier question and its plan."""
-    asked, plan = example
-    return [
-        Message("system", system),
-        Message("user", f"Question: {asked}"),
-        Message("assistant", plan),
-        Message("user", f"Question: {question}"),
-    ]
+    return few_shot_messages(system, [example], question)
+
+
+def few_shot_messages(
+    system: str, examples: Sequence[tuple[str, str]], question: str
+) -> list[Message]:
+    """A planner conversation whose earlier turns are worked examples, questions and plans."""
+    messages = [Message("system", system)]
+    for asked, plan in examples:
+        messages += [Message("user", f"Question: {asked}"), Message("assistant", plan)]
+    return [*messages, Message("user", f"Question: {question}")]
 
 
 # The planner.

@@ -119,6 +119,7 @@ def modes(
         grammar=plan_grammar(tools, plan_answers=answers) if grammar else None,
         style=style,
         plan_answers=answers,
+        similar=settings.similar_examples,
     )
     joiner = Joiner(
         grammar=joiner_grammar(style) if grammar else None,

@@ -31,6 +31,7 @@ from .plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from .records import Price
 from .recovery import Budget, Decompose, Escalate, EscalationHandler, Pattern, Recovery
 from .redaction import redact_endpoints, redact_url
+from .similar import MAX_SIMILAR, SIMILAR
 from .tools import ToolRegistry, load_tools
 
 __all__ = [
@@ -99,6 +100,9 @@ class RunSettings:
     `max_fanout` bounds the elements of one fan-out (`$N[*]`), `max_fanout_total` those of
     every fan-out of a run together; `max_argument_chars` one argument once its references are
     filled in (a ToolArgumentError past it).
+    `similar_examples` is how many worked plans of the tools' bank the planner shows a
+    question, those worded most like it (`planweave.similar`; 0: none, at most 8; a journal from
+    before the option reads 0).
     `max_concurrency` is how many tasks of a run run at once; `react_max_steps` how many
     actions a ReAct run takes before it gives up; `examples` the planner's worked examples
     (null: the tools' own, `ToolRegistry.examples`).
@@ -135,6 +139,7 @@ class RunSettings:
     max_concurrency: int = 64
     react_max_steps: int = 10
     examples: str | None = None
+    similar_examples: int = SIMILAR
     streaming: bool = True
     join_replan: bool | None = None
     grounding: bool | None = None
@@ -187,6 +192,9 @@ class RunSettings:
         _count("max_fanout_total", self.max_fanout_total, at_least=0)
         _count("max_concurrency", self.max_concurrency, at_least=1)
         _count("react_max_steps", self.react_max_steps, at_least=1)
+        _count("similar_examples", self.similar_examples, at_least=0)
+        if self.similar_examples > MAX_SIMILAR:
+            raise _invalid("similar_examples", f"at most {MAX_SIMILAR}", self.similar_examples)
         if not _is_number(self.mcp_timeout) or not self.mcp_timeout > 0:
             raise _invalid("mcp_timeout", "a number of seconds > 0", self.mcp_timeout)
         _count("mcp_max_tools", self.mcp_max_tools, at_least=1)
@@ -337,6 +345,7 @@ class RunSettings:
         values.setdefault("join_replan", False)
         values.setdefault("grounding", False)  # nor checked answers
         values.setdefault("plan_answers", False)  # nor answered from the plan
+        values.setdefault("similar_examples", 0)  # nor shown the bank's examples
         for name in ("tools", "mcp"):
             specs = values.get(name)
             if isinstance(specs, list):
@@ -383,6 +392,7 @@ class SettingsKeywords(TypedDict, total=False):
     streaming: bool
     react_max_steps: int
     examples: str | None
+    similar_examples: int
     grammar: bool
     prompt_style: PromptStyle | None
     join_replan: bool | None

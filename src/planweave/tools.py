@@ -573,20 +573,27 @@ class ToolRegistry(Mapping[str, Tool]):
     `examples` are worked examples for the prompts, each a `Question: ...` line followed by a
     plan (numbered task lines, for the planner) or a ReAct transcript (`Thought:`, `Action:`,
     `Observation:` lines ending in `Action: Finish(...)`, for ReAct mode); each prompt shows
-    the examples of its form whose tools are all present."""
+    the examples of its form whose tools are all present.  `bank` holds more worked plans of
+    the same form, of which the planner shows each question the ones worded most like it
+    (`planweave.similar`), after the examples every prompt shows."""
 
-    def __init__(self, *sources: ToolSource, examples: Iterable[str] = ()) -> None:
+    def __init__(
+        self, *sources: ToolSource, examples: Iterable[str] = (), bank: Iterable[str] = ()
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         self.examples: list[str] = []
+        self.bank: list[str] = []
         for source in sources:
             self.add(source)
         self.examples.extend(examples)
+        self.bank.extend(bank)
 
     def add(self, source: ToolSource) -> None:
         if isinstance(source, ToolRegistry):
             for t in source.values():
                 self._add_one(t)
             self.examples.extend(e for e in source.examples if e not in self.examples)
+            self.bank.extend(e for e in source.bank if e not in self.bank)
         elif isinstance(source, Tool):
             self._add_one(source)
         elif callable(source):
@@ -620,9 +627,15 @@ class ToolRegistry(Mapping[str, Tool]):
 
     def usable_examples(self, form: Literal["plan", "react"] = "plan") -> list[str]:
         """The examples of `form` whose every tool is in this registry."""
-        call = _PLAN_CALL if form == "plan" else _REACT_CALL
+        return self._usable(self.examples, _PLAN_CALL if form == "plan" else _REACT_CALL)
+
+    def usable_bank(self) -> list[str]:
+        """The bank's plans whose every tool is in this registry."""
+        return self._usable(self.bank, _PLAN_CALL)
+
+    def _usable(self, examples: list[str], call: re.Pattern[str]) -> list[str]:
         usable = []
-        for example in self.examples:
+        for example in examples:
             names = set(call.findall(example)) - {JOIN, "Finish"}
             if names and names <= self._tools.keys():
                 usable.append(example.strip())

@@ -28,6 +28,7 @@ from ..mcp_tools import MAX_TOOLS, OPEN_TIMEOUT
 from ..plan import MAX_ARGUMENT_CHARS, MAX_FANOUT, MAX_FANOUT_TOTAL
 from ..recovery import Budget
 from ..settings import Mode, RunSettings
+from ..similar import MAX_SIMILAR
 from ..typed import MAX_SCHEMA_CHARS
 from .view import labelled, plain_console
 
@@ -162,6 +163,13 @@ def _settings(
             "`Question: ...` line followed by a plan, blank lines between them.",
         ),
     ] = None,
+    similar_examples: Annotated[
+        int,
+        typer.Option(
+            help="How many worked plans of the tools' bank the planner is shown besides its "
+            f"own examples: those worded most like the question (0: none; at most {MAX_SIMILAR}).",
+        ),
+    ] = _DEFAULT.similar_examples,
     stream_dispatch: Annotated[
         bool, typer.Option(help="Start tasks while the plan is still streaming.")
     ] = True,
@@ -301,6 +309,7 @@ def _settings(
         max_concurrency=max_concurrency,
         react_max_steps=react_max_steps,
         examples=None if examples is None else _read(examples),
+        similar_examples=similar_examples,
         output_schema=None if output_schema is None else _read(output_schema, MAX_SCHEMA_CHARS),
         streaming=stream_dispatch,
         join_replan=join_replan,

@@ -1,0 +1,101 @@
+"""Worked examples chosen per question: of a tool set's bank (`ToolRegistry.bank`), those
+worded most like the question, shown to the planner as earlier turns of its conversation after
+the fixed instructions (whose processed state the embedded model keeps, so only the chosen
+examples and the question are read anew).
+
+A small model plans a question shape it was shown well and one it was not shown badly: it
+copies the shape of the nearest example.  The prompt cannot hold an example of every shape,
+so the bank holds many and each question is shown the ones it resembles.  Resemblance is
+by the words that say a question's shape ("currency", "both", "how many", "percentage"), not by
+its names: a capitalised word inside a sentence is a name and is not compared, so a question on
+Peru is not shown an example for its mention of Peru.  Words are weighted by how rare they are
+in the bank (a word every example has tells nothing)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["MAX_SIMILAR", "SIMILAR", "SIMILARITY", "ExampleBank", "shape_words"]
+
+# How many of the bank's examples a question is shown by default and at most, and how alike
+# their wording must be (`ExampleBank.score`): below it an example shares a word or two of no
+# consequence.
+SIMILAR = 2
+MAX_SIMILAR = 8
+SIMILARITY = 0.35
+
+_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:;]\s+)$")
+# Symbols that say a shape as much as their words do.
+_SYMBOLS = {"°C": " celsius ", "°F": " fahrenheit ", "€": " money ", "$": " money ", "£": " money "}
+# Capitalised words that are not names.
+_NOT_NAMES = frozenset({"celsius", "fahrenheit", "kelvin", "i"})
+
+
+def shape_words(question: str) -> frozenset[str]:
+    """The words of `question` that say its shape: lower-cased, a plural's `s` dropped, and no
+    name (a capitalised word that does not open a sentence)."""
+    for symbol, word in _SYMBOLS.items():
+        question = question.replace(symbol, word)
+    words = set()
+    for m in _WORD.finditer(question):
+        word = m.group().lower()
+        opens = _SENTENCE_START.search(question[: m.start()]) is not None
+        if m.group()[0].isupper() and not opens and word not in _NOT_NAMES:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.add(word)
+    return frozenset(words)
+
+
+@dataclass(frozen=True, slots=True)
+class _Example:
+    question: str
+    plan: str
+    words: frozenset[str]
+
+
+class ExampleBank:
+    """Worked examples (`Question: ...` then the plan) to choose from by resemblance."""
+
+    def __init__(self, examples: Sequence[str]) -> None:
+        self.examples: list[_Example] = []
+        for example in examples:
+            first, _, plan = example.strip().partition("\n")
+            question = first.removeprefix("Question:").strip()
+            if question and plan.strip():
+                self.examples.append(_Example(question, plan.strip(), shape_words(question)))
+        counts: dict[str, int] = {}
+        for e in self.examples:
+            for w in e.words:
+                counts[w] = counts.get(w, 0) + 1
+        n = len(self.examples)
+        self._idf = {w: math.log((n + 1) / c) for w, c in counts.items()}
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def _norm(self, words: frozenset[str]) -> float:
+        return math.sqrt(sum(self._idf.get(w, 0.0) ** 2 for w in words))
+
+    def score(self, question: str, example: _Example) -> float:
+        """The cosine of the two questions' shape words, each weighted by its rarity in the
+        bank (words the bank never has weigh nothing)."""
+        words = shape_words(question)
+        shared = sum(self._idf[w] ** 2 for w in words & example.words)
+        norms = self._norm(words) * self._norm(example.words)
+        return shared / norms if norms else 0.0
+
+    def nearest(self, question: str, k: int, minimum: float) -> list[tuple[str, str]]:
+        """Up to `k` examples scoring at least `minimum`, as (question, plan), the nearest
+        last (it is read just before the question)."""
+        if k <= 0:
+            return []
+        scored = [(self.score(question, e), -i, e) for i, e in enumerate(self.examples)]
+        # The best last; of two alike, the one earlier in the bank.
+        best = sorted((s for s in scored if s[0] >= minimum), key=lambda s: s[:2])[-k:]
+        return [(e.question, e.plan) for _, _, e in best]
