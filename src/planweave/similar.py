@@ -37,7 +37,8 @@ _NOT_NAMES = frozenset({"celsius", "fahrenheit", "kelvin", "i"})
 
 def shape_words(question: str) -> frozenset[str]:
     """The words of `question` that say its shape: lower-cased, a plural's `s` dropped, and no
-    name (a capitalised word that does not open a sentence)."""
+    name (a capitalised word that does not open a sentence; one that does is kept, and weighs
+    nothing unless the bank has the word)."""
     for symbol, word in _SYMBOLS.items():
         question = question.replace(symbol, word)
     words = set()
@@ -46,7 +47,7 @@ def shape_words(question: str) -> frozenset[str]:
         opens = _SENTENCE_START.search(question[: m.start()]) is not None
         if m.group()[0].isupper() and not opens and word not in _NOT_NAMES:
             continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
             word = word[:-1]
         words.add(word)
     return frozenset(words)
