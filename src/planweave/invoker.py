@@ -132,18 +132,23 @@ class Invoker:
     def resolve_arguments(
         self,
         task: Task,
+        tool: Tool,
         planned: Mapping[str, Any],
         results: Mapping[int, Any],
         *,
         item: Any = NO_ITEM,
     ) -> dict[str, Any]:
         """Substitute results for the references in a task's bound, planned arguments (`item`:
-        the element of a fan-out's list this call is for)."""
+        the element of a fan-out's list this call is for); texts go into the tool's
+        `expressions` as quoted literals (`plan.resolve`)."""
         if not task.deps:
             return dict(planned)
         limit = self.max_argument_chars
         try:
-            return {name: resolve(value, results, limit, item) for name, value in planned.items()}
+            return {
+                name: resolve(value, results, limit, item, expression=name in tool.expressions)
+                for name, value in planned.items()
+            }
         except (ProjectionError, ToolArgumentError) as err:
             err.task_id, err.tool = task.id, task.tool
             err.arguments = format_args(task.args, task.kwargs)

@@ -326,14 +326,20 @@ def resolve(
     results: Mapping[int, Any],
     max_chars: int = MAX_ARGUMENT_CHARS,
     item: Any = NO_ITEM,
+    *,
+    expression: bool = False,
 ) -> Any:
     """Substitute references in an argument value with the results they name; a fan-out
     reference (`$N[*]`) takes its element of this call from `item`, by the list it names
-    (`Ref.listed`).
+    (`Ref.listed`).  In an `expression` (a calculator's), a text that is not a number is
+    filled in as a quoted literal unless the plan quoted it ("${1}" == "${2}"): a small model
+    writes `${1} == ${2}` for two regions as it does for two numbers.
 
     Raises ProjectionError when a projection does not resolve, and ToolArgumentError when the
     argument would be more than `max_chars` characters (checked while it is built).
     """
+    if expression and isinstance(value, Template):
+        value = Template(_quoted(value.parts, results, item))
     resolved = _resolve(value, results, max_chars, item)
     if _size(resolved, max_chars) > max_chars:
         raise _too_large(max_chars)
@@ -346,6 +352,32 @@ def _value(ref: Ref, results: Mapping[int, Any], item: Any) -> Any:
     if item is NO_ITEM:
         raise ProjectionError(f"{ref} names one element of a list outside a fan-out")
     return project(item[ref.listed], Ref(ref.task_id, ref.each))
+
+
+def _quoted(
+    parts: tuple[str | Ref, ...], results: Mapping[int, Any], item: Any
+) -> tuple[str | Ref, ...]:
+    """`parts` with each reference to a text that is not a number, and is not already between
+    quotes, between double quotes (its own quotes and backslashes escaped)."""
+    out: list[str | Ref] = []
+    for i, part in enumerate(parts):
+        before = parts[i - 1] if i > 0 else ""
+        quoted = isinstance(before, str) and before[-1:] in ("'", '"')
+        if isinstance(part, Ref) and not quoted:
+            value = _value(part, results, item)
+            if isinstance(value, str) and not _numeric(value):
+                out.append(json.dumps(value, ensure_ascii=False))
+                continue
+        out.append(part)
+    return tuple(out)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _render(template: Template, results: Mapping[int, Any], max_chars: int, item: Any) -> str:

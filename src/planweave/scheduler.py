@@ -268,7 +268,7 @@ class Scheduler:
                 result = await self._fan_out.run(rec, tool, inputs)
                 outcome = self._steps.success(rec, {}, result)
             else:
-                arguments = self.invoker.resolve_arguments(task, task.bound, inputs)
+                arguments = self.invoker.resolve_arguments(task, tool, task.bound, inputs)
                 outcome = await self._steps.run(rec, tool, arguments)
         except TaskError as err:
             outcome = self._steps.failure(rec, err)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
 from types import UnionType
 from typing import (
@@ -162,6 +162,23 @@ class Placement:
             raise UserError(f"resources must map names to amounts > 0, not {self.resources!r}")
 
 
+def _check_limits(timeout: float | None, max_concurrency: int | None) -> None:
+    if max_concurrency is not None and max_concurrency < 1:
+        raise UserError("max_concurrency must be at least 1")
+    if timeout is not None and (
+        not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0
+    ):
+        raise UserError(f"timeout must be a number of seconds > 0 (or inf), not {timeout!r}")
+
+
+def _check_expressions(t: Tool) -> None:
+    unknown = set(t.expressions) - {p.name for p in t.params}
+    if unknown or isinstance(t.expressions, str):
+        raise UserError(
+            f"tool {t.name!r}: expressions must name its parameters, not {t.expressions!r}"
+        )
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -183,6 +200,8 @@ class Tool:
     `pure` says the same arguments always give the same result and change nothing: a plan may
     then not call it twice with the same arguments (a small model copying a line by mistake);
     the first call's result is there to use.
+    `expressions` names the parameters that take an expression (the calculator's): a text
+    result a plan fills into one is written as a quoted literal (`plan.resolve`).
     `context` names the parameter that takes the calling run's `RunContext` (`planweave.context`):
     never planned, shown or journaled, filled in at each call; such a tool runs in the
     runtime's process.
@@ -202,6 +221,7 @@ class Tool:
     placement: Placement = field(default_factory=Placement)
     pure: bool = False
     context: str | None = None
+    expressions: tuple[str, ...] = ()
     _model: type[BaseModel] = field(init=False, repr=False)
     _signature: inspect.Signature = field(init=False, repr=False)
     _adapters: dict[str, TypeAdapter[Any]] = field(init=False, repr=False, default_factory=dict)
@@ -219,6 +239,7 @@ class Tool:
                 )
         if self.isolate and self.executor == "thread":
             raise UserError(f"tool {self.name!r}: isolate=True cannot run on executor='thread'")
+        _check_expressions(self)
         elsewhere = self.isolate or self.executor not in (None, "thread")
         if elsewhere and self.context is not None:
             raise UserError(
@@ -279,6 +300,7 @@ class Tool:
         executor: ExecutorName | None = None,
         placement: Placement | None = None,
         pure: bool = False,
+        expressions: Sequence[str] = (),
     ) -> Tool:
         signature = inspect.signature(fn)
         try:
@@ -304,12 +326,7 @@ class Tool:
                     keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
                 )
             )
-        if max_concurrency is not None and max_concurrency < 1:
-            raise UserError("max_concurrency must be at least 1")
-        if timeout is not None and (
-            not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0
-        ):
-            raise UserError(f"timeout must be a number of seconds > 0 (or inf), not {timeout!r}")
+        _check_limits(timeout, max_concurrency)
         return cls(
             fn=fn,
             name=name or fn.__name__,
@@ -325,6 +342,7 @@ class Tool:
             placement=placement or Placement(),
             pure=pure and not side_effects,
             context=context,
+            expressions=tuple(expressions),
         )
 
     @classmethod
@@ -508,6 +526,7 @@ def tool(
     memory: int | None = None,
     resources: Mapping[str, float] | None = None,
     pure: bool = False,
+    expressions: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -525,6 +544,7 @@ def tool(
     memory: int | None = None,
     resources: Mapping[str, float] | None = None,
     pure: bool = False,
+    expressions: Sequence[str] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a sync or async function into a planner-callable tool.
 
@@ -554,6 +574,7 @@ def tool(
             executor=executor,
             placement=placement,
             pure=pure,
+            expressions=expressions,
         )
 
     if fn is not None:

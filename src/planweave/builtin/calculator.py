@@ -51,7 +51,7 @@ def _result(expression: str, result: Any) -> Any:
     return result
 
 
-@tool(isolate=True, pure=True)
+@tool(isolate=True, pure=True, expressions=["expression"])
 def calculator(expression: str) -> float | int | bool | str | list[Any]:
     """Evaluate arithmetic, a comparison or a count, such as "(17900000 / 41850) - 300",
     "${1} > ${2}" (True or False) or "len([x for x in ${3} if x > 50000000])".

@@ -3,9 +3,11 @@
 
 Small models copy the shape of what they are shown, and one prompt cannot show every shape:
 the bank covers the compositions users ask (a lookup on the largest of several, a lookup on
-what two lists share, counts and lists of those past a mark, yes/no by membership or equality,
-a chain through a city's country or a country's capital, percentages, growth, temperatures on
-two scales, prices per unit), each a plan that runs on the real tools (tests/test_builtin.py).
+what two lists share, counts and lists of those past a mark, yes/no by membership, equality or
+a sign, a chain through a city's country or a country's capital, shares and percentages,
+growth, temperatures on two scales and their differences, prices per unit, densities in other
+units, groups by region, orderings), each a plan that runs on the real tools
+(tests/test_builtin.py).
 None is an evaluation question: the held-out shapes batches are written by others who do not
 read this file.
 """
@@ -268,5 +270,132 @@ Thought: Each neighbour's population, then rank them with above= the threshold.
 2. country_info($1[*], field="population")
 3. rank($1, $2, above=10000000)
 4. join("${3.count_above} of Austria's neighbours have more than 10 million people: ${3.above}.")
+<END_OF_PLAN>""",
+    """Question: What time zone is the capital of Japan in?
+1. country_info("Japan", field="capital")
+2. city_info($1, field="timezone")
+3. join("${1}, the capital of Japan, is in the ${2} time zone.")
+<END_OF_PLAN>""",
+    """Question: How many neighbours does the country that Lyon is in have?
+1. city_info("Lyon", field="country")
+2. country_info($1, field="neighbours")
+3. calculator("len(${2})")
+4. join("Lyon is in ${1}, which has ${3} neighbours: ${2}.")
+<END_OF_PLAN>""",
+    """Question: Which city lies farther north, Madrid or Ankara?
+Thought: Farther north is the larger latitude.
+1. city_info("Madrid", field="latitude")
+2. city_info("Ankara", field="latitude")
+3. rank(["Madrid", "Ankara"], [$1, $2])
+4. join("${3.largest} lies farther north (latitude ${1} for Madrid, ${2} for Ankara).")
+<END_OF_PLAN>""",
+    """Question: Which of Ghana, Kenya and Angola has the fewest people?
+1. country_info("Ghana", field="population")
+2. country_info("Kenya", field="population")
+3. country_info("Angola", field="population")
+4. rank(["Ghana", "Kenya", "Angola"], [$1, $2, $3], order="smallest")
+5. join("${4.smallest} has the fewest people: ${4.value}.")
+<END_OF_PLAN>""",
+    """Question: Does Canada have more people than Australia and New Zealand combined?
+1. country_info("Canada", field="population")
+2. country_info("Australia", field="population")
+3. country_info("New Zealand", field="population")
+4. calculator("${1} > ${2} + ${3}")
+5. join()
+<END_OF_PLAN>""",
+    """Question: How many countries border both Germany and Austria?
+1. country_info("Germany", field="neighbours")
+2. country_info("Austria", field="neighbours")
+3. calculator("common(${1}, ${2})")
+4. calculator("len(${3})")
+5. join("${4} countries border both Germany and Austria: ${3}.")
+<END_OF_PLAN>""",
+    """Question: How many of Hungary's neighbours have fewer than 5 million people?
+1. country_info("Hungary", field="neighbours")
+2. country_info($1[*], field="population")
+3. rank($1, $2, below=5000000)
+4. join("${3.count_below} of Hungary's neighbours have fewer than 5 million people: ${3.below}.")
+<END_OF_PLAN>""",
+    """Question: Do Belgium and Switzerland share an official language?
+1. country_info("Belgium", field="languages")
+2. country_info("Switzerland", field="languages")
+3. calculator("common(${1}, ${2})")
+4. calculator("len(${3}) > 0")
+5. join()
+<END_OF_PLAN>""",
+    """Question: Are Chile and Argentina in the same subregion?
+1. country_info("Chile", field="subregion")
+2. country_info("Argentina", field="subregion")
+3. calculator("${1} == ${2}")
+4. join()
+<END_OF_PLAN>""",
+    """Question: Is Canberra in the southern hemisphere?
+Thought: The southern hemisphere has latitudes below 0.
+1. city_info("Canberra", field="latitude")
+2. calculator("${1} < 0")
+3. join()
+<END_OF_PLAN>""",
+    """Question: What share of Austria's people live in its capital?
+1. country_info("Austria", field="capital")
+2. city_info($1, field="population")
+3. country_info("Austria", field="population")
+4. calculator("${2} / ${3} * 100")
+5. join("${4} % of Austria's people live in ${1}.")
+<END_OF_PLAN>""",
+    """Question: How many degrees of latitude lie between Cairo and Cape Town?
+1. city_info("Cairo", field="latitude")
+2. city_info("Cape Town", field="latitude")
+3. calculator("abs(${1} - ${2})")
+4. join("${3} degrees of latitude lie between Cairo and Cape Town.")
+<END_OF_PLAN>""",
+    """Question: A marathon is 26.2 miles. How many kilometres is that?
+1. convert_units(26.2, "mi", "km")
+2. join("26.2 miles is ${1} km.")
+<END_OF_PLAN>""",
+    """Question: My car does 40 miles per gallon. What is that in litres per 100 km?
+1. convert_units(40, "mpg", "L/100km")
+2. join("40 mpg is ${1} litres per 100 km.")
+<END_OF_PLAN>""",
+    """Question: The temperature rose by 5 degrees Celsius. How much is that rise in Fahrenheit?
+Thought: A rise is a difference of temperatures, not a point on the scale.
+1. convert_units(5, "delta_degC", "delta_degF")
+2. join("A rise of 5 °C is a rise of ${1} °F.")
+<END_OF_PLAN>""",
+    """Question: How many people per square mile live in Japan?
+1. country_info("Japan", field="population")
+2. country_info("Japan", field="area_km2")
+3. convert_units($2, "km2", "mi2")
+4. calculator("${1} / ${3}")
+5. join("Japan has ${4} people per square mile.")
+<END_OF_PLAN>""",
+    """Question: List the neighbours of Bolivia with their capitals.
+1. country_info("Bolivia", field="neighbours")
+2. country_info($1[*], field="capital")
+3. join()
+<END_OF_PLAN>""",
+    """Question: Which of Egypt, Brazil, Nigeria and Thailand are in Africa?
+Thought: Each country's region; rank groups the names by the region they have.
+1. country_info("Egypt", field="region")
+2. country_info("Brazil", field="region")
+3. country_info("Nigeria", field="region")
+4. country_info("Thailand", field="region")
+5. rank(["Egypt", "Brazil", "Nigeria", "Thailand"], [$1, $2, $3, $4])
+6. join()
+<END_OF_PLAN>""",
+    """Question: Sort Peru, Cuba and Spain by area, largest first.
+1. country_info("Peru", field="area_km2")
+2. country_info("Cuba", field="area_km2")
+3. country_info("Spain", field="area_km2")
+4. rank(["Peru", "Cuba", "Spain"], [$1, $2, $3])
+5. join("By area, largest first: ${4.order}.")
+<END_OF_PLAN>""",
+    """Question: Which has more neighbours, Hungary or Bulgaria?
+Thought: Count each list of neighbours, then rank the counts.
+1. country_info("Hungary", field="neighbours")
+2. country_info("Bulgaria", field="neighbours")
+3. calculator("len(${1})")
+4. calculator("len(${2})")
+5. rank(["Hungary", "Bulgaria"], [$3, $4])
+6. join("${5.largest} has more neighbours: ${3} for Hungary, ${4} for Bulgaria.")
 <END_OF_PLAN>""",
 ]
