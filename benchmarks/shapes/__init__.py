@@ -24,7 +24,9 @@ had read neither, on shapes none of the seven others (nor the names suite) has. 
 `fresh7.py` (`--part fresh7`), is a seventh such batch (2026-12-04), by another hand again that
 had read neither, on shapes none of the eight others (nor the names suite) has.  A tenth,
 `fresh8.py` (`--part fresh8`), is an eighth such batch (2026-12-04), by another hand again that
-had read neither, on shapes none of the nine others (nor the names suite) has.
+had read neither, on shapes none of the nine others (nor the names suite) has.  An eleventh,
+`fresh9.py` (`--part fresh9`), is a ninth such batch (2026-12-04), by another hand again that
+had read neither, on shapes none of the ten others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
@@ -35,6 +37,7 @@ had read neither, on shapes none of the nine others (nor the names suite) has.
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh6 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh7 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh8 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh9 --per-template 2
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, heldout, tune
+from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, fresh9, heldout, tune
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -57,6 +60,7 @@ __all__ = [
     "FRESH6",
     "FRESH7",
     "FRESH8",
+    "FRESH9",
     "PARTS",
     "ShapeQuestion",
     "questions",
@@ -74,12 +78,13 @@ Part = Literal[
     "fresh6",
     "fresh7",
     "fresh8",
+    "fresh9",
     "all",
 ]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
 # The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
-# `fresh4`, `fresh5`, `fresh6`, `fresh7` and `fresh8` draw them.
+# `fresh4`, `fresh5`, `fresh6`, `fresh7`, `fresh8` and `fresh9` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
@@ -88,6 +93,7 @@ FRESH5: list[Template] = fresh5.TEMPLATES
 FRESH6: list[Template] = fresh6.TEMPLATES
 FRESH7: list[Template] = fresh7.TEMPLATES
 FRESH8: list[Template] = fresh8.TEMPLATES
+FRESH9: list[Template] = fresh9.TEMPLATES
 
 
 @dataclass
@@ -97,7 +103,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh8"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh9"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -121,6 +127,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh7", FRESH7)]
     if part == "fresh8":
         return [("fresh8", FRESH8)]
+    if part == "fresh9":
+        return [("fresh9", FRESH9)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
