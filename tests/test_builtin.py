@@ -916,3 +916,28 @@ def test_a_tools_expressions_name_its_parameters() -> None:
         tool(expressions=["formula"])(region.fn)
     assert calculator.expressions == ("expression",)
     assert region.expressions == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "zloty",
+            r"'zloty' is not a country: it is the currency of Poland \(Polish złoty\); "
+            r'country_info\("Poland"\) gives',
+        ),
+        ("Dong", r"the currency of Vietnam \(Vietnamese đồng\)"),
+        ("Amharic", r"an official language of Ethiopia \(Amharic\); country_info\(\"Ethiopia\"\)"),
+        ("NGN", r"the currency of Nigeria \(NGN\)"),
+        # Many countries: named (five), counted, and no one of them suggested.
+        ("euro", r"the currency of Andorra \(euro\), .* and \d+ more$"),
+        ("xyzzy", r"^no country named 'xyzzy'$"),
+    ],
+)
+def test_a_currency_or_language_asked_of_country_info_names_its_country(
+    name: str, message: str
+) -> None:
+    # A small model asks country_info("zloty") for the country that pays in zloty.
+    with pytest.raises(ToolFailed, match=message):
+        country_info.invoke({"name": name})
+    assert country_info.invoke({"name": "Poland", "field": "currency_names"}) == ["Polish złoty"]

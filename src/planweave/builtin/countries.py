@@ -10,7 +10,7 @@ from ..errors import ToolFailed, UserError
 from ..tools import tool
 from ._common import load_once, missing, pick_field
 from ._currencies import CURRENCY_NAMES
-from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean, quoted
+from ._names import COUNTRY_ALIASES, NameIndex, did_you_mean, normalize, quoted
 
 __all__ = ["COUNTRY_FIELDS", "country_info"]
 
@@ -271,9 +271,52 @@ def find_country(name: str) -> str:
                 f"{name!r} is a city ({city[0]}), not a country: city_info({quoted(name)}) "
                 "gives its country, and country_info(<that country>) the country's facts"
             )
+        meant = _not_a_country(name)
+        if meant is not None:
+            raise ToolFailed(f"{name!r} is not a country: {meant}")
         hint = did_you_mean(countries.index.suggestions(name))
         raise ToolFailed(f"no country named {name!r}{hint}")
     return found
+
+
+@load_once
+def _currencies_and_languages() -> dict[str, tuple[str, dict[str, list[str]]]]:
+    """By normalized spelling, what a currency's or a language's name means: ("currency" or
+    "language", the countries that have it, each with the name as the data writes it).  A
+    currency is known by its code, its name and its last word ("zloty", "peso")."""
+    known: dict[str, tuple[str, dict[str, list[str]]]] = {}
+    for data in _countries().records.values():
+        record = _record(data, _countries().codes)
+        spellings = [("currency", c, c) for c in record["currencies"]]
+        for currency in record["currency_names"]:
+            spellings += [
+                ("currency", currency, currency),
+                ("currency", currency.split()[-1], currency),
+            ]
+        spellings += [("language", language, language) for language in record["languages"]]
+        for kind, spelling, shown in spellings:
+            what, where = known.setdefault(normalize(spelling), (kind, {}))
+            if what == kind:
+                where.setdefault(record["name"], [])
+                if shown not in where[record["name"]]:
+                    where[record["name"]].append(shown)
+    return known
+
+
+def _not_a_country(name: str) -> str | None:
+    """What `name` is when it is a currency or a language a country has, and which country to
+    ask for instead: a small model asks country_info("zloty") for the country that pays in it."""
+    found = _currencies_and_languages().get(normalize(name))
+    if found is None:
+        return None
+    kind, where = found
+    names = sorted(where)
+    listed = ", ".join(f"{c} ({'; '.join(where[c])})" for c in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    verb = "the currency of" if kind == "currency" else "an official language of"
+    if len(names) > 1:
+        return f"it is {verb} {listed}{more}"
+    return f"it is {verb} {listed}; country_info({quoted(names[0])}) gives that country's facts"
 
 
 # What only a country has: asked of a city ("the capital of Nice"), it can mean only the
