@@ -876,32 +876,52 @@ def test_plan_examples_run_and_their_answers_fill_in(example: str) -> None:
 
 @tool
 def region(country: str) -> str:
-    """A country's region, or a hostile text."""
+    """A country's region, or another text."""
     return {"Chile": "South America", "Peru": "South America", "Kenya": "Africa"}.get(
         country, country
     )
+
+
+# What each of the plan's first tasks returns (region gives back what it is asked).
+_TEXTS = [
+    "Chile",
+    "Peru",
+    "Kenya",
+    'x" or __import__("os").getcwd() or "',  # quotes and code
+    "42\n",  # a number, as a command's output writes it
+    "N'Djamena",  # a quote inside a name
+    'Spain" or "x',  # a quote that would end the plan's own text
+    "nan",  # not a number to the calculator: a text
+    "False",  # a boolean written as text
+    "a",
+    "b",
+]
 
 
 @pytest.mark.parametrize(
     ("expression", "answer"),
     [
         ("${1} == ${2}", True),  # texts as a small model writes them: quoted when filled in
-        ("'${1}' == '${2}'", True),  # quoted by the plan: left as they are
+        ("'${1}' == '${2}'", True),  # quoted by the plan: escaped for its quote
         ("${1} == ${3}", False),
-        ("${1} in ['South America', 'Africa']", True),
         ("${1} != ${3}", True),
+        ("${1} in ['South America', 'Africa']", True),
         ("${4} == ${1}", False),  # a result holding quotes and code stays one text
         ("${5} * 2", 84),  # a text that is a number is filled in as the number
+        ("'${6}' == ${6}", True),  # escaped inside the plan's text, quoted outside
+        ("'${7}' == 'France'", False),  # the result cannot end the plan's text
+        ("${8} == 'nan'", True),
+        ("${9} or ${1} == ${3}", False),  # True, False and None stay what they are
+        ("'${10} ${11}' == 'a b'", True),  # two results inside one text the plan opened
+        ("len([${10}, ${11}])", 2),
     ],
 )
 def test_a_text_result_goes_into_the_calculator_as_a_quoted_text(
     expression: str, answer: object
 ) -> None:
-    plan = (
-        '1. region("Chile")\n2. region("Peru")\n3. region("Kenya")\n'
-        '4. region("x\\" or __import__(\\"os\\").getcwd() or \\"")\n5. region("42")\n'
-        f'6. calculator("{expression}")\n7. join()\n<END_OF_PLAN>'
-    )
+    lookups = "".join(f"{i}. region({json.dumps(t)})\n" for i, t in enumerate(_TEXTS, 1))
+    n = len(_TEXTS) + 1
+    plan = f'{lookups}{n}. calculator("{expression}")\n{n + 1}. join()\n<END_OF_PLAN>'
     script = Script.by_purpose(planner=[plan], joiner=["Action: Finish(done)"])
     tools = ToolRegistry([region, calculator])
     result = Runtime(tools, ScriptedLLM(script)).run("Are Chile and Peru in one region?")

@@ -10,7 +10,7 @@ from planweave import Runtime
 from planweave.builtin import BUILTIN
 from planweave.errors import UserError
 from planweave.llm.scripted import Script, ScriptedLLM
-from planweave.similar import ExampleBank, shape_words
+from planweave.similar import MAX_COMPARED_CHARS, ExampleBank, shape_words
 from planweave.tools import ToolRegistry, tool
 
 BANK = [
@@ -116,3 +116,22 @@ def test_the_builtin_tools_bank_runs_and_is_chosen_by_shape() -> None:
     assert "$4.largest" in sent[-2].content
     with pytest.raises(UserError, match="similar_examples must be at most 8"):
         Runtime(BUILTIN, ScriptedLLM(Script.by_purpose()), similar_examples=9)
+
+
+def test_only_a_questions_opening_is_compared() -> None:
+    # A long question costs no more than its opening (the shape is said there).
+    far = "How many people live there? " * 100 + "Which currency?"
+    assert len(far) > MAX_COMPARED_CHARS
+    assert "currency" not in shape_words(far)
+    assert "currency" in shape_words(far[-40:])
+
+
+@pytest.mark.parametrize("bank", ["Question: one text\n1. f()", [None], [b"Question: x"], [5]])
+def test_a_bank_is_a_list_of_texts(bank: object) -> None:
+    with pytest.raises(UserError, match="bank must be a list of worked plans"):
+        ToolRegistry([money], bank=bank)  # type: ignore[arg-type]
+
+
+def test_registries_merge_their_banks_once() -> None:
+    merged = ToolRegistry(ToolRegistry([money], bank=BANK), ToolRegistry([capital], bank=BANK))
+    assert merged.bank == BANK

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -357,27 +358,52 @@ def _value(ref: Ref, results: Mapping[int, Any], item: Any) -> Any:
 def _quoted(
     parts: tuple[str | Ref, ...], results: Mapping[int, Any], item: Any
 ) -> tuple[str | Ref, ...]:
-    """`parts` with each reference to a text that is not a number, and is not already between
-    quotes, between double quotes (its own quotes and backslashes escaped)."""
+    """`parts` with each reference to a text filled in as an expression reads it: inside a text
+    the plan opened (`"${1}"`), escaped for that text's quote; outside one, a plain number or
+    True, False or None as it is (stripped), any other text as a quoted text."""
     out: list[str | Ref] = []
-    for i, part in enumerate(parts):
-        before = parts[i - 1] if i > 0 else ""
-        quoted = isinstance(before, str) and before[-1:] in ("'", '"')
-        if isinstance(part, Ref) and not quoted:
-            value = _value(part, results, item)
-            if isinstance(value, str) and not _numeric(value):
-                out.append(json.dumps(value, ensure_ascii=False))
-                continue
-        out.append(part)
+    quote: str | None = None  # the quote of the text the plan has open here, if any
+    for part in parts:
+        if isinstance(part, str):
+            quote = _open_quote(part, quote)
+            out.append(part)
+            continue
+        value = _value(part, results, item)
+        if quote is not None:
+            out.append(_escaped(render_text(value), quote))
+        elif not isinstance(value, str):
+            out.append(part)
+        elif _NUMBER.fullmatch(value.strip()) or value.strip() in _AS_IS:
+            out.append(value.strip())
+        else:
+            out.append(json.dumps(value, ensure_ascii=False))
     return tuple(out)
 
 
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+_NUMBER = re.compile(r"[+-]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_AS_IS = frozenset({"True", "False", "None"})
+
+
+def _open_quote(text: str, quote: str | None) -> str | None:
+    """The quote still open after `text` (a backslash escapes the next character in a text),
+    given `quote` open before it."""
+    escaped = False
+    for c in text:
+        if escaped:
+            escaped = False
+        elif quote is not None and c == "\\":
+            escaped = True
+        elif quote is None and c in "'\"":
+            quote = c
+        elif c == quote:
+            quote = None
+    return quote
+
+
+def _escaped(text: str, quote: str) -> str:
+    """`text` written inside a text the plan opened with `quote`."""
+    text = text.replace("\\", "\\\\").replace(quote, "\\" + quote)
+    return text.replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _render(template: Template, results: Mapping[int, Any], max_chars: int, item: Any) -> str:

@@ -18,7 +18,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_SIMILAR", "SIMILAR", "SIMILARITY", "ExampleBank", "shape_words"]
+__all__ = [
+    "MAX_COMPARED_CHARS",
+    "MAX_SIMILAR",
+    "SIMILAR",
+    "SIMILARITY",
+    "ExampleBank",
+    "shape_words",
+]
 
 # How many of the bank's examples a question is shown by default and at most, and how alike
 # their wording must be (`ExampleBank.score`): below it an example shares a word or two of no
@@ -28,23 +35,30 @@ MAX_SIMILAR = 8
 SIMILARITY = 0.35
 
 _WORD = re.compile(r"[^\W\d_]+")
-_SENTENCE_START = re.compile(r"(?:^|[.?!:;]\s+)$")
 # Symbols that say a shape as much as their words do.
 _SYMBOLS = {"°C": " celsius ", "°F": " fahrenheit ", "€": " money ", "$": " money ", "£": " money "}
 # Capitalised words that are not names.
 _NOT_NAMES = frozenset({"celsius", "fahrenheit", "kelvin", "i"})
 
 
+# Only a question's opening is compared: its shape is said there, and a long text costs time.
+MAX_COMPARED_CHARS = 2000
+_STOPS = frozenset(".?!:;")
+
+
 def shape_words(question: str) -> frozenset[str]:
-    """The words of `question` that say its shape: lower-cased, a plural's `s` dropped, and no
-    name (a capitalised word that does not open a sentence; one that does is kept, and weighs
-    nothing unless the bank has the word)."""
+    """The words of `question` (its first `MAX_COMPARED_CHARS` characters) that say its shape:
+    lower-cased, a plural's `s` dropped, and no name (a capitalised word that does not open a
+    sentence; one that does is kept, and weighs nothing unless the bank has the word)."""
+    question = question[:MAX_COMPARED_CHARS]
     for symbol, word in _SYMBOLS.items():
         question = question.replace(symbol, word)
     words = set()
+    end = 0  # where the previous word ended: only the gap since then says a sentence opens
     for m in _WORD.finditer(question):
+        opens = end == 0 or question[end : m.start()].rstrip()[-1:] in _STOPS
+        end = m.end()
         word = m.group().lower()
-        opens = _SENTENCE_START.search(question[: m.start()]) is not None
         if m.group()[0].isupper() and not opens and word not in _NOT_NAMES:
             continue
         if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
@@ -83,10 +97,10 @@ class ExampleBank:
     def _norm(self, words: frozenset[str]) -> float:
         return math.sqrt(sum(self._idf.get(w, 0.0) ** 2 for w in words))
 
-    def score(self, question: str, example: _Example) -> float:
-        """The cosine of the two questions' shape words, each weighted by its rarity in the
-        bank (words the bank never has weigh nothing)."""
-        words = shape_words(question)
+    def score(self, question: str | frozenset[str], example: _Example) -> float:
+        """The cosine of the two questions' shape words (`question`'s, or those words), each
+        weighted by its rarity in the bank (words the bank never has weigh nothing)."""
+        words = shape_words(question) if isinstance(question, str) else question
         shared = sum(self._idf[w] ** 2 for w in words & example.words)
         norms = self._norm(words) * self._norm(example.words)
         return shared / norms if norms else 0.0
@@ -96,7 +110,8 @@ class ExampleBank:
         last (it is read just before the question)."""
         if k <= 0:
             return []
-        scored = [(self.score(question, e), -i, e) for i, e in enumerate(self.examples)]
+        words = shape_words(question)
+        scored = [(self.score(words, e), -i, e) for i, e in enumerate(self.examples)]
         # The best last; of two alike, the one earlier in the bank.
         best = sorted((s for s in scored if s[0] >= minimum), key=lambda s: s[:2])[-k:]
         return [(e.question, e.plan) for _, _, e in best]

@@ -607,14 +607,18 @@ class ToolRegistry(Mapping[str, Tool]):
         for source in sources:
             self.add(source)
         self.examples.extend(examples)
-        self.bank.extend(bank)
+        plans = [] if isinstance(bank, str | bytes) else list(bank)
+        if isinstance(bank, str | bytes) or not all(isinstance(e, str) for e in plans):
+            raise UserError("bank must be a list of worked plans, each a text")
+        self.bank.extend(plans)
 
     def add(self, source: ToolSource) -> None:
         if isinstance(source, ToolRegistry):
             for t in source.values():
                 self._add_one(t)
             self.examples.extend(e for e in source.examples if e not in self.examples)
-            self.bank.extend(e for e in source.bank if e not in self.bank)
+            banked = set(self.bank)
+            self.bank.extend(e for e in dict.fromkeys(source.bank) if e not in banked)
         elif isinstance(source, Tool):
             self._add_one(source)
         elif callable(source):

@@ -167,7 +167,8 @@ def _settings(
         int,
         typer.Option(
             help="How many worked plans of the tools' bank the planner is shown besides its "
-            f"own examples: those worded most like the question (0: none; at most {MAX_SIMILAR}).",
+            "own examples: those worded most like the question (0: none; at most "
+            f"{MAX_SIMILAR}; the full prompt style only, compact shows no examples).",
         ),
     ] = _DEFAULT.similar_examples,
     stream_dispatch: Annotated[
