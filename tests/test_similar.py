@@ -87,7 +87,7 @@ def test_the_planner_is_shown_the_banks_nearest_plans_after_its_fixed_instructio
     script = Script.by_purpose(
         planner=['1. capital("Chile")\n2. people($1)\n3. join("${2} people.")\n<END_OF_PLAN>'] * 2
     )
-    runtime = Runtime(tools, ScriptedLLM(script))
+    runtime = Runtime(tools, ScriptedLLM(script), similar_examples=2)
     result = runtime.run("How many people live in the capital of Chile?")
     assert result.answer == "6,000,000 people."
     sent = script.requests[0]
@@ -102,13 +102,16 @@ def test_the_planner_is_shown_the_banks_nearest_plans_after_its_fixed_instructio
     alone = Runtime(tools, ScriptedLLM(script), similar_examples=0)
     assert alone.planner.messages("How many people live in Peru?")[0] == sent[0]
     assert len(alone.planner.messages("How many people live in the capital of Peru?")) == 2
-    answers_off = Runtime(tools, ScriptedLLM(script), plan_answers=False)
+    # Off by default (see planweave.similar.SIMILAR).
+    default = Runtime(tools, ScriptedLLM(script))
+    assert len(default.planner.messages("How many people live in the capital of Peru?")) == 2
+    answers_off = Runtime(tools, ScriptedLLM(script), plan_answers=False, similar_examples=2)
     shown = answers_off.planner.messages("How many people live in the capital of Peru?")
     assert shown[2].content.endswith("3. join()\n<END_OF_PLAN>")
 
 
 def test_the_builtin_tools_bank_runs_and_is_chosen_by_shape() -> None:
-    runtime = Runtime(BUILTIN, ScriptedLLM(Script.by_purpose()))
+    runtime = Runtime(BUILTIN, ScriptedLLM(Script.by_purpose()), similar_examples=2)
     sent = runtime.planner.messages(
         "What currency is used in whichever of Spain, Italy and Greece has the most people?"
     )

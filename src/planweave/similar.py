@@ -29,8 +29,11 @@ __all__ = [
 
 # How many of the bank's examples a question is shown by default and at most, and how alike
 # their wording must be (`ExampleBank.score`): below it an example shares a word or two of no
-# consequence.
-SIMILAR = 2
+# consequence.  Off by default: on question shapes the bank does not hold (the shapes suite's
+# ninth batch, held out by template) the embedded model answered 7 of 32 shown two and 10 of
+# 32 shown none, and more slowly; `similar_examples=2` is for a bank of the shapes a
+# deployment's users ask.
+SIMILAR = 0
 MAX_SIMILAR = 8
 SIMILARITY = 0.35
 

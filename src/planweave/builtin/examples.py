@@ -1,5 +1,6 @@
 """Worked examples for the built-in tools: `EXAMPLES`, which every planner prompt shows, and
-`BANK`, of which each question is shown the one or two worded most like it (`planweave.similar`).
+`BANK`, of which a planner with `similar_examples` shows each question those worded most like
+it (`planweave.similar`; off by default).
 
 Small models copy the shape of what they are shown, and one prompt cannot show every shape:
 the bank covers the compositions users ask (a lookup on the largest of several, a lookup on
