@@ -187,6 +187,7 @@ def test_resume_uses_the_recorded_settings(tmp_path: Path, server: ScriptedServe
         "max_concurrency": 3,
         "react_max_steps": 4,
         "examples": None,
+        "similar_examples": 0,
         "streaming": False,
         "join_replan": True,
         "grounding": False,  # off for an endpoint unless asked
