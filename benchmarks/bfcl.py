@@ -303,6 +303,10 @@ def examples_for(choice: str, registry: ToolRegistry) -> str | None:
         return None
     if choice == "none":
         return ""
+    if choice == "unlisted":
+        # The default examples without their opening thoughts (then none is asked for).
+        shown = prompts.other_tools_examples(registry).splitlines()
+        return "\n".join(line for line in shown if not line.startswith("Thought:"))
     return prompts.synthesized_example(registry)
 
 
@@ -491,7 +495,11 @@ async def bench(
         load = await anyio.to_thread.run_sync(llm.load)
         load_s = load.assemble_s + load.load_s
     n, seed = args.per_category, args.seed
-    chosen = {c: sample(checker.questions(c), n, seed) for c in args.categories}
+    seen = {i for path in args.exclude for i in json.loads(path.read_text())["questions"]}
+    chosen = {
+        c: sample([q for q in checker.questions(c) if q.id not in seen], n, seed)
+        for c in args.categories
+    }
     config = {
         "model": "gold" if llm is None else llm.model,
         "binding": None if llm is None else resolve_binding(args.binding),
@@ -501,12 +509,12 @@ async def bench(
         "bfcl_eval": checker.version,
         "load_s": round(load_s, 2),
         "questions": sum(map(len, chosen.values())),
+        "excluded": len(seen),
     }
     rows: dict[str, list[dict[str, Any]]] = {e: [] for e in settings}
     for examples, earlier in (args.earlier or {}).items():
-        kept = {
-            k: v for k, v in earlier["config"].items() if k in ("model", "seed", "per_category")
-        }
+        same = ("model", "seed", "per_category", "excluded")
+        kept = {k: v for k, v in earlier["config"].items() if k in same}
         if kept != {k: config[k] for k in kept}:
             raise SystemExit(f"--resume: the saved {examples} run was made with {kept}")
         rows[examples] = list(earlier["questions"].values())
@@ -558,10 +566,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--examples",
         nargs="+",
-        choices=["default", "none", "synthesized", "native"],
+        choices=["default", "unlisted", "none", "synthesized", "native"],
         default=["default"],
-        help="the planner's worked examples (native: no plan, one turn of native function "
+        help="the planner's worked examples (unlisted: the default ones without the thought "
+        "that lists what a question asks for; native: no plan, one turn of native function "
         "calling on the same model); several: each question under each, in turn",
+    )
+    parser.add_argument(
+        "--exclude",
+        nargs="+",
+        type=Path,
+        default=[],
+        help="saved runs (--out files) whose questions are left out of the sample: a split "
+        "nobody has read yet",
     )
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--binding", help="llama.cpp's binding (default: env, else auto)")

@@ -217,7 +217,7 @@ _CONDITION = [
 
 
 def _plan_rules(
-    tools: ToolRegistry, plan_answers: bool = False, branches: bool = False
+    tools: ToolRegistry, plan_answers: bool = False, branches: bool = False, thought: bool = False
 ) -> list[str]:
     calls, rules = _calls(tools)
     # With plan answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
@@ -227,7 +227,7 @@ def _plan_rules(
         # again (BFCL: "2. <the same call>" after "Thought: <why task 1>").
         # With branches the first task has no condition: no earlier result exists for one to
         # read (the 1.5B model, compiling runbooks, wrote `1. disk_usage(...) if ${1...}`).
-        f"plan ::= thought? {'first ' if branches else ''}task* join",
+        f"plan ::= thought{'' if thought else '?'} {'first ' if branches else ''}task* join",
         'thought ::= "Thought: " text "\\n"',
         f'task ::= id ". " call{" condition?" if branches else ""} "\\n"',
         *(['first ::= id ". " call "\\n"'] if branches else []),
@@ -243,14 +243,16 @@ def plan_grammar(
     plan_answers: bool = False,
     branches: bool = False,
     params: Sequence[str] = (),
+    thought: bool = False,
 ) -> str:
     """An opening thought line, numbered calls of registered tools with typed arguments, then
     `N. join()` and `<END_OF_PLAN>`; with `plan_answers`, the join may carry the plan's answer
     (a string with `${<id>}` where results go, or `$<id>`); with `branches` (opt-in, for plans
     compiled from runbooks: the planner's own grammar stays as its accuracy was measured), a
     task may end with `if <condition>`.  `params`: a named plan's parameters (`runbooks`),
-    written `{name}` wherever a reference may stand (and inside strings, as any text)."""
-    rules = _plan_rules(tools, plan_answers, branches)
+    written `{name}` wherever a reference may stand (and inside strings, as any text).  With
+    `thought`, the opening thought is not optional (the planner's examples all open with one)."""
+    rules = _plan_rules(tools, plan_answers, branches, thought)
     common = _COMMON
     if params:
         names = " | ".join(literal(p) for p in params)

@@ -19,9 +19,33 @@ from .recovery import classify
 from .similar import SIMILAR, SIMILARITY, ExampleBank
 from .tools import ToolRegistry
 
-__all__ = ["Planner"]
+__all__ = ["Planner", "opens_with_thought", "planner_examples"]
 
 _ANSWER_JOIN_RE = re.compile(r"^(\d+\.\s*)join\(.+\)[ \t]*$", re.M)
+_QUESTION_RE = re.compile(r"^Question:.*\n(?!Question:)(.*)$", re.M)
+
+
+def _shown(example: str, plan_answers: bool) -> str:
+    """A worked example as the planner is shown it: its answer only where a plan may end with
+    one (`plan_answers`), else its join bare."""
+    return example if plan_answers else _ANSWER_JOIN_RE.sub(r"\1join()", example)
+
+
+def planner_examples(tools: ToolRegistry, examples: str | None, *, plan_answers: bool) -> str:
+    """The worked examples the planner shows: `examples`, else those written for these tools,
+    else examples on other tools (a small model copies the shape of an example built from the
+    registry's own tools onto tools it does not fit: on BFCL, one built from the first tools cut
+    the planner's right plans from 37 of 60 to 13; shown none, it called every tool offered)."""
+    if examples is None:
+        examples = "\n\n".join(tools.usable_examples()) or prompts.other_tools_examples(tools)
+    return _shown(examples, plan_answers)
+
+
+def opens_with_thought(examples: str) -> bool:
+    """Whether every worked example's plan opens with a `Thought:` line (then the planner's
+    grammar asks for one too: a plan opens as its examples do)."""
+    openings = _QUESTION_RE.findall(examples)
+    return bool(openings) and all(line.startswith("Thought:") for line in openings)
 
 
 class Planner:
@@ -48,20 +72,11 @@ class Planner:
         self.max_tokens = max_tokens
         self.max_repairs = max_repairs
         self.grammar = grammar
-        if examples is None:
-            # Examples written for these tools, else examples on other tools: a small model
-            # copies the shape of an example built from the registry's own tools onto tools it
-            # does not fit (on BFCL, one built from the first tools cut the planner's right plans
-            # from 37 of 60 to 13); shown none, it called every tool offered.
-            examples = "\n\n".join(tools.usable_examples()) or prompts.other_tools_examples(tools)
-        if not plan_answers:
-            # An example's answer is shown only where a plan may end with one.
-            examples = _ANSWER_JOIN_RE.sub(r"\1join()", examples)
+        examples = planner_examples(tools, examples, plan_answers=plan_answers)
         self.examples = examples
-        bank = tools.usable_bank()
-        if not plan_answers:
-            bank = [_ANSWER_JOIN_RE.sub(r"\1join()", e) for e in bank]
-        self.bank = ExampleBank(bank if style == "full" else [])
+        # The bank is read only when examples are chosen from it (off by default).
+        bank = tools.usable_bank() if similar > 0 and style == "full" else []
+        self.bank = ExampleBank([_shown(e, plan_answers) for e in bank])
 
     def system_prompt(self, first_id: int = 1) -> str:
         return prompts.planner_system_prompt(

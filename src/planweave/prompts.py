@@ -153,6 +153,10 @@ _PLAN_ANSWER_RULE = (
 # it does not have: they show the form, and that a plan calls only the tools the question
 # needs, one as often as the question asks.  Without them the 1.5B model called every tool
 # offered (BFCL `multiple`, 15 seeded questions: 8 right without examples, 12 with these).
+# Each plan opens by listing what the question asks for (the grammar then asks for that
+# thought, `planner.opens_with_thought`): without it the 1.5B model stopped after the first
+# request of a question that asks for several ("... After that, ... Also ...": BFCL
+# parallel_multiple, most of its wrong counts).
 _OTHER_TOOLS = {"weather": "city", "stock_price": "symbol", "translate": "text, to"}
 _OTHER_TOOLS_EXAMPLES = (
     (
@@ -162,14 +166,27 @@ _OTHER_TOOLS_EXAMPLES = (
     )
     + """\
 Question: What is the weather in Oslo and in Lima?
+Thought: It asks for 2 things: the weather in Oslo, the weather in Lima.
 1. weather("Oslo")
 2. weather("Lima")
 3. join()
 <END_OF_PLAN>
 
 Question: How do you say "thank you" in French?
+Thought: It asks for 1 thing: "thank you" in French.
 1. translate("thank you", "French")
 2. join()
+<END_OF_PLAN>
+
+Question: Can you tell me the weather in Rome? After that, translate "good night" into \
+Italian, and also give me the stock prices of IBM and SAP.
+Thought: It asks for 4 things: the weather in Rome, "good night" in Italian, the price of \
+IBM, the price of SAP.
+1. weather("Rome")
+2. translate("good night", "Italian")
+3. stock_price("IBM")
+4. stock_price("SAP")
+5. join()
 <END_OF_PLAN>"""
 )
 

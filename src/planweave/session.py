@@ -65,7 +65,7 @@ from .llm.base import LLM, require_tool_calling
 from .mcp_tools import mcp_servers, mcp_sessions
 from .meter import MeteredLLM
 from .native import Native
-from .planner import Planner
+from .planner import Planner, opens_with_thought, planner_examples
 from .react import ReAct
 from .records import Recorded, RecordedItem, RunResult, TaskRecord
 from .recoverer import TaskRecoverer
@@ -112,11 +112,14 @@ def modes(
     grammar, answers = settings.grammar, settings.plan_answers is not False
     join_replan, grounding = bool(settings.join_replan), bool(settings.grounding)
     # Grammars are plain text; backends that cannot constrain decoding ignore them.
+    examples = planner_examples(tools, settings.examples, plan_answers=answers)
+    # A plan opens as its examples do: with a thought when every one shows it.
+    thought = style == "full" and opens_with_thought(examples)
     planner = Planner(
         tools,
-        examples=settings.examples,
+        examples=examples,
         max_repairs=settings.max_repairs,
-        grammar=plan_grammar(tools, plan_answers=answers) if grammar else None,
+        grammar=plan_grammar(tools, plan_answers=answers, thought=thought) if grammar else None,
         style=style,
         plan_answers=answers,
         similar=settings.similar_examples,
