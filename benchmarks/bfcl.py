@@ -310,6 +310,11 @@ def examples_for(choice: str, registry: ToolRegistry) -> str | None:
     return prompts.synthesized_example(registry)
 
 
+def excluded(saved: Iterable[Path]) -> set[str]:
+    """The ids of the questions saved runs (`--out` files) hold, to be left out of a sample."""
+    return {i for path in saved for i in json.loads(path.read_text())["questions"]}
+
+
 def sample(questions: list[Question], n: int, seed: int) -> list[Question]:
     """`n` questions of a category, the same for the same seed; all of them for 0."""
     if n <= 0 or n >= len(questions):
@@ -495,7 +500,7 @@ async def bench(
         load = await anyio.to_thread.run_sync(llm.load)
         load_s = load.assemble_s + load.load_s
     n, seed = args.per_category, args.seed
-    seen = {i for path in args.exclude for i in json.loads(path.read_text())["questions"]}
+    seen = excluded(args.exclude)
     chosen = {
         c: sample([q for q in checker.questions(c) if q.id not in seen], n, seed)
         for c in args.categories

@@ -3,6 +3,8 @@ tools, the planner's plan (scripted) in BFCL's output form, BFCL's answers writt
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,6 +12,7 @@ from benchmarks.bfcl import (
     Question,
     bfcl_output,
     examples_for,
+    excluded,
     first_plan,
     functions,
     gold_plan,
@@ -183,6 +186,30 @@ def test_examples_setting() -> None:
     synthesized = examples_for("synthesized", registry)
     assert synthesized is not None
     assert "1. geo_distance(" in synthesized
+
+
+def test_unlisted_examples_are_the_default_ones_without_their_opening_thoughts() -> None:
+    registry = functions(DOCS).registry
+    runtime = Runtime(registry, ScriptedLLM([]), prompt_style="full")
+    default = runtime.planner.examples
+    runtime.close()
+    unlisted = examples_for("unlisted", registry)
+    assert unlisted is not None
+    assert "Thought:" not in unlisted
+    assert default.count("Question:") == unlisted.count("Question:") == 3
+    kept = [line for line in default.splitlines() if not line.startswith("Thought:")]
+    assert unlisted.splitlines() == kept
+
+
+def test_a_saved_run_s_questions_can_be_left_out(tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"questions": {"multiple_3": {}, "parallel_7": {}}}))
+    seen = excluded([saved])
+    assert seen == {"multiple_3", "parallel_7"}
+    qs = [Question(f"multiple_{i}", "multiple", "?", [], []) for i in range(6)]
+    left = sample([q for q in qs if q.id not in seen], 5, seed=0)
+    assert len(left) == 5
+    assert "multiple_3" not in {q.id for q in left}
 
 
 def test_samples_are_seeded_per_category() -> None:

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from demo_tools import TOOLS
+from gbnf import Grammar
 from planweave import (
     AnswerDelta,
     AnswerEvent,
@@ -25,9 +26,11 @@ from planweave import (
     UserError,
     tool,
 )
+from planweave.builtin import builtin_tools
 from planweave.cli.view import DagView
 from planweave.events import Event
 from planweave.grammar import joiner_grammar
+from planweave.planner import opens_with_thought
 from planweave.prompts import ANSWER_FIRST
 from planweave.replies import AnswerStream, parse_decision
 
@@ -233,3 +236,44 @@ def test_compact_prompts_and_join_replan_together_over_http() -> None:
     assert "".join(deltas) == ANSWER
     finished = {e.task_id for e in events if e.kind == "task_finished"}  # type: ignore[attr-defined]
     assert finished == {1, 3, 4}
+
+
+THOUGHT_PLAN = 'Thought: It asks for 1 thing: the population.\n1. population("France")\n2. join()'
+BARE_PLAN = '1. population("France")\n2. join()'
+
+
+def test_a_plan_opens_as_its_examples_do() -> None:
+    """Examples on other tools open by listing what the question asks for, so the planner's
+    grammar asks for that thought; tools with examples of their own that do not all open with
+    one (the built-in tools'), no examples, or the compact style leave it optional."""
+    listed = Runtime(ToolRegistry(TOOLS), ScriptedLLM([]), prompt_style="full")
+    assert opens_with_thought(listed.planner.examples)
+    assert "Thought: It asks for 2 things:" in listed.planner.system_prompt()
+    grammar = Grammar(listed.planner.grammar or "")
+    assert grammar.accepts(THOUGHT_PLAN + "\n<END_OF_PLAN>")
+    assert not grammar.accepts(BARE_PLAN + "\n<END_OF_PLAN>")
+    others = [
+        Runtime(builtin_tools(), ScriptedLLM([]), prompt_style="full"),
+        Runtime(ToolRegistry(TOOLS), ScriptedLLM([]), prompt_style="full", examples=""),
+        Runtime(ToolRegistry(TOOLS), ScriptedLLM([]), prompt_style="compact"),
+    ]
+    for runtime in others:
+        grammar = Grammar(runtime.planner.grammar or "")
+        plan = (
+            BARE_PLAN.replace("population", "country_info")
+            if "country_info" in runtime.tools
+            else BARE_PLAN
+        )
+        assert grammar.accepts(plan + "\n<END_OF_PLAN>"), runtime.tools
+        runtime.close()
+    listed.close()
+
+
+def test_every_example_must_open_with_a_thought_for_the_grammar_to_ask_for_one() -> None:
+    one = "Question: a?\nThought: It asks for 1 thing.\n1. f()\n2. join()\n<END_OF_PLAN>"
+    bare = "Question: b?\n1. f()\n2. join()\n<END_OF_PLAN>"
+    assert opens_with_thought(one)
+    assert opens_with_thought(f"(These examples use other tools: f().)\n{one}\n\n{one}")
+    assert not opens_with_thought(f"{one}\n\n{bare}")
+    assert not opens_with_thought("")
+    assert not opens_with_thought("Thought: no question at all.")
