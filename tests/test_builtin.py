@@ -431,6 +431,12 @@ def test_calculator_refusals(expression: str, message: str) -> None:
         ("[1, 2]", [1, 2]),
         ('common(["Spain", "France"], ["france", "Italy"])', ["France"]),
         ('len([x for x in ["a", "b"] if x in ["B"]])', 1),
+        # Quoted texts are kept as written: no ^, ×, digit_digit or separator rewritten in them.
+        ('"x^2" == "x**2"', False),
+        ('"4 × 5" != "4 * 5"', True),
+        ('"1_000" == "1000"', False),
+        ('"Lyon" if "1,000 km" == "1,000 km" else "Nice"', "Lyon"),
+        ("'N\\'Djamena' == \"N'Djamena\"", True),
     ],
 )
 def test_calculator_comparisons_and_counts(expression: str, expected: Any) -> None:

@@ -29,6 +29,25 @@ _MAX_BITS = MAX_DIGITS * 10 // 3
 _SYMBOLS = {"×": "*", "÷": "/", "−": "-", "^": "**", "≥": ">=", "≤": "<=", "≠": "!="}
 _UNDERSCORE_RE = re.compile(r"(?<=\d)_(?=\d)")
 _SEPARATED_RE = re.compile(r"\d,\d{3}(?!\d)")
+# A quoted text, kept as written: a city's name in it is no expression to rewrite.
+_STRING_RE = re.compile(r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""")
+
+
+def _code(text: str) -> list[str]:
+    """`text` cut at its quoted texts: the even items are code, the odd ones quoted texts."""
+    return _STRING_RE.split(text)
+
+
+def _rewritten(text: str) -> str:
+    """`text` with `^`, `×` and the like as Python writes them and `17_900_000` as a number,
+    outside its quoted texts only."""
+    parts = _code(text)
+    for i in range(0, len(parts), 2):
+        code = _UNDERSCORE_RE.sub("", parts[i])
+        for symbol, replacement in _SYMBOLS.items():
+            code = code.replace(symbol, replacement)
+        parts[i] = code
+    return "".join(parts)
 
 
 def _result(expression: str, result: Any) -> Any:
@@ -75,16 +94,15 @@ def calculator(expression: str) -> float | int | bool | str | list[Any]:
         raise ToolFailed(
             f"the expression is too long ({len(expression)} > {MAX_LENGTH} characters)"
         )
-    text = _UNDERSCORE_RE.sub("", expression.strip())
-    for symbol, replacement in _SYMBOLS.items():
-        text = text.replace(symbol, replacement)
+    text = _rewritten(expression.strip())
     if not text:
         raise ToolFailed("the expression is empty")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise ToolFailed(f"not an arithmetic expression: {expression!r}") from None
-    if isinstance(tree.body, ast.Tuple) or ("[" not in text and _SEPARATED_RE.search(text)):
+    code = "".join(_code(text)[::2])
+    if isinstance(tree.body, ast.Tuple) or ("[" not in code and _SEPARATED_RE.search(code)):
         # `1,000` parses as a pair; outside a list it is a number written with separators.
         raise ToolFailed("write numbers without thousands separators, as in 17900000")
     check(tree)
