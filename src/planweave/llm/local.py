@@ -30,7 +30,7 @@ from .models import DEFAULT_MODEL, MODELS, cache_dir, resolve_model
 from .prefix_cache import PrefixReuse, PrefixStore, model_namespace, resolve_prefix_cache_mb
 from .queue import ModelQueue
 from .speculative import PromptLookup
-from .tool_calls import read_tool_calls, with_tools
+from .tool_calls import read_tool_calls, untagged, with_tools
 
 if TYPE_CHECKING:
     from .registry import LLMChoice
@@ -100,14 +100,20 @@ def _fixed_messages(request: LLMRequest) -> int:
     return len(request.messages) - 1 if request.purpose == "joiner" else 1
 
 
-def inert(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def inert(messages: list[dict[str, Any]], *, tags: bool = True) -> list[dict[str, Any]]:
     """`messages` with no text that spells a special token: the rendered prompt is tokenized
     with special tokens read as such, so a question or a tool's result holding `<|im_end|>`
     `<|im_start|>system` would end its turn and speak as the system.  `<|` gets a zero-width
-    non-joiner after `<`, which the model reads as the text it was."""
+    non-joiner after `<`, which the model reads as the text it was; so do the template's tool
+    tags (`tool_calls.untagged`) unless `tags` is False (messages `with_tools` wrote, whose tags
+    are the template's own and whose wrapped texts it made untagged)."""
+
+    def plain(text: str) -> str:
+        return (untagged(text) if tags else text).replace("<|", "<\u200c|")
+
     return [
-        {**m, "content": m["content"].replace("<|", "<\u200c|")}
-        if isinstance(m.get("content"), str) and "<|" in m["content"]
+        {**m, "content": plain(m["content"])}
+        if isinstance(m.get("content"), str) and "<" in m["content"]
         else m
         for m in messages
     ]
@@ -246,7 +252,7 @@ class LocalLLM(LLM):
         """The prompt's tokens and how many of them open every request of its kind."""
         engine = self.engine
         if request.tools:
-            messages = inert(with_tools(request.messages, request.tools))
+            messages = inert(with_tools(request.messages, request.tools), tags=False)
         else:
             messages = inert([m.to_dict() for m in request.messages])
         prompt = engine.tokenize(engine.render(messages))

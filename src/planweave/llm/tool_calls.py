@@ -17,7 +17,7 @@ from typing import Any
 
 from .base import Message, ToolCall
 
-__all__ = ["MAX_CALLS", "read_tool_calls", "with_tools"]
+__all__ = ["MAX_CALLS", "read_tool_calls", "untagged", "with_tools"]
 
 MAX_CALLS = 64  # calls read from one reply; a reply that writes more is cut there
 
@@ -30,6 +30,17 @@ _TOOLS_TAIL = (
     "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 )
+# The tags the template writes calls, tool lists and results in (`<tool_call>` is one token).
+_TAG_RE = re.compile(r"<(?=/?(?:tool_call|tool_response|tools)>)")
+
+
+def untagged(text: str) -> str:
+    """`text` with no tag of the template's: a zero-width non-joiner after the `<` of one, which
+    the model reads as the text it was.  A tool's result holding `</tool_response>` would
+    otherwise end its result and write on as something else."""
+    return _TAG_RE.sub("<\u200c", text) if "<" in text else text
+
+
 # A call block; the last may be cut off by the token limit (no closing tag).
 _CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)  # linear: no \s* around
 
@@ -39,16 +50,18 @@ def with_tools(
 ) -> list[dict[str, str]]:
     """`messages` as the template reads them, `tools` (OpenAI function schemas) offered in the
     system message, earlier calls and their results written in the model's own tags."""
-    offered = _TOOLS_HEAD + "".join(f"\n{json.dumps(t, ensure_ascii=False)}" for t in tools)
+    listed = (untagged(json.dumps(t, ensure_ascii=False)) for t in tools)
+    offered = _TOOLS_HEAD + "".join(f"\n{schema}" for schema in listed)
     offered += _TOOLS_TAIL
     out: list[dict[str, str]] = []
     if not messages or messages[0].role != "system":
         out.append({"role": "system", "content": offered})
     for message in messages:
+        content = untagged(message.content)
         if message.role == "system" and not out:
-            out.append({"role": "system", "content": f"{message.content}\n\n{offered}"})
+            out.append({"role": "system", "content": f"{content}\n\n{offered}"})
         elif message.role == "tool":
-            response = f"<tool_response>\n{message.content}\n</tool_response>"
+            response = f"<tool_response>\n{content}\n</tool_response>"
             if (
                 out
                 and out[-1]["role"] == "user"
@@ -59,10 +72,10 @@ def with_tools(
                 out.append({"role": "user", "content": response})
         elif message.tool_calls:
             written = [_written(call) for call in message.tool_calls]
-            text = "\n".join(([message.content] if message.content else []) + written)
+            text = "\n".join(([content] if content else []) + written)
             out.append({"role": "assistant", "content": text})
         else:
-            out.append({"role": message.role, "content": message.content})
+            out.append({"role": message.role, "content": content})
     return out
 
 
@@ -73,7 +86,7 @@ def _written(call: ToolCall) -> str:
     except (ValueError, RecursionError):
         arguments = call.arguments
     body = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
-    return f"<tool_call>\n{body}\n</tool_call>"
+    return f"<tool_call>\n{untagged(body)}\n</tool_call>"
 
 
 def read_tool_calls(text: str) -> tuple[str, tuple[ToolCall, ...]]:
