@@ -138,3 +138,13 @@ def test_a_bank_is_a_list_of_texts(bank: object) -> None:
 def test_registries_merge_their_banks_once() -> None:
     merged = ToolRegistry(ToolRegistry([money], bank=BANK), ToolRegistry([capital], bank=BANK))
     assert merged.bank == BANK
+
+
+def test_an_entry_holding_two_examples_is_two_examples() -> None:
+    bank = ExampleBank(["\n\n".join(BANK[:2]), BANK[2]])
+    assert [e.question for e in bank.examples] == [
+        "Which currency is used in Peru?",
+        "How many people live in the capital of Kenya?",
+        "Does Austria border Hungary?",
+    ]
+    assert bank.examples[0].plan == '1. money("Peru")\n2. join()\n<END_OF_PLAN>'

@@ -77,12 +77,16 @@ class _Example:
     words: frozenset[str]
 
 
+_QUESTION_START = re.compile(r"^(?=Question:)", re.M)
+
+
 class ExampleBank:
     """Worked examples (`Question: ...` then the plan) to choose from by resemblance."""
 
     def __init__(self, examples: Sequence[str]) -> None:
         self.examples: list[_Example] = []
-        for example in examples:
+        # An entry may hold several examples, each opening with its `Question:` line.
+        for example in (e for entry in examples for e in _QUESTION_START.split(entry)):
             first, _, plan = example.strip().partition("\n")
             question = first.removeprefix("Question:").strip()
             if question and plan.strip():
