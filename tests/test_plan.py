@@ -1324,3 +1324,25 @@ def test_a_condition_text_with_a_dollar_and_a_digit_is_compared_as_written() -> 
     for text in ("$5 off", "costs $100"):
         plan = f'1. echo("a")\n2. echo("b") if $1 == "{text}"\n3. join()\n'
         assert parse_plan(plan, tools)[1].condition is not None
+
+
+@pytest.mark.parametrize("expression", ["'${1}' == 'x'", "len(${1})"])
+def test_a_result_too_large_for_an_expression_is_refused_before_it_is_written_out(
+    expression: str,
+) -> None:
+    from planweave.errors import ToolArgumentError
+    from planweave.parser import parse_task
+
+    @tool
+    def calc(expression: str) -> str:
+        """Evaluate."""
+        return expression
+
+    registry = ToolRegistry(calc)
+    task = parse_task(f'calc("{expression}")', 2, registry, known=[1])
+    huge = ["x" * 1000] * 100_000  # 100 MB as text; the limit is far below
+    start = time.thread_time()
+    with pytest.raises(ToolArgumentError, match=r"too large|characters"):
+        resolve(task.args[0], {1: huge}, max_chars=10_000, expression=True)
+    # Writing it out first took about a second of this thread's time.
+    assert time.thread_time() - start < 0.25

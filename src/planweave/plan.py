@@ -340,7 +340,7 @@ def resolve(
     argument would be more than `max_chars` characters (checked while it is built).
     """
     if expression and isinstance(value, Template):
-        value = Template(_quoted(value.parts, results, item))
+        value = Template(_quoted(value.parts, results, item, max_chars))
     resolved = _resolve(value, results, max_chars, item)
     if _size(resolved, max_chars) > max_chars:
         raise _too_large(max_chars)
@@ -356,11 +356,12 @@ def _value(ref: Ref, results: Mapping[int, Any], item: Any) -> Any:
 
 
 def _quoted(
-    parts: tuple[str | Ref, ...], results: Mapping[int, Any], item: Any
+    parts: tuple[str | Ref, ...], results: Mapping[int, Any], item: Any, max_chars: int
 ) -> tuple[str | Ref, ...]:
     """`parts` with each reference to a text filled in as an expression reads it: inside a text
     the plan opened (`"${1}"`), escaped for that text's quote; outside one, a plain number or
-    True, False or None as it is (stripped), any other text as a quoted text."""
+    True, False or None as it is (stripped), any other text as a quoted text.  A value too
+    large for the argument is refused before it is written out."""
     out: list[str | Ref] = []
     quote: str | None = None  # the quote of the text the plan has open here, if any
     for part in parts:
@@ -369,6 +370,8 @@ def _quoted(
             out.append(part)
             continue
         value = _value(part, results, item)
+        if _size(value, max_chars) > max_chars:
+            raise _too_large(max_chars)
         if quote is not None:
             out.append(_escaped(render_text(value), quote))
         elif not isinstance(value, str):
