@@ -26,7 +26,8 @@ frozen (benchmarks/shapes/fresh.py), `--part fresh2` a second such batch by anot
 `--part fresh4` a fourth (benchmarks/shapes/fresh4.py), `--part fresh5` a fifth
 (benchmarks/shapes/fresh5.py), `--part fresh6` a sixth (benchmarks/shapes/fresh6.py),
 `--part fresh7` a seventh (benchmarks/shapes/fresh7.py), `--part fresh8` an eighth
-(benchmarks/shapes/fresh8.py) and `--part fresh9` a ninth (benchmarks/shapes/fresh9.py);
+(benchmarks/shapes/fresh8.py), `--part fresh9` a ninth (benchmarks/shapes/fresh9.py) and
+`--part fresh10` a tenth (benchmarks/shapes/fresh10.py);
 `--part all` is still the two halves without any of them.
 """
 
@@ -383,6 +384,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
             "fresh7",
             "fresh8",
             "fresh9",
+            "fresh10",
             "all",
         ):
             s = summary(r, part)
@@ -474,10 +476,11 @@ def main() -> None:
             "fresh7",
             "fresh8",
             "fresh9",
+            "fresh10",
             "all",
         ],
         default="tune",
-        help="all: tune and heldout; fresh to fresh9 (shapes suite only): the batches "
+        help="all: tune and heldout; fresh to fresh10 (shapes suite only): the batches "
         "written after the prompts were frozen",
     )
     parser.add_argument("--per-template", type=int, default=10)
@@ -508,6 +511,7 @@ def main() -> None:
     args = parser.parse_args()
     fresh = (
         "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
+        "fresh10",
     )  # fmt: skip
     if args.part in fresh and args.suite != "shapes" and not args.rescore:
         parser.error(f"--part {args.part} needs --suite shapes")

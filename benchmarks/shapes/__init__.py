@@ -26,7 +26,9 @@ had read neither, on shapes none of the eight others (nor the names suite) has. 
 `fresh8.py` (`--part fresh8`), is an eighth such batch (2026-12-04), by another hand again that
 had read neither, on shapes none of the nine others (nor the names suite) has.  An eleventh,
 `fresh9.py` (`--part fresh9`), is a ninth such batch (2026-12-04), by another hand again that
-had read neither, on shapes none of the ten others (nor the names suite) has.
+had read neither, on shapes none of the ten others (nor the names suite) has.  A twelfth,
+`fresh10.py` (`--part fresh10`), is a tenth such batch (2026-12-04/05), by another hand again
+that had read neither, on shapes none of the eleven others (nor the names suite) has.
 
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part tune --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh --per-template 2
@@ -38,6 +40,7 @@ had read neither, on shapes none of the ten others (nor the names suite) has.
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh7 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh8 --per-template 2
     PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh9 --per-template 2
+    PYTHONPATH=src python benchmarks/answer_eval.py --suite shapes --part fresh10 --per-template 2
 """
 
 from __future__ import annotations
@@ -46,7 +49,20 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from . import fresh, fresh2, fresh3, fresh4, fresh5, fresh6, fresh7, fresh8, fresh9, heldout, tune
+from . import (
+    fresh,
+    fresh2,
+    fresh3,
+    fresh4,
+    fresh5,
+    fresh6,
+    fresh7,
+    fresh8,
+    fresh9,
+    fresh10,
+    heldout,
+    tune,
+)
 from .common import CATEGORIES, Category, Facts, Template
 from .scoring import Count, Gold, counts
 
@@ -61,6 +77,7 @@ __all__ = [
     "FRESH7",
     "FRESH8",
     "FRESH9",
+    "FRESH10",
     "PARTS",
     "ShapeQuestion",
     "questions",
@@ -79,12 +96,13 @@ Part = Literal[
     "fresh7",
     "fresh8",
     "fresh9",
+    "fresh10",
     "all",
 ]
 # The two halves; `all` is both of them.
 PARTS: dict[str, list[Template]] = {"tune": tune.TEMPLATES, "heldout": heldout.TEMPLATES}
 # The batches written after the prompts were frozen: only `fresh`, `fresh2`, `fresh3`,
-# `fresh4`, `fresh5`, `fresh6`, `fresh7`, `fresh8` and `fresh9` draw them.
+# `fresh4`, `fresh5`, `fresh6`, `fresh7`, `fresh8`, `fresh9` and `fresh10` draw them.
 FRESH: list[Template] = fresh.TEMPLATES
 FRESH2: list[Template] = fresh2.TEMPLATES
 FRESH3: list[Template] = fresh3.TEMPLATES
@@ -94,6 +112,7 @@ FRESH6: list[Template] = fresh6.TEMPLATES
 FRESH7: list[Template] = fresh7.TEMPLATES
 FRESH8: list[Template] = fresh8.TEMPLATES
 FRESH9: list[Template] = fresh9.TEMPLATES
+FRESH10: list[Template] = fresh10.TEMPLATES
 
 
 @dataclass
@@ -103,7 +122,7 @@ class ShapeQuestion:
     text: str
     gold: Gold
     heldout: bool  # no prompt was tuned on it: the held-out half or a fresh batch
-    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh9"
+    part: str = ""  # "tune", "heldout", or a fresh batch: "fresh", "fresh2" ... "fresh10"
 
     def score(self, answer: str | None) -> bool:
         return bool(answer) and self.gold.score(answer or "", self.text)
@@ -129,6 +148,8 @@ def parts(part: Part) -> list[tuple[str, list[Template]]]:
         return [("fresh8", FRESH8)]
     if part == "fresh9":
         return [("fresh9", FRESH9)]
+    if part == "fresh10":
+        return [("fresh10", FRESH10)]
     return [(name, ts) for name, ts in PARTS.items() if part in ("all", name)]
 
 
