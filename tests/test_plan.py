@@ -1110,8 +1110,8 @@ def test_task_ids_out_of_range_are_refused_in_the_json_form_and_references() -> 
 def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall() -> None:
     parser = PlanParser(TOOLS, max_line_chars=1_000)
     assert [t.id for t in parser.feed("1. store(1)\n")] == [1]
-    for _ in range(50):  # 50 chunks of 20 characters fit
-        assert parser.feed("2. store('" + "x" * 10) == []
+    for i in range(50):  # 50 chunks of 20 characters fit (each its own: no loop)
+        assert parser.feed(f"2. store('{i:010d}") == []
     with pytest.raises(PlanSyntaxError, match="longer than 1,000 characters") as info:
         parser.feed("2. store('" + "x" * 10)
     assert info.value.lineno == 2
@@ -1121,6 +1121,38 @@ def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall()
     # The default bound, fed whole.
     with pytest.raises(PlanSyntaxError, match="longer than 100,000 characters"):
         parse('1. store("' + "x" * 100_001 + '")\n2. join()\n')
+
+
+def test_a_line_caught_in_a_loop_is_cut_as_soon_as_it_shows() -> None:
+    # The 1.5B model wrote this list until its token limit: minutes on a laptop's CPU.
+    parser = PlanParser(TOOLS)
+    assert [t.id for t in parser.feed("1. store(1)\n")] == [1]
+    line = '2. store(["Ethiopia", "Somalia", "Kenya", ' + '"Somalia", "Ethiopia", ' * 40
+    fed: list[str] = []
+
+    def feed_until_refused() -> None:
+        for i in range(0, len(line), 3):
+            fed.append(line[i : i + 3])
+            parser.feed(fed[-1])
+
+    with pytest.raises(PlanSyntaxError, match=r"repeats '\"Somalia\", \"Ethiopia\", '") as info:
+        feed_until_refused()
+    # Cut after 8 rounds of the 23-character loop, not at the line's end.
+    assert len("".join(fed)) < 250
+    assert info.value.lineno == 2
+    assert (info.value.line or "").startswith('2. store(["Ethiopia", "Somalia"')
+    assert parser.drain() == []
+    assert list(parser.tasks) == [1]  # the task before it stands
+    # A repair starts afresh; repeats that are no loop still parse: a run of one unit, a list
+    # of the same number, a line with a few repeats.
+    parser.start_plan()
+    fine = [
+        '2. store("' + "-" * 300 + '")',
+        "3. store([" + "5, " * 100 + "5])",
+        '4. store(["Oslo", "Lima", "Oslo", "Lima", "Oslo", "Lima", "Oslo"])',
+        "5. join()",
+    ]
+    assert [t.id for t in parser.feed("\n".join(fine) + "\n")] == [2, 3, 4, 5]
 
 
 @pytest.mark.slow  # 2-8 s

@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -38,6 +38,8 @@ from .redaction import encodable
 from .tools import Tool, ToolRegistry, _type_name
 
 __all__ = [
+    "LOOP_PERIODS",
+    "LOOP_REPEATS",
     "MAX_JSON_PLAN_CHARS",
     "MAX_LINE_CHARS",
     "MAX_NESTING",
@@ -54,6 +56,12 @@ MAX_LINE_CHARS = 100_000  # one line of the text form
 MAX_JSON_PLAN_CHARS = 1_000_000  # a whole plan in the JSON form
 MAX_TASK_ID = 1_000_000  # the journal stores ids as 64-bit integers; no plan needs more
 MAX_NESTING = 32  # lists and dicts inside one argument
+# A line caught in a loop: the same text of 8 to 80 characters written 8 times over at its end
+# (the 1.5B model wrote `rank(["Ethiopia", "Somalia", "Ethiopia", "Somalia", ...` until its
+# token limit, minutes on this hardware).  Legitimate repeats are shorter or fewer.
+LOOP_PERIODS = range(8, 81)
+LOOP_REPEATS = 8
+_LOOP_WINDOW = LOOP_PERIODS.stop * LOOP_REPEATS
 
 # Lines are stripped before matching; `(.*)` (not `(.*?)\s*$`) keeps matching linear.
 _TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
@@ -420,6 +428,26 @@ def _has_ref(value: Any) -> bool:
     return any(isinstance(v, Ref | Template) for v in _iter_values(value))
 
 
+def _loop_period(text: str) -> int | None:
+    """The period of the loop `text` ends in (`LOOP_PERIODS`, `LOOP_REPEATS` times over), if
+    any: a few slice comparisons, whatever the line's length."""
+    last = len(text) - 1
+    for period in LOOP_PERIODS:
+        span = period * LOOP_REPEATS
+        if len(text) < span:
+            return None
+        # Periodic: equal to itself moved by the period (the last character is checked first).
+        if text[last] == text[last - period] and _periodic(text[-span:], period):
+            # A run of a shorter unit ("xxxx", "abab", "-----") is not a loop of this one.
+            short = range(1, LOOP_PERIODS.start)
+            return None if any(_periodic(text[-span:], q) for q in short) else period
+    return None
+
+
+def _periodic(text: str, period: int) -> bool:
+    return text[:-period] == text[period:]
+
+
 class PlanParser:
     """Incremental parser and validator: feed it the planner's stream chunk by chunk.
 
@@ -452,6 +480,7 @@ class PlanParser:
         self._line_parts: list[str] = []  # the incomplete last line, in pieces (no copying)
         self._line_len = 0
         self._line_tail = ""  # its last characters, to find an <END_OF_PLAN> cut by a chunk
+        self._line_recent = ""  # its last characters, to see it caught in a loop
         self._lineno = 0
         self._thought: list[str] = []
         self._json: list[str] | None = None
@@ -504,6 +533,7 @@ class PlanParser:
         reference to any other id still means an earlier round's task.  Only where nothing of
         the current round is running: there a repeated id may be a repeated call."""
         self._line_parts, self._line_len, self._line_tail = [], 0, ""
+        self._line_recent = ""
         self._lineno = 0
         self._thought = []
         self._json, self._json_len = None, 0
@@ -554,20 +584,38 @@ class PlanParser:
     def _add_piece(self, piece: str, window: str) -> None:
         self._line_len += len(piece)
         if self._line_len > self.max_line_chars:
-            self._line_parts, self._line_len, self._line_tail = [], 0, ""
-            self._lineno += 1
-            raise PlanSyntaxError(
-                f"a plan line is longer than {self.max_line_chars:,} characters",
-                line=(self._line_parts[0] if self._line_parts else piece)[:200] + "...",
-                lineno=self._lineno,
-            )
+            self._cut_line(f"a plan line is longer than {self.max_line_chars:,} characters", piece)
         self._line_parts.append(piece)
         self._line_tail = window[-(len(END_OF_PLAN) - 1) :]
+        if piece and self._line_len >= LOOP_PERIODS.start * LOOP_REPEATS:
+            self._line_recent = (self._line_recent + piece)[-_LOOP_WINDOW:]
+            period = _loop_period(self._line_recent)
+            if period:
+                looped = self._line_recent[-period:]
+                # Shown from an item's start where it has items.
+                cut = looped.find(", ") + 2 if ", " in looped else 0
+                looped = looped[cut:] + looped[:cut]
+                self._cut_line(
+                    f"the line repeats {looped!r} over and over: write each item once, "
+                    "or the line again in another way",
+                    piece,
+                )
+        else:
+            self._line_recent += piece
+
+    def _cut_line(self, why: str, piece: str) -> NoReturn:
+        """Drop the line in progress and refuse it (shown by its first 200 characters)."""
+        shown = ("".join(self._line_parts) or piece)[:200] + "..."
+        self._line_parts, self._line_len, self._line_tail = [], 0, ""
+        self._line_recent = ""
+        self._lineno += 1
+        raise PlanSyntaxError(why, line=shown, lineno=self._lineno)
 
     def _take_line(self, last: str) -> str:
         self._add_piece(last, self._line_tail + last)
         line = "".join(self._line_parts)
         self._line_parts, self._line_len, self._line_tail = [], 0, ""
+        self._line_recent = ""
         return line
 
     def _collect_json(self, text: str) -> None:
