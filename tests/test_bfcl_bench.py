@@ -196,7 +196,7 @@ def test_unlisted_examples_are_the_default_ones_without_their_opening_thoughts()
     unlisted = examples_for("unlisted", registry)
     assert unlisted is not None
     assert "Thought:" not in unlisted
-    assert default.count("Question:") == unlisted.count("Question:") == 3
+    assert default.count("Question:") == unlisted.count("Question:") == 4
     kept = [line for line in default.splitlines() if not line.startswith("Thought:")]
     assert unlisted.splitlines() == kept
 

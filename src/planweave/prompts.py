@@ -156,7 +156,8 @@ _PLAN_ANSWER_RULE = (
 # Each plan opens by listing what the question asks for (the grammar then asks for that
 # thought, `planner.opens_with_thought`): without it the 1.5B model stopped after the first
 # request of a question that asks for several ("... After that, ... Also ...": BFCL
-# parallel_multiple, most of its wrong counts).
+# parallel_multiple, most of its wrong counts).  Listing, it paired two lists where each item
+# of one goes with each of the other ("A and B in 2018 and 2020"): the third example lists all.
 _OTHER_TOOLS = {"weather": "city", "stock_price": "symbol", "translate": "text, to"}
 _OTHER_TOOLS_EXAMPLES = (
     (
@@ -176,6 +177,15 @@ Question: How do you say "thank you" in French?
 Thought: It asks for 1 thing: "thank you" in French.
 1. translate("thank you", "French")
 2. join()
+<END_OF_PLAN>
+
+Question: How do you say "yes" and "no" in Greek and in Thai?
+Thought: It asks for 4 things: "yes" in Greek, "yes" in Thai, "no" in Greek, "no" in Thai.
+1. translate("yes", "Greek")
+2. translate("yes", "Thai")
+3. translate("no", "Greek")
+4. translate("no", "Thai")
+5. join()
 <END_OF_PLAN>
 
 Question: Can you tell me the weather in Rome? After that, translate "good night" into \
