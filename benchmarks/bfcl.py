@@ -48,6 +48,7 @@ array, ...).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -312,7 +313,21 @@ def examples_for(choice: str, registry: ToolRegistry) -> str | None:
 
 def excluded(saved: Iterable[Path]) -> set[str]:
     """The ids of the questions saved runs (`--out` files) hold, to be left out of a sample."""
-    return {i for path in saved for i in json.loads(path.read_text())["questions"]}
+    ids: set[str] = set()
+    for path in saved:
+        try:
+            ids.update(json.loads(path.read_text())["questions"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"--exclude {path}: not a saved run ({exc})") from None
+    return ids
+
+
+def digest(ids: Iterable[str]) -> str | None:
+    """A short fingerprint of a set of question ids (None for none), to tell samples apart."""
+    names = sorted(ids)
+    if not names:
+        return None
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
 
 def sample(questions: list[Question], n: int, seed: int) -> list[Question]:
@@ -515,11 +530,14 @@ async def bench(
         "load_s": round(load_s, 2),
         "questions": sum(map(len, chosen.values())),
         "excluded": len(seen),
+        "excluded_ids": digest(seen),
     }
     rows: dict[str, list[dict[str, Any]]] = {e: [] for e in settings}
     for examples, earlier in (args.earlier or {}).items():
-        same = ("model", "seed", "per_category", "excluded")
-        kept = {k: v for k, v in earlier["config"].items() if k in same}
+        # A run saved before --exclude existed left nothing out.
+        saved = {"excluded": 0, "excluded_ids": None, **earlier["config"]}
+        same = ("model", "seed", "per_category", "excluded", "excluded_ids")
+        kept = {k: saved[k] for k in same if k in saved}
         if kept != {k: config[k] for k in kept}:
             raise SystemExit(f"--resume: the saved {examples} run was made with {kept}")
         rows[examples] = list(earlier["questions"].values())

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from benchmarks.bfcl import (
     Question,
     bfcl_output,
+    digest,
     examples_for,
     excluded,
     first_plan,
@@ -210,6 +212,12 @@ def test_a_saved_run_s_questions_can_be_left_out(tmp_path: Path) -> None:
     left = sample([q for q in qs if q.id not in seen], 5, seed=0)
     assert len(left) == 5
     assert "multiple_3" not in {q.id for q in left}
+    # Two runs that leave out as many questions, but others, are told apart on --resume.
+    assert digest(seen) != digest({"multiple_3", "parallel_8"})
+    assert digest(seen) == digest(["parallel_7", "multiple_3"])
+    assert digest([]) is None
+    with pytest.raises(SystemExit, match="not a saved run"):
+        excluded([tmp_path / "missing.json"])
 
 
 def test_samples_are_seeded_per_category() -> None:

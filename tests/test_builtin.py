@@ -382,6 +382,10 @@ def test_calculator_keeps_whole_floats_as_floats() -> None:
         ("[*[1]]", "not allowed"),
         ("[x for x in [" + ", ".join(["1"] * 1200) + "]]", "more than 1000 items|too many"),
         ("1,000", "without thousands separators"),
+        # Triple quotes or a line break: where a text ends is not what the quotes show.
+        ('"""a"b""" != \'x\' and max(1,000)', "on one line, each text in one pair of quotes"),
+        ("\"a\\\nb\" != 'x' and max(1,000)", "on one line"),
+        ("2 +\n 3", "on one line"),
         ("10 ** 10 ** 10", "power in the expression is too large"),
         ("9 ** 4000000", "power in the expression is too large"),
         ("(10 ** 999) ** 2", "power in the expression is too large"),

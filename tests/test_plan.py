@@ -1123,36 +1123,65 @@ def test_a_line_longer_than_the_limit_is_a_plan_error_wherever_the_chunks_fall()
         parse('1. store("' + "x" * 100_001 + '")\n2. join()\n')
 
 
-def test_a_line_caught_in_a_loop_is_cut_as_soon_as_it_shows() -> None:
-    # The 1.5B model wrote this list until its token limit: minutes on a laptop's CPU.
+def _verdict(plan: str, size: int) -> list[int] | str:
+    """The ids a plan's lines give when fed in chunks of `size` (0: whole), or its error."""
+    parser = PlanParser(TOOLS)
+    chunks = [plan] if size == 0 else [plan[i : i + size] for i in range(0, len(plan), size)]
+    ids: list[int] = []
+    try:
+        for chunk in chunks:
+            ids += [t.id for t in parser.feed(chunk)]
+    except PlanSyntaxError as exc:
+        return exc.message
+    return ids
+
+
+LOOPED = '2. store(["Ethiopia", "Somalia", "Kenya", ' + '"Somalia", "Ethiopia", ' * 40
+
+
+@pytest.mark.parametrize(
+    ("line", "refused"),
+    [
+        (LOOPED, True),  # the 1.5B model wrote this list until its token limit
+        ("2. store([" + "1500.0, " * 12 + "1500.0])", False),  # a year's rent, month by month
+        ("2. store([" + ", ".join(["[" + "0, " * 9 + "0]"] * 10) + "])", False),  # a zero board
+        ('2. store("' + "ATGCGTAC" * 10 + '")', False),  # a DNA sequence
+        ('2. store("' + "-" * 2000 + '")', False),  # a run of one unit is no loop
+        ("2. store([" + "5, " * 600 + "5])", False),
+    ],
+)
+def test_a_line_caught_in_a_loop_is_refused_however_it_is_chunked(line: str, refused: bool) -> None:
+    plan = f"1. store(1)\n{line}\n3. join()\n"
+    verdicts = {size: _verdict(plan, size) for size in (0, 1, 3, 7, 64)}
+    for verdict in verdicts.values():
+        if refused:
+            assert isinstance(verdict, str), verdicts
+            assert "over and over" in verdict
+            assert "Somalia" in verdict
+        else:
+            assert verdict == [1, 2, 3], verdict
+
+
+def test_a_line_caught_in_a_loop_is_cut_soon_after_it_shows() -> None:
     parser = PlanParser(TOOLS)
     assert [t.id for t in parser.feed("1. store(1)\n")] == [1]
-    line = '2. store(["Ethiopia", "Somalia", "Kenya", ' + '"Somalia", "Ethiopia", ' * 40
     fed: list[str] = []
 
     def feed_until_refused() -> None:
-        for i in range(0, len(line), 3):
-            fed.append(line[i : i + 3])
+        for i in range(0, len(LOOPED), 3):
+            fed.append(LOOPED[i : i + 3])
             parser.feed(fed[-1])
 
-    with pytest.raises(PlanSyntaxError, match=r"repeats '\"Somalia\", \"Ethiopia\", '") as info:
+    with pytest.raises(PlanSyntaxError, match=r"repeats '\"(Somalia|Ethiopia)\", ") as info:
         feed_until_refused()
-    # Cut after 8 rounds of the 23-character loop, not at the line's end.
-    assert len("".join(fed)) < 250
+    # Cut within a step of the loop's 512th character, not at the line's end.
+    assert 512 <= len("".join(fed)) < 512 + 64 + 64
     assert info.value.lineno == 2
     assert (info.value.line or "").startswith('2. store(["Ethiopia", "Somalia"')
     assert parser.drain() == []
     assert list(parser.tasks) == [1]  # the task before it stands
-    # A repair starts afresh; repeats that are no loop still parse: a run of one unit, a list
-    # of the same number, a line with a few repeats.
-    parser.start_plan()
-    fine = [
-        '2. store("' + "-" * 300 + '")',
-        "3. store([" + "5, " * 100 + "5])",
-        '4. store(["Oslo", "Lima", "Oslo", "Lima", "Oslo", "Lima", "Oslo"])',
-        "5. join()",
-    ]
-    assert [t.id for t in parser.feed("\n".join(fine) + "\n")] == [2, 3, 4, 5]
+    parser.start_plan()  # a repair starts afresh
+    assert [t.id for t in parser.feed("2. store(2)\n3. join()\n")] == [2, 3]
 
 
 @pytest.mark.slow  # 2-8 s
@@ -1378,3 +1407,21 @@ def test_a_result_too_large_for_an_expression_is_refused_before_it_is_written_ou
         resolve(task.args[0], {1: huge}, max_chars=10_000, expression=True)
     # Writing it out first took about a second of this thread's time.
     assert time.thread_time() - start < 0.25
+
+
+def test_many_references_to_a_text_in_an_expression_count_together() -> None:
+    from planweave.errors import ToolArgumentError
+    from planweave.parser import parse_task
+
+    @tool
+    def calc(expression: str) -> str:
+        """Evaluate."""
+        return expression
+
+    registry = ToolRegistry(calc)
+    quoted = "'" + "${1}" * 200 + "' == 'x'"
+    task = parse_task(f'calc("{quoted}")', 2, registry, known=[1])
+    with pytest.raises(ToolArgumentError, match=r"more than 10,000 characters"):
+        resolve(task.args[0], {1: "\n" * 9000}, max_chars=10_000, expression=True)
+    # Within the limit, the same references are filled in.
+    assert resolve(task.args[0], {1: "ab"}, max_chars=10_000, expression=True).count("ab") == 200

@@ -38,8 +38,8 @@ from .redaction import encodable
 from .tools import Tool, ToolRegistry, _type_name
 
 __all__ = [
+    "LOOP_CHARS",
     "LOOP_PERIODS",
-    "LOOP_REPEATS",
     "MAX_JSON_PLAN_CHARS",
     "MAX_LINE_CHARS",
     "MAX_NESTING",
@@ -56,12 +56,14 @@ MAX_LINE_CHARS = 100_000  # one line of the text form
 MAX_JSON_PLAN_CHARS = 1_000_000  # a whole plan in the JSON form
 MAX_TASK_ID = 1_000_000  # the journal stores ids as 64-bit integers; no plan needs more
 MAX_NESTING = 32  # lists and dicts inside one argument
-# A line caught in a loop: the same text of 8 to 80 characters written 8 times over at its end
-# (the 1.5B model wrote `rank(["Ethiopia", "Somalia", "Ethiopia", "Somalia", ...` until its
-# token limit, minutes on this hardware).  Legitimate repeats are shorter or fewer.
+# A line caught in a loop: its last LOOP_CHARS characters one text of 8 to 80 characters over
+# and over (the 1.5B model wrote `rank(["Ethiopia", "Somalia", "Ethiopia", "Somalia", ...` until
+# its token limit, minutes on this hardware).  Looked at each LOOP_STEP characters of the line,
+# so the verdict is the same however the line is cut into chunks; a run of a shorter unit
+# (`5, 5, 5`, `-----`) is no loop, and a list of a dozen equal values is far shorter than one.
 LOOP_PERIODS = range(8, 81)
-LOOP_REPEATS = 8
-_LOOP_WINDOW = LOOP_PERIODS.stop * LOOP_REPEATS
+LOOP_CHARS = 512
+_LOOP_STEP = 64
 
 # Lines are stripped before matching; `(.*)` (not `(.*?)\s*$`) keeps matching linear.
 _TASK_RE = re.compile(r"^\s*(?:[-*]\s*)?(?:#\s*)?(\d+)\s*[.:)]\s*(.*)$")
@@ -429,18 +431,16 @@ def _has_ref(value: Any) -> bool:
 
 
 def _loop_period(text: str) -> int | None:
-    """The period of the loop `text` ends in (`LOOP_PERIODS`, `LOOP_REPEATS` times over), if
-    any: a few slice comparisons, whatever the line's length."""
+    """The period of the loop `text` is (LOOP_CHARS characters periodic with a period in
+    LOOP_PERIODS, and with none shorter), if it is one: a few slice comparisons."""
+    if len(text) < LOOP_CHARS:
+        return None
     last = len(text) - 1
     for period in LOOP_PERIODS:
-        span = period * LOOP_REPEATS
-        if len(text) < span:
-            return None
         # Periodic: equal to itself moved by the period (the last character is checked first).
-        if text[last] == text[last - period] and _periodic(text[-span:], period):
-            # A run of a shorter unit ("xxxx", "abab", "-----") is not a loop of this one.
+        if text[last] == text[last - period] and _periodic(text, period):
             short = range(1, LOOP_PERIODS.start)
-            return None if any(_periodic(text[-span:], q) for q in short) else period
+            return None if any(_periodic(text, q) for q in short) else period
     return None
 
 
@@ -587,21 +587,29 @@ class PlanParser:
             self._cut_line(f"a plan line is longer than {self.max_line_chars:,} characters", piece)
         self._line_parts.append(piece)
         self._line_tail = window[-(len(END_OF_PLAN) - 1) :]
-        if piece and self._line_len >= LOOP_PERIODS.start * LOOP_REPEATS:
-            self._line_recent = (self._line_recent + piece)[-_LOOP_WINDOW:]
-            period = _loop_period(self._line_recent)
+        self._check_loop(piece)
+
+    def _check_loop(self, piece: str) -> None:
+        """Refuse the line if it is caught in a loop at a multiple of _LOOP_STEP characters
+        that `piece` reaches (the line's last LOOP_CHARS characters are kept)."""
+        recent = self._line_recent + piece
+        end = self._line_len  # the line's length with `piece`
+        start = end - len(recent)  # where `recent` begins in the line
+        mark = (end // _LOOP_STEP) * _LOOP_STEP
+        while mark > end - len(piece) and mark - start >= LOOP_CHARS:
+            window = recent[mark - start - LOOP_CHARS : mark - start]
+            period = _loop_period(window)
             if period:
-                looped = self._line_recent[-period:]
+                looped = window[-period:]
                 # Shown from an item's start where it has items.
                 cut = looped.find(", ") + 2 if ", " in looped else 0
-                looped = looped[cut:] + looped[:cut]
                 self._cut_line(
-                    f"the line repeats {looped!r} over and over: write each item once, "
-                    "or the line again in another way",
+                    f"the line repeats {looped[cut:] + looped[:cut]!r} over and over "
+                    f"({LOOP_CHARS} characters or more): write it again without the loop",
                     piece,
                 )
-        else:
-            self._line_recent += piece
+            mark -= _LOOP_STEP
+        self._line_recent = recent[-LOOP_CHARS:]
 
     def _cut_line(self, why: str, piece: str) -> NoReturn:
         """Drop the line in progress and refuse it (shown by its first 200 characters)."""

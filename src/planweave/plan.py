@@ -364,13 +364,17 @@ def _quoted(
     large for the argument is refused before it is written out."""
     out: list[str | Ref] = []
     quote: str | None = None  # the quote of the text the plan has open here, if any
+    total = 0  # characters written out so far (a value left as a reference counted too)
     for part in parts:
         if isinstance(part, str):
             quote = _open_quote(part, quote)
             out.append(part)
+            total += len(part)
             continue
         value = _value(part, results, item)
-        if _size(value, max_chars) > max_chars:
+        # Escaped or quoted, a text may take twice its length.
+        total += 2 * _size(value, max_chars - total) + 2
+        if total > max_chars:
             raise _too_large(max_chars)
         if quote is not None:
             out.append(_escaped(render_text(value), quote))

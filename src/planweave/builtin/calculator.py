@@ -29,6 +29,8 @@ _MAX_BITS = MAX_DIGITS * 10 // 3
 _SYMBOLS = {"×": "*", "÷": "/", "−": "-", "^": "**", "≥": ">=", "≤": "<=", "≠": "!="}
 _UNDERSCORE_RE = re.compile(r"(?<=\d)_(?=\d)")
 _SEPARATED_RE = re.compile(r"\d,\d{3}(?!\d)")
+# Triple quotes and line breaks: no expression needs them.
+_UNREAD_RE = re.compile(r"""\"\"\"|'''|[\r\n]""")
 # A quoted text, kept as written: a city's name in it is no expression to rewrite.
 _STRING_RE = re.compile(r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""")
 
@@ -94,6 +96,9 @@ def calculator(expression: str) -> float | int | bool | str | list[Any]:
         raise ToolFailed(
             f"the expression is too long ({len(expression)} > {MAX_LENGTH} characters)"
         )
+    if _UNREAD_RE.search(expression.strip()):
+        # Where a text ends in these, the quoted texts found below are not Python's.
+        raise ToolFailed("write the expression on one line, each text in one pair of quotes")
     text = _rewritten(expression.strip())
     if not text:
         raise ToolFailed("the expression is empty")
