@@ -240,7 +240,12 @@ def test_the_decision_request_is_constrained_to_its_options() -> None:
         ('2. rotate_logs("a") if [x for x in $1 for y in $1]', "one `for` only"),
         ('2. rotate_logs("a") if $1[*] > 0', "a condition reads whole results, not $1[*]"),
         ("2. join() if $1 > 0", "join() takes no condition"),
-        ('2. rotate_logs("a") if ' + " or ".join(["$1 > 1"] * 100), "longer than 500 characters"),
+        # Each comparison its own (the same one 100 times over is a loop, refused as one).
+        (
+            '2. rotate_logs("a") if ' + " or ".join(f"$1 > {i}" for i in range(100)),
+            "longer than 500 characters",
+        ),
+        ('2. rotate_logs("a") if ' + " or ".join(["$1 > 1"] * 100), "over and over"),
         ('2. rotate_logs("a") if ' + "not " * 40 + "$1", "nests deeper than 32 levels"),
         ('2. rotate_logs("a") if ' + "(" * 60 + "$1" + " + 1)" * 60 + " > 1", "nests deeper"),
         ('2. rotate_logs("a") if ' + "(" * 500 + "1" + ")" * 500, "not a tool call"),
