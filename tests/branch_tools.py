@@ -27,7 +27,7 @@ def ledger() -> list[str]:
 
 @tool
 def disk_usage(host: str) -> dict[str, Any]:
-    """How full a host's disk is.
+    """How full a host's disk is: host and disk_pct (percent used).
 
     Args:
         host: the host's name

@@ -71,6 +71,17 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     # A runbook's step, compiled by itself: its first task reads nothing, a later one earlier ones.
     vocab_model.check_grammar(step_grammar(registry, first_id=1))
     vocab_model.check_grammar(step_grammar(registry, first_id=4, params=["host"]))
+    # ... reading each earlier result as its tool declares, with the runbook's numbers only.
+    earlier = dict(enumerate(registry.values(), 1))
+    typed = step_grammar(
+        registry,
+        first_id=len(earlier) + 1,
+        params=["host"],
+        earlier=earlier,
+        numbers=["0", "1", "90"],
+        terms=2,
+    )
+    vocab_model.check_grammar(typed)
     vocab_model.check_grammar(react_grammar(registry))
     vocab_model.check_grammar(joiner_grammar("full", registry))  # a Replan carrying a plan
     vocab_model.check_grammar(joiner_grammar("compact", registry, plan_answers=True))  # and bare

@@ -511,7 +511,11 @@ def test_a_runbook_compiled_step_by_step_asks_once_per_step_with_the_plan_so_far
     replies = [STEPS[0], forward, STEPS[1], STEPS[2], STEPS[3]]
     rt, script = _runtime(journal_db, [r + "\n<END_OF_STEP>" for r in replies])
     compiled = rt.compile_runbook(RUNBOOK, name="free-disk", by_step=True)
-    assert compiled.plan == "\n".join(STEPS) + "\n5. join()\n<END_OF_PLAN>\n"
+    # Step 3 ("Otherwise ...") gets step 2's condition negated, written by the compiler: the
+    # model's own condition for it is not read.
+    otherwise = '3. notify("{host} disk ok") if not (${1.disk_pct} > {limit})'
+    steps = [*STEPS[:2], otherwise, STEPS[3]]
+    assert compiled.plan == "\n".join(steps) + "\n5. join()\n<END_OF_PLAN>\n"
     assert compiled.params == {"host": "str", "limit": "int"}
     assert script.purposes == ["planner"] * 5
     first, second, repair, third = (script.requests[i] for i in (0, 1, 2, 3))
@@ -523,6 +527,7 @@ def test_a_runbook_compiled_step_by_step_asks_once_per_step_with_the_plan_so_far
     assert repair[-1].content.startswith("That was refused: the plan does not validate")
     assert "for step 2 again" in repair[-1].content
     assert "The plan so far:\n" + "\n".join(STEPS[:2]) + "\n\nStep 3:" in third[-1].content
+    assert "runs only `if not (${1.disk_pct} > {limit})`, written for you" in third[-1].content
     # The step grammar (the backend's request carries it): step 2 may read task 1 only.
     grammar = Grammar(_step_grammar(2))
     assert grammar.accepts(STEPS[1] + "\n<END_OF_STEP>")

@@ -11,10 +11,11 @@ import json
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .llm.base import PromptStyle
+from .returns import declared_fields, described_fields, may_be_list
 from .tools import Param, Tool, ToolRegistry
 
 __all__ = [
@@ -341,26 +342,108 @@ def step_grammar(
     lines: int = 3,
     params: Sequence[str] = (),
     conditional: bool = True,
+    earlier: Mapping[int, Tool | None] | None = None,
+    numbers: Sequence[str] | None = None,
+    terms: int = 3,
 ) -> str:
     """One step of a runbook compiled step by step (`runbooks`): up to `lines` task lines
     numbered from `first_id`, each reading only earlier tasks' results (and the parameters,
     `{name}`), with an optional condition where the step is `conditional`, then
-    `<END_OF_STEP>`."""
+    `<END_OF_STEP>`.  With `earlier` (the tool of each earlier task, by id), a reference reads
+    what that tool's declared result has (`typed_reading`); with `numbers`, a condition's
+    numbers are those (the runbook's); a condition joins at most `terms` comparisons."""
     calls, rules = _calls(tools)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
     for j in range(lines):
         k = first_id + j
-        earlier = range(1, k)
-        out += _reading([f"call ::= {calls}", *rules], f"t{k}", earlier, names)
-        cond = f" t{k}-condition?" if earlier and conditional else ""
-        out.append(f'line-{k} ::= {literal(f"{k}. ")} t{k}-call{cond} "\\n"')
+        ids = range(1, k)
+        prefix = f"t{k}"
+        read = _reading([f"call ::= {calls}", *rules], prefix, ids, names)
+        if earlier is not None and ids:
+            read = typed_reading(read, prefix, {i: earlier.get(i) for i in ids}, names, numbers)
+        out += [_terms(r, prefix, terms) for r in read]
+        cond = f" {prefix}-condition?" if ids and conditional else ""
+        out.append(f'line-{k} ::= {literal(f"{k}. ")} {prefix}-call{cond} "\\n"')
     end = literal(END_OF_STEP)
     chain = end
     for j in reversed(range(1, lines)):
         chain = f"( {end} | line-{first_id + j} {chain} )"
     head = f"root ::= line-{first_id} {chain}"
     return "\n".join([head, *out]) + _COMMON
+
+
+def _terms(rule: str, prefix: str, terms: int) -> str:
+    """`rule`, with a condition of at most `terms` comparisons where it is the condition's."""
+    head = f"{prefix}-condition ::= "
+    if not rule.startswith(head) or terms == 3:
+        return rule
+    return rule.replace("{0,2}", f"{{0,{max(terms, 1) - 1}}}")
+
+
+def _result_tail(tool: Tool | None, *, inner: bool, condition: bool) -> str:
+    """What may follow `$N` (or `${N` in a text, `inner`) for a task calling `tool`: one of
+    the fields its declared result has (a TypedDict's, a model's; a plain dict's as the words
+    of its description, `returns.described_fields`) and one projection more, an index of a
+    list, or nothing for a number, text or bool.  In a `condition`, a result with fields is
+    read by one of them (the 1.5B model compared a whole dict, `$2 > 300`)."""
+    projection = "inner-projection" if inner else "projection"
+    generic = f'{projection}{{0,2}} ( "[*]" {projection}{{0,2}} )?'
+    if tool is None:
+        return generic
+    fields = declared_fields(tool.returns)
+    if fields is None:
+        fields = described_fields(tool.returns, tool.description)
+    if fields is None:
+        return generic
+    if fields:
+        named = " | ".join(literal("." + f) for f in fields)
+        return f"( {named} ) {projection}?" if condition else f"( ( {named} ) {projection}? )?"
+    if may_be_list(tool.returns):
+        return f'( "[" index "]" {projection}? | "[*]" {projection}? )?'
+    return ""
+
+
+def typed_reading(
+    rules: list[str],
+    prefix: str,
+    earlier: Mapping[int, Tool | None],
+    params: str,
+    numbers: Sequence[str] | None = None,
+) -> list[str]:
+    """`_reading`'s rules for one task, with each reference of an earlier task (by id, its
+    tool) spelled as its tool's declared result allows (`_result_tail`): no `$1.domain` for
+    a text, no `$3.join_key_id.join_key_id...` for a dict whose description names its fields,
+    only the runbook's `numbers` in a condition (the 1.5B model padded conditions with
+    `$2 != 0.0000000000000001`)."""
+
+    def refs(inner: bool, condition: bool) -> str:
+        options = []
+        for i, tool in sorted(earlier.items()):
+            tail = _result_tail(tool, inner=inner, condition=condition)
+            options.append(f"{literal(str(i))} {tail}".rstrip())
+        return "( " + " | ".join(options) + " )"
+
+    whole = [f'"$" {refs(False, False)}', *([f'"{{" ( {params} ) "}}"'] if params else [])]
+    read = [f'"$" {refs(False, True)}', *([f'"{{" ( {params} ) "}}"'] if params else [])]
+    number = " | ".join(literal(n) for n in numbers) if numbers else "number"
+    replaced = {
+        f"{prefix}-ref": " | ".join(whole),
+        f"{prefix}-dollar": (
+            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$] | control | "{{" {refs(True, False)} "}}" )'
+        ),
+        f"{prefix}-cond-operand": (
+            f'{prefix}-cref | "${{" {refs(True, True)} "}}" | {prefix}-cnum | key | bool | "None" '
+            f'| {prefix}-cond-fn "(" {prefix}-ref ")"'
+        ),
+    }
+    out = [
+        f"{r.split(' ::= ', 1)[0]} ::= {replaced[r.split(' ::= ', 1)[0]]}"
+        if r.split(" ::= ", 1)[0] in replaced
+        else r
+        for r in rules
+    ]
+    return [*out, f"{prefix}-cref ::= " + " | ".join(read), f"{prefix}-cnum ::= {number}"]
 
 
 END_OF_STEP = "<END_OF_STEP>"

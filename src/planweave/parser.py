@@ -6,19 +6,12 @@ JSON form.  Both forms compile to the `Task` model of `plan`.
 from __future__ import annotations
 
 import ast
-import collections.abc
-import dataclasses
-import inspect
 import itertools
 import json
 import re
-import types
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, NoReturn
-
-from pydantic import BaseModel
 
 from .branches import condition
 from .errors import (
@@ -35,6 +28,7 @@ from .errors import (
 from .plan import END_OF_PLAN, Condition, Ref, Task, Template, fan_outs, references
 from .records import BROKEN, TaskRecord
 from .redaction import encodable
+from .returns import declared_fields, has_fields, may_be_list
 from .tools import Tool, ToolRegistry, _type_name
 
 __all__ = [
@@ -867,7 +861,7 @@ class PlanParser:
             if known is None:
                 continue
             tool, returns = known
-            if _not_a_list(returns):
+            if not may_be_list(returns):
                 raise InvalidReferenceError(
                     f"{ref}[*] fans out over the result of {tool}, which returns "
                     f"{_type_name(returns)}, not a list",
@@ -889,7 +883,7 @@ class PlanParser:
             if known is None:
                 continue
             tool, returns = known
-            fields = _declared_fields(returns)
+            fields = declared_fields(returns)
             if fields is None or ref.path[0] in fields:
                 continue
             has = f"its fields: {', '.join(fields)}" if fields else "it has no fields"
@@ -907,8 +901,11 @@ class PlanParser:
 
     def _check_condition(self, task: Task) -> None:
         """A condition that can only be false as written is refused: a text that holds a
-        reference (`"${3}" == "done"` compares the text `${3}`), or a result whose declared
-        type is a bool or a number compared with a text (`$2 == "True"` for a bool)."""
+        reference (`"${3}" == "done"` compares the text `${3}`), a result whose declared
+        type is a bool or a number compared with a text (`$2 == "True"` for a bool), an
+        action's text result said equal to a text (`$3 == "flushed"`: what an action says it
+        did is not known before it runs), or a result with fields compared whole with a number
+        (`$2 > 300` for a dict)."""
         cond = task.condition
         if cond is None:
             return
@@ -927,27 +924,48 @@ class PlanParser:
             if not isinstance(node, ast.Compare):
                 continue
             sides = [node.left, *node.comparators]
-            for a, b in itertools.pairwise(sides):
+            for op, (a, b) in zip(node.ops, itertools.pairwise(sides), strict=True):
                 for name, other in ((a, b), (b, a)):
                     if not isinstance(name, ast.Name) or name.id not in refs:
                         continue
-                    if not (isinstance(other, ast.Constant) and isinstance(other.value, str)):
-                        continue
-                    self._check_compared(task, refs[name.id], other.value)
+                    if isinstance(other, ast.Constant) and not isinstance(other.value, bool):
+                        self._check_compared(task, refs[name.id], op, other.value)
 
-    def _check_compared(self, task: Task, ref: Ref, text: str) -> None:
+    def _check_compared(self, task: Task, ref: Ref, op: ast.cmpop, value: Any) -> None:
         known = None if ref.path or ref.each is not None else self._returns(ref)
-        if known is None or known[1] not in (bool, int, float):
+        if known is None:
             return
         tool, returns = known
-        hint = "True or False" if returns is bool else "a number"
+        if isinstance(value, str) and returns in (bool, int, float):
+            hint = "True or False" if returns is bool else "a number"
+            why = f"compares {ref} with the text {value!r}, but {tool} returns {returns.__name__}"
+            why += f": compare it with {hint}, without quotes"
+        elif isinstance(value, str) and isinstance(op, ast.Eq | ast.NotEq) and self._action(tool):
+            why = (
+                f"compares {ref} with the text {value!r}, but {tool} is an action: the text it "
+                f"returns says what it did, in words no plan knows before it runs; to test that "
+                f"task {ref.task_id} ran, write `{ref} != None`"
+            )
+        elif isinstance(value, int | float) and has_fields(returns):
+            fields = declared_fields(returns) or ()
+            some = f" (its fields: {', '.join(fields)})" if fields else ""
+            why = (
+                f"compares {ref}, the whole result of {tool} ({_type_name(returns)}), with the "
+                f"number {value!r}: compare one of its fields{some}, as `{ref}.<field>`"
+            )
+        else:
+            return
         raise PlanSyntaxError(
-            f"the condition `{task.condition}` compares {ref} with the text {text!r}, but "
-            f"{tool} returns {returns.__name__}: compare it with {hint}, without quotes",
+            f"the condition `{task.condition}` {why}",
             line=task.line,
             lineno=task.lineno,
             task_id=task.id,
         )
+
+    def _action(self, tool: str) -> bool:
+        """Whether `tool` changes the world and returns a text (what it did, in words)."""
+        t = self.tools.get(tool)
+        return t is not None and t.side_effects and t.returns is str
 
     def _returns(self, ref: Ref) -> tuple[str, Any] | None:
         """The tool and declared return type of the task `ref` reads; None when not known (no
@@ -1047,60 +1065,6 @@ class PlanParser:
 
 
 _REF_IN_TEXT_RE = re.compile(r"\$\{\d")
-
-
-def _declared_fields(annotation: Any) -> tuple[str, ...] | None:
-    """The fields a result of type `annotation` may have, by name; None when that is not
-    known (a dict, Any, an unknown type, a union with any of those)."""
-    if annotation is None or annotation is inspect.Parameter.empty or annotation is Any:
-        return None
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _declared_fields(typing.get_args(annotation)[0])
-    if _is_union(annotation):
-        found: dict[str, None] = {}
-        for option in typing.get_args(annotation):
-            fields = _declared_fields(option)
-            if fields is None:
-                return None
-            found.update(dict.fromkeys(fields))
-        return tuple(found)
-    if annotation is type(None) or annotation in (int, float, bool, str, bytes):
-        return ()
-    origin = typing.get_origin(annotation) or annotation
-    if typing.is_typeddict(annotation):
-        # Its keys, without evaluating their types (a name imported only for type checking).
-        return tuple(getattr(annotation, "__annotations__", {}))
-    if isinstance(origin, type) and issubclass(origin, BaseModel):
-        return tuple(origin.model_fields)
-    if dataclasses.is_dataclass(origin):
-        return tuple(f.name for f in dataclasses.fields(origin))
-    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset):
-        named = getattr(origin, "_fields", None)  # a named tuple's fields are its own
-        return tuple(named) if isinstance(named, tuple) else ()
-    return None
-
-
-def _not_a_list(annotation: Any) -> bool:
-    """Whether a tool's return annotation rules out a list (unknown types do not)."""
-    if annotation is None or annotation is inspect.Parameter.empty or annotation is Any:
-        return False
-    options = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
-    return not any(_may_be_list(a) for a in options)
-
-
-def _is_union(annotation: Any) -> bool:
-    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
-
-
-def _may_be_list(annotation: Any) -> bool:
-    if annotation is Any or isinstance(annotation, typing.TypeVar | str):
-        return True
-    origin = typing.get_origin(annotation) or annotation
-    if not isinstance(origin, type):
-        return True  # Annotated, NewType, aliases: not worth guessing
-    return issubclass(origin, list | tuple | collections.abc.Sequence) and not issubclass(
-        origin, str | bytes
-    )
 
 
 def _call_key(tool: str, bound: Mapping[str, Any]) -> tuple[str, str]:

@@ -332,17 +332,20 @@ def step_messages(
     first_id: int,
     *,
     plan_answers: bool = False,
+    condition: str | None = None,
 ) -> list[Message]:
     """One step's request when a runbook is compiled step by step (`runbooks.steps`): the
-    compile's system prompt and rules, then the runbook, the plan so far and the step.  What
-    comes before the plan so far is the same for every step of a runbook (a prefix cache
-    keeps it)."""
+    compile's system prompt and rules, then the runbook, the plan so far and the step (with
+    the `condition` the compiler gives it, if any).  What comes before the plan so far is the
+    same for every step of a runbook (a prefix cache keeps it)."""
     system = runbook_messages(tools, runbook, params, plan_answers=plan_answers)[0].content
     plan = "\n".join(so_far) if so_far else "(no task yet)"
     user = (
         f"Runbook:\n{runbook.strip()}\n\nThe plan so far:\n{plan}\n\n"
         f"Step {number}: {step}\nWrite task {first_id}, for step {number}."
     )
+    if condition is not None:
+        user += f"  It runs only `if {condition}`, written for you: write its call only."
     return [Message("system", system + "\n\n" + _STEP_RULES), Message("user", user)]
 
 

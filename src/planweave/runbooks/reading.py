@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ..errors import NoSuchField, UserError
 from ..plan import Task
 from .params import RUNBOOK_PARAM_RE, placeholders
-from .steps import runbook_steps
+from .steps import call_end, runbook_steps
 
 __all__ = ["check_complete", "examples_as_params", "placeholders_spelled", "values_for_fields"]
 
@@ -118,35 +118,12 @@ def _call_part(line: str, value: str, name: str) -> str:
     """One plan line with `value` written `{name}` in its call, not its condition: as a whole
     argument (`"db-3"` after `(`, `,` or `=`, before `,` or `)`) and as a word inside the
     call's texts (never a keyword argument or a placeholder spelled the same)."""
-    end = _call_end(line)
+    end = call_end(line)
     call, rest = line[:end], line[end:]
     whole = re.compile(rf"(?<=[(,=])(\s?){re.escape(json.dumps(value))}(?=\s*[,)])")
     call = whole.sub(lambda m: m.group(1) + "{" + name + "}", call)
     word = re.compile(rf"(?<![\w.{{-]){re.escape(value)}(?![\w}}-])")
     return _TEXT_RE.sub(lambda m: word.sub("{" + name + "}", m.group()), call) + rest
-
-
-def _call_end(line: str) -> int:
-    """Where a task line's call ends: after the parenthesis that closes its first one (quotes
-    minded); the whole line when it has none."""
-    depth, quote, escaped = 0, False, False
-    for i, c in enumerate(line):
-        if quote:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                quote = False
-        elif c == '"':
-            quote = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(line)
 
 
 def _names_its_value(field: str, tool: str) -> bool:

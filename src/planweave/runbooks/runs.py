@@ -16,6 +16,7 @@ from .steps import (
     Step,
     plan_of,
     runbook_steps,
+    step_parts,
     step_plan,
     step_repaired,
     step_request,
@@ -99,7 +100,7 @@ class NamedPlanMethods:
     ) -> str:
         """The plan of `text` (its parameters `names`) compiled one numbered step at a time."""
         so_far: list[str] = []
-        for step in steps:
+        for step in [part for s in steps for part in step_parts(s)]:
             request = step_request(
                 self.tools,
                 text,

@@ -19,7 +19,7 @@ from ..grammar import END_OF_STEP, step_grammar
 from ..llm.base import LLMRequest, Message
 from ..plan import END_OF_PLAN
 from ..prompts import step_messages
-from ..tools import ToolRegistry
+from ..tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from . import NamedPlans
@@ -30,6 +30,7 @@ __all__ = [
     "plan_of",
     "runbook_steps",
     "step_lines",
+    "step_parts",
     "step_plan",
     "step_repaired",
     "step_request",
@@ -44,7 +45,36 @@ STEP_MAX_TOKENS = 384  # one step's reply, at most
 _STEP_RE = re.compile(r"^ ?(\d{1,3})[.)][ \t]+(\S.*)$")
 _TASK_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*\S")
 _JOIN_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*join\(")
-_CONDITIONAL_RE = re.compile(r"\b(if|otherwise|unless|only|else|when|whether)\b", re.IGNORECASE)
+_CONDITIONAL_RE = re.compile(r"\b(if|otherwise|unless|only|else|when)\b", re.IGNORECASE)
+# A step (or the part of one) that is done in every case the ones just above it are not.
+_OTHERWISE_RE = re.compile(
+    r"^\W*(otherwise|else|if not\b|in (every|any|all) other cases?)\b", re.IGNORECASE
+)
+# Where a step's words go on with its "otherwise" (`If ..., rotate the logs; otherwise post`).
+_OTHERWISE_SPLIT_RE = re.compile(r"(?<=[.;,])\s+(?=(otherwise|else)\b)", re.IGNORECASE)
+# A condition's clause: from its word to the end of the clause (not a decimal point).
+_CLAUSE_RE = re.compile(
+    r"\b(if|unless|when|only)\b(.*?)(?:[,:;](?=\s|$)|\.(?!\d)|$)", re.IGNORECASE
+)
+_JOINED_RE = re.compile(r"\b(and|or)\b", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_NUMBER_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+]
+_TASK_TOOL_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*([A-Za-z_][A-Za-z0-9_]*)\(")
+MAX_TERMS = 3  # comparisons in one condition, at most (`grammar._CONDITION`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +90,93 @@ class Step:
         "when"): only then may its task have a condition.  Allowed one on every step, the 1.5B
         model gave one to steps that run always (`recent_deploys(...) if ${1} > 10.0`)."""
         return _CONDITIONAL_RE.search(self.text) is not None
+
+    @property
+    def otherwise(self) -> bool:
+        """Whether it is done in every case the conditional steps just above it are not
+        ("Otherwise, post to #ops ...", "If not, ..."): its condition is theirs negated, written
+        by the compiler (the 1.5B model wrote the other side's condition on the wrong side)."""
+        return _OTHERWISE_RE.match(self.text) is not None
+
+    @property
+    def terms(self) -> int:
+        """How many comparisons its condition may join: one more than the `and`s and `or`s of
+        its condition's clause (the 1.5B model padded `if $1 > 30` with `and $2 > 30 and
+        $3 > 30`), at most `MAX_TERMS`."""
+        m = _CLAUSE_RE.search(self.text)
+        clause = m.group(2) if m else self.text
+        return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(clause)))
+
+
+def step_parts(step: Step) -> list[Step]:
+    """`step`, split where its words go on with an "otherwise" (each part one task)."""
+    parts = [p.strip() for p in _OTHERWISE_SPLIT_RE.split(step.text) if p and p.strip()]
+    parts = [p for p in parts if p.lower() not in ("otherwise", "else")]
+    return [Step(step.number, p) for p in parts] if len(parts) > 1 else [step]
+
+
+def runbook_numbers(runbook: str) -> list[str]:
+    """The numbers a runbook writes (`10,000` as 10000; "three" as 3), with 0 and 1: those a
+    compiled condition may compare with."""
+    found = ["0", "1"]
+    for m in _NUMBER_RE.finditer(runbook):
+        found.append(m.group().replace(",", ""))
+    words = re.findall(r"[a-z]+", runbook.lower())
+    found += [str(i) for i, w in enumerate(_NUMBER_WORDS) if w in words]
+    return sorted(set(found), key=lambda n: (float(n), n))
+
+
+def otherwise_condition(so_far: list[str]) -> str | None:
+    """The condition of an "otherwise" step: none of the conditions of the tasks just above
+    it (the conditional tasks at the end of the plan so far) holds; None when the last task
+    has no condition (the model writes one itself then)."""
+    conditions = []
+    for line in reversed(so_far):
+        written = condition_of(line)
+        if written is None:
+            break
+        conditions.append(written)
+    if not conditions:
+        return None
+    return " and ".join(f"not ({c})" for c in reversed(conditions))
+
+
+def condition_of(line: str) -> str | None:
+    """The condition a task line is written with (after its call's `if`), or None."""
+    rest = line[call_end(line) :].strip()
+    return rest[3:].strip() or None if rest.startswith("if ") else None
+
+
+def earlier_tools(tools: ToolRegistry, so_far: list[str]) -> dict[int, Tool | None]:
+    """The tool each task of the plan so far calls, by id (None: not a registered tool)."""
+    out: dict[int, Tool | None] = {}
+    for i, line in enumerate(so_far, 1):
+        m = _TASK_TOOL_RE.match(line)
+        out[i] = tools.get(m.group(1)) if m else None
+    return out
+
+
+def call_end(line: str) -> int:
+    """Where a task line's call ends: after the parenthesis that closes its first one (quotes
+    minded); the whole line when it has none."""
+    depth, quote, escaped = 0, False, False
+    for i, c in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                quote = False
+        elif c == '"':
+            quote = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(line)
 
 
 def runbook_steps(runbook: str) -> list[Step]:
@@ -89,21 +206,36 @@ def step_request(
     plan_answers: bool,
 ) -> LLMRequest:
     """The planner request for `step`'s task, numbered after the plan so far (`names`: the
-    runbook's parameters, `NamedPlans.check_runbook`)."""
+    runbook's parameters, `NamedPlans.check_runbook`).  Its grammar reads each earlier result
+    as its tool's declared type allows, compares with the runbook's numbers only and joins as
+    many comparisons as the step's words do; an "otherwise" step's condition is written by
+    the compiler (`fixed_condition`), so its grammar has none."""
     first_id = len(so_far) + 1
+    fixed = fixed_condition(step, so_far)
     rules = (
         step_grammar(
             tools,
             first_id=first_id,
             lines=MAX_STEP_LINES,
             params=names,
-            conditional=step.conditional,
+            conditional=step.conditional and fixed is None,
+            earlier=earlier_tools(tools, so_far),
+            numbers=runbook_numbers(runbook),
+            terms=step.terms,
         )
         if grammar
         else None
     )
     messages = step_messages(
-        tools, runbook, names, so_far, step.number, step.text, first_id, plan_answers=plan_answers
+        tools,
+        runbook,
+        names,
+        so_far,
+        step.number,
+        step.text,
+        first_id,
+        plan_answers=plan_answers,
+        condition=fixed,
     )
     return LLMRequest(
         messages,
@@ -112,6 +244,12 @@ def step_request(
         purpose="planner",
         max_tokens=STEP_MAX_TOKENS,
     )
+
+
+def fixed_condition(step: Step, so_far: list[str]) -> str | None:
+    """The condition the compiler writes for `step`: for an "otherwise" step, that none of the
+    conditions just above it holds (`otherwise_condition`); else None (the model writes it)."""
+    return otherwise_condition(so_far) if step.otherwise else None
 
 
 def step_lines(reply: str, step: Step) -> list[str]:
@@ -133,7 +271,11 @@ def step_plan(
 ) -> str:
     """The plan so far with `step`'s task from `reply`, read as meant and validated (a
     UserError naming what is wrong)."""
-    plan, types = plans.read(runbook, plan_of([*so_far, *step_lines(reply, step)]))
+    lines = step_lines(reply, step)
+    fixed = fixed_condition(step, so_far)
+    if fixed is not None:  # the call as the model wrote it, with the compiler's condition
+        lines = [f"{ln[: call_end(ln)]} if {fixed}" for ln in lines]
+    plan, types = plans.read(runbook, plan_of([*so_far, *lines]))
     plans.validated(plan, types)
     return plan
 
