@@ -68,7 +68,19 @@ def notify(message: str) -> str:
     return "sent"
 
 
-TOOLS = ToolRegistry([cert_info, resolve, longest_query, hosts, kill_query, notify])
+@tool
+def job_logs(job: str) -> str:
+    """The last error line of a job."""
+    return "OOMKilled"
+
+
+@tool
+def lag(replica: str) -> int:
+    """Replication lag of a replica, in seconds."""
+    return 12
+
+
+TOOLS = ToolRegistry([cert_info, resolve, longest_query, hosts, kill_query, notify, job_logs, lag])
 EARLIER = {1: cert_info, 2: resolve, 3: longest_query, 4: hosts, 5: kill_query}
 
 
@@ -106,6 +118,10 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
         # A list by index.
         ("notify($4[0])", True),
         ("notify($4.first)", False),
+        # A text's `$` and a digit are a reference's spelling only (`"$2"` was meant as $2).
+        ('notify("$2")', False),
+        ('notify("${2}")', True),
+        ('notify("costs $ 5")', True),
         # An action's result: whether it ran.
         ('notify("killed") if $5 != None', True),
         # The runbook's numbers only (the 1.5B model padded `!= 0.0000000000000001`).
@@ -215,23 +231,29 @@ def test_a_step_with_an_otherwise_compiles_to_two_tasks_the_second_negated(
         ('$2 != "terminated 4811"', "write `$2 != None`"),
         ("$1 > 300", "compares $1, the whole result of longest_query"),
         ("$1 == 0", "compare one of its fields"),
+        ("$1.pid > 0 and $6 == 137", "job_logs returns a text"),
+        ("$7 <= 30", "task 7 runs only when a condition holds"),
+        ("$1 != None", "task 1 runs in every run"),
+        ("$6 == None", "never holds"),
     ],
 )
 def test_a_condition_no_result_can_meet_is_refused(condition: str, says: str) -> None:
     plan = (
-        '1. longest_query("billing")\n2. kill_query("billing", 4811)\n'
-        f'3. notify("x") if {condition}\n4. join()\n'
+        '1. longest_query("billing")\n2. kill_query("billing", 4811)\n3. notify("a")\n'
+        '4. notify("b")\n5. notify("c")\n6. job_logs("etl")\n7. lag("r1") if $1.seconds > 9\n'
+        f'8. notify("x") if {condition}\n9. join()\n'
     )
     with pytest.raises(PlanError) as caught:
         parse_plan(plan, TOOLS)
     assert says in caught.value.message, caught.value.message
-    assert caught.value.lineno == 3
+    assert caught.value.lineno == 8
 
 
 def test_an_action_that_ran_and_a_field_compared_are_conditions() -> None:
     plan = (
         '1. longest_query("billing")\n2. kill_query("billing", $1.pid) if $1.seconds > 300\n'
         '3. notify("x") if $2 != None and $1.seconds > 0\n4. notify("y") if "ok" in $2\n'
-        "5. join()\n"
+        '5. lag("r1") if $2 != None\n6. notify("z") if $5 != None and $5 <= 30\n'
+        '7. notify("z") if $1.seconds <= 30\n8. join()\n'
     )
-    assert [t.id for t in parse_plan(plan, TOOLS)] == [1, 2, 3, 4, 5]
+    assert [t.id for t in parse_plan(plan, TOOLS)] == [1, 2, 3, 4, 5, 6, 7, 8]

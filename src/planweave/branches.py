@@ -29,14 +29,24 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import ConditionError, TaskError, ToolFailed
 from .expression import check, evaluate
 from .plan import Condition, Ref, render_text, resolve
+from .returns import declared_fields, has_fields
 
-__all__ = ["MAX_CONDITION_CHARS", "MAX_CONDITION_DEPTH", "condition", "holds", "why_not"]
+__all__ = [
+    "MAX_CONDITION_CHARS",
+    "MAX_CONDITION_DEPTH",
+    "condition",
+    "holds",
+    "unsound",
+    "why_not",
+]
 
 MAX_CONDITION_CHARS = 500  # a condition as the plan reads it
 MAX_CONDITION_DEPTH = 32  # nested operations in one condition
@@ -71,6 +81,115 @@ def condition(test: ast.expr, to_ref: Callable[[ast.expr], Ref | None]) -> Condi
     except ToolFailed as exc:
         raise ValueError(f"condition `{text}`: {exc.message}") from None
     return Condition(expression, tuple((name, ref) for ref, name in refs.items()), text)
+
+
+Returns = Callable[[Ref], "tuple[str, Any] | None"]  # a reference's tool and declared type
+_ORDER = (ast.Lt, ast.Gt, ast.LtE, ast.GtE)
+_REF_IN_TEXT_RE = re.compile(r"\$\{\d")
+
+
+def unsound(
+    cond: Condition,
+    returns: Returns,
+    action: Callable[[str], bool],
+    skippable: Callable[[int], bool],
+) -> str | None:
+    """Why `cond` can only be false, always holds, or cannot be evaluated as written (None
+    when it can be either): a text holding a reference (`"${3}" == "done"`), a result
+    compared with a value of another kind than its declared type's (a bool or number with a
+    text, a text or a record with a number), an action's text said equal to a text (what an
+    action says it did is not known before it runs), `$N != None` of a task every run has,
+    or a task a run may skip (`skippable`) ordered without testing it against None first.
+    `returns` gives a reference's tool and declared type, `action` whether a tool is one."""
+    refs = dict(cond.refs)
+    tree = _tree(cond.expression)
+    tested = {refs[n.id].task_id for n in _none_tested(tree) if n.id in refs}
+    for node in ast.walk(tree):
+        text = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(text, str) and _REF_IN_TEXT_RE.search(text):
+            return (
+                f"compares the text {text!r}, not a result: write the reference without "
+                'quotes, as in `$1 == "done"`'
+            )
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, pair in zip(node.ops, itertools.pairwise(sides), strict=True):
+            for name, other in (pair, pair[::-1]):
+                ref = refs.get(name.id) if isinstance(name, ast.Name) else None
+                if ref is None:
+                    continue
+                if isinstance(op, _ORDER) and skippable(ref.task_id) and ref.task_id not in tested:
+                    return (
+                        f"orders {ref}, but task {ref.task_id} runs only when a condition "
+                        f"holds: when it does not, {ref} is None and cannot be compared; read "
+                        "a result every run has"
+                    )
+                if isinstance(other, ast.Constant) and not isinstance(other.value, bool):
+                    why = _compared(ref, op, other.value, returns, action, skippable)
+                    if why is not None:
+                        return why
+    return None
+
+
+def _none_tested(tree: ast.AST) -> list[ast.Name]:
+    """The names compared with None in `tree` (`$4 != None and $4 > 30` tests $4 first)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Constant) and s.value is None for s in sides):
+                out += [s for s in sides if isinstance(s, ast.Name)]
+    return out
+
+
+def _compared(
+    ref: Ref,
+    op: ast.cmpop,
+    value: Any,
+    returns: Returns,
+    action: Callable[[str], bool],
+    skippable: Callable[[int], bool],
+) -> str | None:
+    """Why comparing the whole result `ref` with the constant `value` is pointless, or None."""
+    if value is None:
+        if ref.path or skippable(ref.task_id) or not isinstance(op, ast.Eq | ast.NotEq):
+            return None
+        holds = "always holds" if isinstance(op, ast.NotEq) else "never holds"
+        return (
+            f"tests {ref} against None, but task {ref.task_id} runs in every run (it has no "
+            f"condition and reads no branch), so that {holds}: test what the runbook's words "
+            "say, on the results or the parameters"
+        )
+    known = None if ref.path or ref.each is not None else returns(ref)
+    if known is None:
+        return None
+    tool, declared = known
+    if isinstance(value, str) and declared in (bool, int, float):
+        hint = "True or False" if declared is bool else "a number"
+        return (
+            f"compares {ref} with the text {value!r}, but {tool} returns {declared.__name__}: "
+            f"compare it with {hint}, without quotes"
+        )
+    if isinstance(value, str) and isinstance(op, ast.Eq | ast.NotEq) and action(tool):
+        return (
+            f"compares {ref} with the text {value!r}, but {tool} is an action: the text it "
+            "returns says what it did, in words no plan knows before it runs; to test that "
+            f"task {ref.task_id} ran, write `{ref} != None`"
+        )
+    if isinstance(value, int | float) and declared is str:
+        return (
+            f"compares {ref} with the number {value!r}, but {tool} returns a text: compare a "
+            "number one of the results gives"
+        )
+    if isinstance(value, int | float) and has_fields(declared):
+        fields = declared_fields(declared) or ()
+        some = f" (its fields: {', '.join(fields)})" if fields else ""
+        return (
+            f"compares {ref}, the whole result of {tool}, with the number {value!r}: compare "
+            f"one of its fields{some}, as `{ref}.<field>`"
+        )
+    return None
 
 
 class _Renamed(ast.NodeTransformer):

@@ -415,7 +415,8 @@ def typed_reading(
     tool) spelled as its tool's declared result allows (`_result_tail`): no `$1.domain` for
     a text, no `$3.join_key_id.join_key_id...` for a dict whose description names its fields,
     only the runbook's `numbers` in a condition (the 1.5B model padded conditions with
-    `$2 != 0.0000000000000001`)."""
+    `$2 != 0.0000000000000001`); in a text, `$` and a digit never stand for themselves (the
+    model wrote `input="$3"` for the result of task 3, `"${3}"` or `$3`)."""
 
     def refs(inner: bool, condition: bool) -> str:
         options = []
@@ -430,7 +431,7 @@ def typed_reading(
     replaced = {
         f"{prefix}-ref": " | ".join(whole),
         f"{prefix}-dollar": (
-            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$] | control | "{{" {refs(True, False)} "}}" )'
+            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$0-9] | control | "{{" {refs(True, False)} "}}" )'
         ),
         f"{prefix}-cond-operand": (
             f'{prefix}-cref | "${{" {refs(True, True)} "}}" | {prefix}-cnum | key | bool | "None" '

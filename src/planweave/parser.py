@@ -6,14 +6,13 @@ JSON form.  Both forms compile to the `Task` model of `plan`.
 from __future__ import annotations
 
 import ast
-import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, NoReturn
 
-from .branches import condition
+from .branches import condition, unsound
 from .errors import (
     ArgumentError,
     DuplicateTaskError,
@@ -28,7 +27,7 @@ from .errors import (
 from .plan import END_OF_PLAN, Condition, Ref, Task, Template, fan_outs, references
 from .records import BROKEN, TaskRecord
 from .redaction import encodable
-from .returns import declared_fields, has_fields, may_be_list
+from .returns import declared_fields, may_be_list
 from .tools import Tool, ToolRegistry, _type_name
 
 __all__ = [
@@ -469,6 +468,7 @@ class PlanParser:
         self.max_json_chars = max_json_chars
         self.tasks: dict[int, Task] = {}
         self._known: dict[int, bool] = {}  # id -> True for every accepted non-join task
+        self._skippable: set[int] = set()  # tasks a run may skip: a condition, or reading one
         self._last_id = 0
         self._undrained: list[Task] = []  # accepted, not yet returned by feed/close/drain
         self._line_parts: list[str] = []  # the incomplete last line, in pieces (no copying)
@@ -900,67 +900,18 @@ class PlanParser:
             )
 
     def _check_condition(self, task: Task) -> None:
-        """A condition that can only be false as written is refused: a text that holds a
-        reference (`"${3}" == "done"` compares the text `${3}`), a result whose declared
-        type is a bool or a number compared with a text (`$2 == "True"` for a bool), an
-        action's text result said equal to a text (`$3 == "flushed"`: what an action says it
-        did is not known before it runs), or a result with fields compared whole with a number
-        (`$2 > 300` for a dict)."""
-        cond = task.condition
-        if cond is None:
+        """A condition that can only be false, always holds or cannot be evaluated as written
+        is refused (`branches.unsound`, from what the tasks it reads are declared to return)."""
+        if task.condition is None:
             return
-        refs = dict(cond.refs)
-        tree = ast.parse(cond.expression, mode="eval")
-        for node in ast.walk(tree):
-            text = node.value if isinstance(node, ast.Constant) else None
-            if isinstance(text, str) and _REF_IN_TEXT_RE.search(text):
-                raise PlanSyntaxError(
-                    f"the condition `{cond.text}` compares the text {text!r}, not a "
-                    'result: write the reference without quotes, as in `$1 == "done"`',
-                    line=task.line,
-                    lineno=task.lineno,
-                    task_id=task.id,
-                )
-            if not isinstance(node, ast.Compare):
-                continue
-            sides = [node.left, *node.comparators]
-            for op, (a, b) in zip(node.ops, itertools.pairwise(sides), strict=True):
-                for name, other in ((a, b), (b, a)):
-                    if not isinstance(name, ast.Name) or name.id not in refs:
-                        continue
-                    if isinstance(other, ast.Constant) and not isinstance(other.value, bool):
-                        self._check_compared(task, refs[name.id], op, other.value)
-
-    def _check_compared(self, task: Task, ref: Ref, op: ast.cmpop, value: Any) -> None:
-        known = None if ref.path or ref.each is not None else self._returns(ref)
-        if known is None:
-            return
-        tool, returns = known
-        if isinstance(value, str) and returns in (bool, int, float):
-            hint = "True or False" if returns is bool else "a number"
-            why = f"compares {ref} with the text {value!r}, but {tool} returns {returns.__name__}"
-            why += f": compare it with {hint}, without quotes"
-        elif isinstance(value, str) and isinstance(op, ast.Eq | ast.NotEq) and self._action(tool):
-            why = (
-                f"compares {ref} with the text {value!r}, but {tool} is an action: the text it "
-                f"returns says what it did, in words no plan knows before it runs; to test that "
-                f"task {ref.task_id} ran, write `{ref} != None`"
+        why = unsound(task.condition, self._returns, self._action, self._skippable.__contains__)
+        if why is not None:
+            raise PlanSyntaxError(
+                f"the condition `{task.condition}` {why}",
+                line=task.line,
+                lineno=task.lineno,
+                task_id=task.id,
             )
-        elif isinstance(value, int | float) and has_fields(returns):
-            fields = declared_fields(returns) or ()
-            some = f" (its fields: {', '.join(fields)})" if fields else ""
-            why = (
-                f"compares {ref}, the whole result of {tool} ({_type_name(returns)}), with the "
-                f"number {value!r}: compare one of its fields{some}, as `{ref}.<field>`"
-            )
-        else:
-            return
-        raise PlanSyntaxError(
-            f"the condition `{task.condition}` {why}",
-            line=task.line,
-            lineno=task.lineno,
-            task_id=task.id,
-        )
 
     def _action(self, tool: str) -> bool:
         """Whether `tool` changes the world and returns a text (what it did, in words)."""
@@ -978,6 +929,8 @@ class PlanParser:
     def _accept(self, task: Task) -> None:
         self.tasks[task.id] = task
         self._last_id = task.id
+        if task.condition is not None or any(d in self._skippable for d in task.deps):
+            self._skippable.add(task.id)  # a run may skip it, and read it as None
         if task.is_join:
             self.joined = True
         else:
@@ -1062,9 +1015,6 @@ class PlanParser:
         self.validate(task)
         self._accept(task)
         return task
-
-
-_REF_IN_TEXT_RE = re.compile(r"\$\{\d")
 
 
 def _call_key(tool: str, bound: Mapping[str, Any]) -> tuple[str, str]:
