@@ -15,11 +15,11 @@ from planweave.grammar import (
     plan_grammar,
     react_grammar,
     schema_grammar,
-    step_grammar,
     yes_no_answers,
 )
 from planweave.llm.llamacpp import BINDINGS, Engine, installed
 from planweave.llm.models import DEFAULT_MODEL, resolve_model
+from planweave.step_grammar import Earlier, step_grammar
 
 
 @tool
@@ -72,10 +72,11 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
     vocab_model.check_grammar(step_grammar(registry, first_id=1))
     vocab_model.check_grammar(step_grammar(registry, first_id=4, params=["host"]))
     # ... reading each earlier result as its tool declares, with the runbook's numbers only.
-    earlier = dict(enumerate(registry.values(), 1))
+    called = dict(enumerate(registry.values(), 1))
+    earlier = Earlier(called, frozenset(list(called)[-1:]))
     typed = step_grammar(
         registry,
-        first_id=len(earlier) + 1,
+        first_id=len(called) + 1,
         params=["host"],
         earlier=earlier,
         numbers=["0", "1", "90"],

@@ -14,7 +14,6 @@ from branch_tools import FINISH
 from gbnf import Grammar
 from planweave import Runtime, Script, ScriptedLLM
 from planweave.errors import PlanError
-from planweave.grammar import step_grammar
 from planweave.parser import parse_plan
 from planweave.runbooks.steps import (
     Step,
@@ -23,6 +22,7 @@ from planweave.runbooks.steps import (
     runbook_steps,
     step_parts,
 )
+from planweave.step_grammar import Earlier, step_grammar
 from planweave.tools import ToolRegistry, tool
 
 
@@ -81,7 +81,10 @@ def lag(replica: str) -> int:
 
 
 TOOLS = ToolRegistry([cert_info, resolve, longest_query, hosts, kill_query, notify, job_logs, lag])
-EARLIER = {1: cert_info, 2: resolve, 3: longest_query, 4: hosts, 5: kill_query}
+# Task 5 ran only under a condition of its own (a run may skip it).
+EARLIER = Earlier(
+    {1: cert_info, 2: resolve, 3: longest_query, 4: hosts, 5: kill_query}, frozenset({5})
+)
 
 
 def _step(terms: int = 3, conditional: bool = True) -> Grammar:
@@ -124,6 +127,16 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
         ('notify("costs $ 5")', True),
         # An action's result: whether it ran.
         ('notify("killed") if $5 != None', True),
+        # A condition is typed: a text with a text, a number with a number, a task a run may
+        # skip only against None, a parameter with a constant.
+        ("notify($2) if $2 == 137", False),
+        ('notify($2) if $2 != "192.0.2.1"', True),
+        ('notify($2) if "192" in $2', True),
+        ("notify($2) if $5 == 300", False),
+        ('notify($2) if $5 == "terminated"', False),
+        ('notify($2) if {database} == "billing"', True),
+        ("notify($2) if ${1.days_left} <= 14", True),
+        ("notify($2) if $1 > 14", False),
         # The runbook's numbers only (the 1.5B model padded `!= 0.0000000000000001`).
         ("kill_query({database}, $3.pid) if $3.seconds > 301", False),
         ("kill_query({database}, $3.pid) if $3.seconds > 300.0000001", False),
@@ -132,6 +145,16 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
 )
 def test_a_step_reads_each_earlier_result_as_its_tool_declares(line: str, accepted: bool) -> None:
     assert _step().accepts(f"6. {line}\n<END_OF_STEP>") is accepted
+
+
+def test_an_action_every_run_takes_is_nothing_a_condition_tests() -> None:
+    """`$2 != None` of an action without a condition always holds (onboarding's model wrote
+    it for "if the team is engineering"): such a task is no operand of a condition."""
+    earlier = Earlier({1: longest_query, 2: kill_query})
+    grammar = Grammar(step_grammar(TOOLS, first_id=3, lines=1, earlier=earlier, params=["t"]))
+    assert not grammar.accepts("3. notify($2) if $2 != None\n<END_OF_STEP>")
+    assert grammar.accepts('3. notify($2) if {t} == "eng"\n<END_OF_STEP>')
+    assert grammar.accepts("3. notify($2) if $1.seconds > 1\n<END_OF_STEP>")
 
 
 def test_a_step_s_condition_joins_as_many_comparisons_as_its_words() -> None:

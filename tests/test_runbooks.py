@@ -540,7 +540,7 @@ def test_a_runbook_compiled_step_by_step_asks_once_per_step_with_the_plan_so_far
 
 
 def _step_grammar(first_id: int) -> str:
-    from planweave.grammar import step_grammar
+    from planweave.step_grammar import step_grammar
 
     return step_grammar(TOOLS, first_id=first_id, params=["host", "limit"])
 
@@ -550,8 +550,8 @@ def _ran_statuses(result: Any) -> dict[int, str]:
 
 
 def test_a_step_s_reply_keeps_its_task_lines_only() -> None:
-    from planweave.grammar import step_grammar
     from planweave.runbooks.steps import Step, runbook_steps, step_lines
+    from planweave.step_grammar import step_grammar
 
     steps = runbook_steps(RUNBOOK + "\n   (indented: part of step 4)\nExpected outcome: x\n")
     assert [s.number for s in steps] == [1, 2, 3, 4]

@@ -11,21 +11,21 @@ import json
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .llm.base import PromptStyle
-from .returns import declared_fields, described_fields, may_be_list
 from .tools import Param, Tool, ToolRegistry
 
 __all__ = [
-    "END_OF_STEP",
+    "COMMON_RULES",
+    "call_rules",
     "joiner_grammar",
     "literal",
     "plan_grammar",
     "react_grammar",
+    "reading_rules",
     "schema_grammar",
-    "step_grammar",
 ]
 
 # `string` is a Python string literal the parser reads back as written: no raw line break,
@@ -33,7 +33,7 @@ __all__ = [
 # `\u0024`), and a `$` followed by a plain character, a control character or `${` opening a
 # reference (`${1}`, `${2.name}`, `${3[0]}`).  A dict's `key` holds no reference, not even `$1`.
 _REF_RULE = 'ref ::= "$" [1-9] [0-9]? projection* ( "[*]" projection* )?'
-_COMMON = r"""
+COMMON_RULES = r"""
 ws ::= [ ]?
 id ::= [1-9] [0-9]?
 text ::= [^\n]{0,300}
@@ -192,7 +192,7 @@ def _first_keywords(keywords: list[tuple[Param, str]]) -> str:
     return "( " + " | ".join(f"( {o} )" for o in options) + " )?" if options else ""
 
 
-def _calls(tools: ToolRegistry) -> tuple[str, list[str]]:
+def call_rules(tools: ToolRegistry) -> tuple[str, list[str]]:
     rules = _Rules()
     names = [rules.call(i, t) for i, t in enumerate(tools.values(), 1)]
     return " | ".join(names) if names else '"join()"', rules.rules
@@ -220,7 +220,7 @@ _CONDITION = [
 def _plan_rules(
     tools: ToolRegistry, plan_answers: bool = False, branches: bool = False, thought: bool = False
 ) -> list[str]:
-    calls, rules = _calls(tools)
+    calls, rules = call_rules(tools)
     # With plan answers, a plan may end with its answer: `join("... ${3} ...")` or `join($3)`.
     join = '". join(" ( string | ref )? ")"' if plan_answers else '". join()"'
     head = [
@@ -254,7 +254,7 @@ def plan_grammar(
     written `{name}` wherever a reference may stand (and inside strings, as any text).  With
     `thought`, the opening thought is not optional (the planner's examples all open with one)."""
     rules = _plan_rules(tools, plan_answers, branches, thought)
-    common = _COMMON
+    common = COMMON_RULES
     if params:
         names = " | ".join(literal(p) for p in params)
         common = common.replace(_REF_RULE, f'{_REF_RULE} | "{{" ( {names} ) "}}"')
@@ -263,8 +263,9 @@ def plan_grammar(
     return "\n".join(["root ::= plan", *rules]) + common
 
 
-# The rules a call's arguments (and a condition) are written with, which `_reading` copies for a
-# task that may read only some results: its references name only those ids (or parameters).
+# The rules a call's arguments (and a condition) are written with, which `reading_rules` copies
+# for a task that may read only some results: its references name only those ids (or
+# parameters).
 _VALUE_RULE_RE = re.compile(
     r"(?<![\w-])(ref|string|value|list(?:-\d+)?|dict(?:-\d+)?|call(?:-[\w-]+)?"
     r"|condition|cond-[\w-]+)(?![\w-])"
@@ -273,7 +274,7 @@ _QUOTED_RE = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]')
 _ANY_ID = "[1-9] [0-9]?"
 
 
-def _reading(rules: list[str], prefix: str, ids: Sequence[int], params: str) -> list[str]:
+def reading_rules(rules: list[str], prefix: str, ids: Sequence[int], params: str) -> list[str]:
     """Copies of the call rules (and the condition's) named `<prefix>-...`, in which a
     reference names only a task in `ids` or a parameter `{name}` (`params`: their
     alternatives, or empty), and a string holds references to those ids only (none without
@@ -328,126 +329,11 @@ def _reading(rules: list[str], prefix: str, ids: Sequence[int], params: str) -> 
 
 
 def _first_without_references(rules: list[str], params: str) -> list[str]:
-    """`rules` with the first task's call read by `_reading` copies that read no result."""
+    """`rules` with the first task's call read by `reading_rules` copies that read no result."""
     return [
         *(r.replace('first ::= id ". " call', 'first ::= id ". " first-call') for r in rules),
-        *_reading(rules, "first", (), params),
+        *reading_rules(rules, "first", (), params),
     ]
-
-
-def step_grammar(
-    tools: ToolRegistry,
-    *,
-    first_id: int,
-    lines: int = 3,
-    params: Sequence[str] = (),
-    conditional: bool = True,
-    earlier: Mapping[int, Tool | None] | None = None,
-    numbers: Sequence[str] | None = None,
-    terms: int = 3,
-) -> str:
-    """One step of a runbook compiled step by step (`runbooks`): up to `lines` task lines
-    numbered from `first_id`, each reading only earlier tasks' results (and the parameters,
-    `{name}`), with an optional condition where the step is `conditional`, then
-    `<END_OF_STEP>`.  With `earlier` (the tool of each earlier task, by id), a reference reads
-    what that tool's declared result has (`typed_reading`); with `numbers`, a condition's
-    numbers are those (the runbook's); a condition joins at most `terms` comparisons."""
-    calls, rules = _calls(tools)
-    names = " | ".join(literal(p) for p in params)
-    out: list[str] = []
-    for j in range(lines):
-        k = first_id + j
-        ids = range(1, k)
-        prefix = f"t{k}"
-        read = _reading([f"call ::= {calls}", *rules], prefix, ids, names)
-        if earlier is not None and ids:
-            read = typed_reading(read, prefix, {i: earlier.get(i) for i in ids}, names, numbers)
-        out += [_terms(r, prefix, terms) for r in read]
-        cond = f" {prefix}-condition?" if ids and conditional else ""
-        out.append(f'line-{k} ::= {literal(f"{k}. ")} {prefix}-call{cond} "\\n"')
-    end = literal(END_OF_STEP)
-    chain = end
-    for j in reversed(range(1, lines)):
-        chain = f"( {end} | line-{first_id + j} {chain} )"
-    head = f"root ::= line-{first_id} {chain}"
-    return "\n".join([head, *out]) + _COMMON
-
-
-def _terms(rule: str, prefix: str, terms: int) -> str:
-    """`rule`, with a condition of at most `terms` comparisons where it is the condition's."""
-    head = f"{prefix}-condition ::= "
-    if not rule.startswith(head) or terms == 3:
-        return rule
-    return rule.replace("{0,2}", f"{{0,{max(terms, 1) - 1}}}")
-
-
-def _result_tail(tool: Tool | None, *, inner: bool, condition: bool) -> str:
-    """What may follow `$N` (or `${N` in a text, `inner`) for a task calling `tool`: one of
-    the fields its declared result has (a TypedDict's, a model's; a plain dict's as the words
-    of its description, `returns.described_fields`) and one projection more, an index of a
-    list, or nothing for a number, text or bool.  In a `condition`, a result with fields is
-    read by one of them (the 1.5B model compared a whole dict, `$2 > 300`)."""
-    projection = "inner-projection" if inner else "projection"
-    generic = f'{projection}{{0,2}} ( "[*]" {projection}{{0,2}} )?'
-    if tool is None:
-        return generic
-    fields = declared_fields(tool.returns)
-    if fields is None:
-        fields = described_fields(tool.returns, tool.description)
-    if fields is None:
-        return generic
-    if fields:
-        named = " | ".join(literal("." + f) for f in fields)
-        return f"( {named} ) {projection}?" if condition else f"( ( {named} ) {projection}? )?"
-    if may_be_list(tool.returns):
-        return f'( "[" index "]" {projection}? | "[*]" {projection}? )?'
-    return ""
-
-
-def typed_reading(
-    rules: list[str],
-    prefix: str,
-    earlier: Mapping[int, Tool | None],
-    params: str,
-    numbers: Sequence[str] | None = None,
-) -> list[str]:
-    """`_reading`'s rules for one task, with each reference of an earlier task (by id, its
-    tool) spelled as its tool's declared result allows (`_result_tail`): no `$1.domain` for
-    a text, no `$3.join_key_id.join_key_id...` for a dict whose description names its fields,
-    only the runbook's `numbers` in a condition (the 1.5B model padded conditions with
-    `$2 != 0.0000000000000001`); in a text, `$` and a digit never stand for themselves (the
-    model wrote `input="$3"` for the result of task 3, `"${3}"` or `$3`)."""
-
-    def refs(inner: bool, condition: bool) -> str:
-        options = []
-        for i, tool in sorted(earlier.items()):
-            tail = _result_tail(tool, inner=inner, condition=condition)
-            options.append(f"{literal(str(i))} {tail}".rstrip())
-        return "( " + " | ".join(options) + " )"
-
-    whole = [f'"$" {refs(False, False)}', *([f'"{{" ( {params} ) "}}"'] if params else [])]
-    read = [f'"$" {refs(False, True)}', *([f'"{{" ( {params} ) "}}"'] if params else [])]
-    number = " | ".join(literal(n) for n in numbers) if numbers else "number"
-    replaced = {
-        f"{prefix}-ref": " | ".join(whole),
-        f"{prefix}-dollar": (
-            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$0-9] | control | "{{" {refs(True, False)} "}}" )'
-        ),
-        f"{prefix}-cond-operand": (
-            f'{prefix}-cref | "${{" {refs(True, True)} "}}" | {prefix}-cnum | key | bool | "None" '
-            f'| {prefix}-cond-fn "(" {prefix}-ref ")"'
-        ),
-    }
-    out = [
-        f"{r.split(' ::= ', 1)[0]} ::= {replaced[r.split(' ::= ', 1)[0]]}"
-        if r.split(" ::= ", 1)[0] in replaced
-        else r
-        for r in rules
-    ]
-    return [*out, f"{prefix}-cref ::= " + " | ".join(read), f"{prefix}-cnum ::= {number}"]
-
-
-END_OF_STEP = "<END_OF_STEP>"
 
 
 # What a bare answer may not start with, in any case and with whitespace before the `:` or `(`:
@@ -505,7 +391,7 @@ def joiner_grammar(
     ]
     if tools is None or finish_only:
         return "\n".join(head) + "\n"
-    return "\n".join([*head, *_plan_rules(tools, plan_answers)]) + _COMMON
+    return "\n".join([*head, *_plan_rules(tools, plan_answers)]) + COMMON_RULES
 
 
 _FINISH_ANSWER = "finish-answer ::= [^\\n]{1,600}"
@@ -522,13 +408,13 @@ def yes_no_answers(grammar: str) -> str:
 
 def react_grammar(tools: ToolRegistry) -> str:
     """One ReAct step: a thought and either a tool call or `Finish(...)`."""
-    calls, rules = _calls(tools)
+    calls, rules = call_rules(tools)
     head = [
         'root ::= "Thought: " text "\\n" "Action: " ( call | "Finish(" answer ")" )',
         "answer ::= [^\\n]{1,600}",
         f"call ::= {calls}",
     ]
-    return "\n".join([*head, *rules]) + _COMMON
+    return "\n".join([*head, *rules]) + COMMON_RULES
 
 
 # A typed answer (`output_type`, `--output-schema`): one JSON value of the schema.  Whitespace and

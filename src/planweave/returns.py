@@ -1,6 +1,6 @@
 """What a tool's declared return type says its results have: their fields by name, whether
 one may be a list, and for a plain dict the words its description uses (the fields a runbook's
-plan may read, `grammar.step_grammar`)."""
+plan may read, `step_grammar`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ the plan so far and that one step, answering with its one task.  A small model d
 step's call and condition with the step's own words in front of it, instead of the whole plan in
 one reply (the 1.5B model put a runbook's "otherwise" on the wrong side and left steps out);
 where the backend takes grammars, each step's lines are numbered as asked and read only earlier
-tasks' results (`grammar.step_grammar`).  Each step's lines are read and validated with the plan
+tasks' results (`step_grammar`).  Each step's lines are read and validated with the plan
 so far before the next step is asked; a refused one goes back with the error, as a whole
 compile's does."""
 
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..grammar import END_OF_STEP, step_grammar
 from ..llm.base import LLMRequest, Message
 from ..plan import END_OF_PLAN
 from ..prompts import step_messages
+from ..step_grammar import END_OF_STEP, Earlier, step_grammar
 from ..tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ _NUMBER_WORDS = [
     "eleven",
     "twelve",
 ]
+_READ_RE = re.compile(r"\$\{?(\d{1,4})")  # the ids a task line reads
 _TASK_TOOL_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*([A-Za-z_][A-Za-z0-9_]*)\(")
 MAX_TERMS = 3  # comparisons in one condition, at most (`grammar._CONDITION`)
 
@@ -147,13 +148,19 @@ def condition_of(line: str) -> str | None:
     return rest[3:].strip() or None if rest.startswith("if ") else None
 
 
-def earlier_tools(tools: ToolRegistry, so_far: list[str]) -> dict[int, Tool | None]:
-    """The tool each task of the plan so far calls, by id (None: not a registered tool)."""
-    out: dict[int, Tool | None] = {}
+def earlier_tasks(tools: ToolRegistry, so_far: list[str]) -> Earlier:
+    """The tasks of the plan so far, for a step's grammar: the tool each calls, by id (None:
+    not a registered tool), and those a run may skip (a condition, or reading a task that a
+    run may skip)."""
+    called: dict[int, Tool | None] = {}
+    skippable: set[int] = set()
     for i, line in enumerate(so_far, 1):
         m = _TASK_TOOL_RE.match(line)
-        out[i] = tools.get(m.group(1)) if m else None
-    return out
+        called[i] = tools.get(m.group(1)) if m else None
+        read = {int(r) for r in _READ_RE.findall(line)}
+        if condition_of(line) is not None or read & skippable:
+            skippable.add(i)
+    return Earlier(called, frozenset(skippable))
 
 
 def call_end(line: str) -> int:
@@ -219,7 +226,7 @@ def step_request(
             lines=MAX_STEP_LINES,
             params=names,
             conditional=step.conditional and fixed is None,
-            earlier=earlier_tools(tools, so_far),
+            earlier=earlier_tasks(tools, so_far),
             numbers=runbook_numbers(runbook),
             terms=step.terms,
         )

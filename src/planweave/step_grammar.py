@@ -1,0 +1,223 @@
+"""The grammar of one runbook step compiled by itself (`runbooks.steps`): its task lines,
+numbered as asked, reading only earlier tasks' results and the runbook's parameters.
+
+Given what the earlier tasks are (`Earlier`: each one's tool, and which a run may skip), a
+reference reads only what its tool's declared result has, and a condition is typed: a number
+is ordered with a number the runbook writes, a text compared with a text, a bool tested, a task
+a run may skip (or an action, whose text says what it did) only tested against None.  What the
+parser refuses as unsound (`branches.unsound`) the 1.5B model cannot write here: told so by a
+repair, it wrote the same condition again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .grammar import COMMON_RULES, call_rules, literal, reading_rules
+from .returns import declared_fields, described_fields, may_be_list
+from .tools import Tool, ToolRegistry
+
+__all__ = ["END_OF_STEP", "Earlier", "step_grammar"]
+
+END_OF_STEP = "<END_OF_STEP>"
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """The tasks before a step: each one's tool by id (None: not a registered tool), and the
+    ids a run may skip (a condition of their own, or reading a task that has one)."""
+
+    tools: Mapping[int, Tool | None]
+    skippable: frozenset[int] = frozenset()
+
+    def upto(self, k: int) -> Earlier:
+        """Those before task `k`."""
+        tools = {i: self.tools.get(i) for i in range(1, k)}
+        return Earlier(tools, frozenset(i for i in self.skippable if i < k))
+
+
+def step_grammar(
+    tools: ToolRegistry,
+    *,
+    first_id: int,
+    lines: int = 3,
+    params: Sequence[str] = (),
+    conditional: bool = True,
+    earlier: Earlier | None = None,
+    numbers: Sequence[str] | None = None,
+    terms: int = 3,
+) -> str:
+    """Up to `lines` task lines numbered from `first_id`, each reading only earlier tasks'
+    results (and the parameters, `{name}`), with an optional condition where the step is
+    `conditional`, then `<END_OF_STEP>`.  With `earlier`, references and conditions are typed
+    (the module's docstring); a condition compares with `numbers` only (the runbook's; any
+    number without them) and joins at most `terms` comparisons."""
+    calls, rules = call_rules(tools)
+    names = " | ".join(literal(p) for p in params)
+    out: list[str] = []
+    for j in range(lines):
+        k = first_id + j
+        ids = range(1, k)
+        prefix = f"t{k}"
+        read = reading_rules([f"call ::= {calls}", *rules], prefix, ids, names)
+        if earlier is not None and ids:
+            read = _typed(read, prefix, earlier.upto(k), names, numbers, terms)
+        else:
+            read = [_terms(r, prefix, terms) for r in read]
+        out += read
+        cond = f" {prefix}-condition?" if ids and conditional else ""
+        out.append(f'line-{k} ::= {literal(f"{k}. ")} {prefix}-call{cond} "\\n"')
+    end = literal(END_OF_STEP)
+    chain = end
+    for j in reversed(range(1, lines)):
+        chain = f"( {end} | line-{first_id + j} {chain} )"
+    head = f"root ::= line-{first_id} {chain}"
+    return "\n".join([head, *out]) + COMMON_RULES
+
+
+def _terms(rule: str, prefix: str, terms: int) -> str:
+    """`rule`, with a condition of at most `terms` comparisons where it is the condition's."""
+    if not rule.startswith(f"{prefix}-condition ::= ") or terms == 3:
+        return rule
+    return rule.replace("{0,2}", f"{{0,{max(terms, 1) - 1}}}")
+
+
+def _tail(tool: Tool | None, *, inner: bool, condition: bool) -> str:
+    """What may follow `$N` (or `${N` in a text, `inner`) for a task calling `tool`: one of
+    the fields its declared result has (a TypedDict's, a model's; a plain dict's as the words
+    of its description, `returns.described_fields`) and one projection more, an index of a
+    list, or nothing for a number, text or bool.  In a `condition`, a result with fields is
+    read by one of them (the 1.5B model compared a whole dict, `$2 > 300`)."""
+    projection = "inner-projection" if inner else "projection"
+    generic = f'{projection}{{0,2}} ( "[*]" {projection}{{0,2}} )?'
+    if tool is None:
+        return generic
+    fields = declared_fields(tool.returns)
+    if fields is None:
+        fields = described_fields(tool.returns, tool.description)
+    if fields is None:
+        return generic
+    if fields:
+        named = " | ".join(literal("." + f) for f in fields)
+        return f"( {named} ) {projection}?" if condition else f"( ( {named} ) {projection}? )?"
+    if may_be_list(tool.returns):
+        return f'( "[" index "]" {projection}? | "[*]" {projection}? )?'
+    return ""
+
+
+def _kind(tool: Tool | None, skippable: bool) -> str | None:
+    """How a condition may read a task's result: "maybe" (only against None: a run may skip
+    it), "num", "text", "bool", "any" (a field, an item, an unknown type), or None (an action
+    every run takes: nothing to test)."""
+    action = tool is not None and tool.side_effects and tool.returns is str
+    if skippable:
+        return "maybe"
+    if action:
+        return None
+    returns = None if tool is None else tool.returns
+    if returns in (int, float):
+        return "num"
+    if returns is str:
+        return "text"
+    if returns is bool:
+        return "bool"
+    return "any"
+
+
+def _typed(
+    rules: list[str],
+    prefix: str,
+    earlier: Earlier,
+    params: str,
+    numbers: Sequence[str] | None,
+    terms: int,
+) -> list[str]:
+    """`reading_rules`' rules for one task with its references typed (`_tail`) and its
+    condition typed (`_condition`); in a text, `$` and a digit never stand for themselves (the
+    1.5B model wrote `input="$3"` for the result of task 3)."""
+
+    def refs(inner: bool) -> str:
+        options = [
+            f"{literal(str(i))} {_tail(tool, inner=inner, condition=False)}".rstrip()
+            for i, tool in sorted(earlier.tools.items())
+        ]
+        return "( " + " | ".join(options) + " )"
+
+    spelled = {
+        f"{prefix}-ref": " | ".join([f'"$" {refs(False)}', *_params(params)]),
+        f"{prefix}-dollar": (
+            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$0-9] | control | "{{" {refs(True)} "}}" )'
+        ),
+    }
+    out = []
+    for rule in rules:
+        name = rule.split(" ::= ", 1)[0]
+        if name.startswith(f"{prefix}-cond"):
+            continue  # the untyped condition's rules, replaced by the typed ones
+        out.append(f"{name} ::= {spelled[name]}" if name in spelled else rule)
+    return out + _condition(prefix, earlier, params, numbers, terms)
+
+
+def _params(params: str) -> list[str]:
+    return [f'"{{" ( {params} ) "}}"'] if params else []
+
+
+def _condition(
+    prefix: str, earlier: Earlier, params: str, numbers: Sequence[str] | None, terms: int
+) -> list[str]:
+    """The typed condition's rules: up to `terms` comparisons joined by `and`/`or`, each
+    maybe after `not`, each with one kind of operand on the left (`_kind`), compared only
+    with what that kind can equal or be ordered with."""
+    p = prefix
+    groups: dict[str, list[str]] = {}
+    for i, tool in sorted(earlier.tools.items()):
+        kind = _kind(tool, i in earlier.skippable)
+        if kind is None:
+            continue
+        n = literal(str(i))
+        outer = _tail(tool, inner=False, condition=True) if kind == "any" else ""
+        inner = _tail(tool, inner=True, condition=True) if kind == "any" else ""
+        groups.setdefault(kind, []).append(f'"$" {n} {outer}'.rstrip())
+        groups[kind].append(" ".join(x for x in ('"${"', n, inner, '"}"') if x))
+    if params:
+        groups["param"] = _params(params)
+    rules = [f"{p}-g-{kind} ::= " + " | ".join(spelled) for kind, spelled in groups.items()]
+
+    def one_of(*options: str) -> str:
+        """The rules `options` name: `@kind` a group's (where the step has one), others as
+        written."""
+        kept = [f"{p}-g-{o[1:]}" if o[:1] == "@" else o for o in options]
+        kept = [k for k, o in zip(kept, options, strict=True) if o[:1] != "@" or o[1:] in groups]
+        return "( " + " | ".join(kept) + " )"
+
+    order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
+    number = f"{p}-number"
+    shapes = {
+        "num": f"{p}-g-num {order} {one_of(number, '@num', '@any')}",
+        "text": f"{p}-g-text ( ( {same} | {within} ) {one_of('key', '@text', '@any')} )?",
+        "bool": f"{p}-g-bool ( {same} {one_of('bool', '@bool', '@any')} )?",
+        "any": (
+            f"{p}-g-any ( ( {order} | {within} ) "
+            f"{one_of(number, 'key', 'bool', _NONE, '@any', '@num', '@text', '@bool')} )?"
+        ),
+        "maybe": f'{p}-g-maybe ( " != None" | " == None" )',
+        "param": f"{p}-g-param ( ( {order} | {within} ) ( {number} | key | bool ) )?",
+    }
+    compared = [shape for kind, shape in shapes.items() if kind in groups]
+    if "text" in groups or "any" in groups:
+        compared.append(f"key ( {within} ) {one_of('@text', '@any')}")
+    joined = max(terms, 1) - 1
+    numbers_rule = " | ".join(literal(n) for n in numbers) if numbers else "number"
+    return [
+        f'{p}-condition ::= " if " {p}-term ( ( " and " | " or " ) {p}-term ){{0,{joined}}}',
+        f'{p}-term ::= "not " {p}-compared | {p}-compared',
+        f"{p}-compared ::= " + (" | ".join(compared) if compared else '"True"'),
+        f'{order} ::= " == " | " != " | " < " | " > " | " <= " | " >= "',
+        f'{same} ::= " == " | " != "',
+        f"{number} ::= {numbers_rule}",
+        *rules,
+    ]
+
+
+_NONE = '"None"'
