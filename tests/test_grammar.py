@@ -80,6 +80,7 @@ def test_plan_and_react_grammars_parse(name: str, vocab_model: Any) -> None:
         params=["host"],
         earlier=earlier,
         numbers=["0", "1", "90"],
+        words=["timeout", "a-b", 'q"x\\'],
         terms=2,
     )
     vocab_model.check_grammar(typed)

@@ -15,8 +15,10 @@ from gbnf import Grammar
 from planweave import Runtime, Script, ScriptedLLM
 from planweave.errors import PlanError
 from planweave.parser import parse_plan
+from planweave.runbooks.reading import references_unquoted
 from planweave.runbooks.steps import (
     Step,
+    condition_words,
     otherwise_condition,
     runbook_numbers,
     runbook_steps,
@@ -121,12 +123,12 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
         # A list by index.
         ("notify($4[0])", True),
         ("notify($4.first)", False),
-        # A text's `$` and a digit are a reference's spelling only (`"$2"` was meant as $2).
-        ('notify("$2")', False),
         ('notify("${2}")', True),
-        ('notify("costs $ 5")', True),
+        ('notify("costs $5")', True),
         # An action's result: whether it ran.
         ('notify("killed") if $5 != None', True),
+        ('notify("not killed") if not $5 != None', True),
+        ('notify("not killed") if $5 == None', False),
         # A condition is typed: a text with a text, a number with a number, a task a run may
         # skip only against None, a parameter with a constant.
         ("notify($2) if $2 == 137", False),
@@ -155,6 +157,39 @@ def test_an_action_every_run_takes_is_nothing_a_condition_tests() -> None:
     assert not grammar.accepts("3. notify($2) if $2 != None\n<END_OF_STEP>")
     assert grammar.accepts('3. notify($2) if {t} == "eng"\n<END_OF_STEP>')
     assert grammar.accepts("3. notify($2) if $1.seconds > 1\n<END_OF_STEP>")
+
+
+def test_a_reference_in_quotes_is_read_as_the_reference() -> None:
+    """The 1.5B model passed `input="$<3>"` (and `"$3"`) for the result of task 3; the text
+    `${3}` (the plan language's spelling of a result in a text) and other texts stay."""
+    line = '4. decide(question="Timeout?", input="$<3>", options=["a", "b"]) if $1 > 3\n'
+    assert references_unquoted(line) == (
+        '4. decide(question="Timeout?", input=$3, options=["a", "b"]) if $1 > 3\n'
+    )
+    kept = '4. notify("$3", "${3}", "cost: $3", x="$<3> now") if $2 == "$3"\n'
+    assert references_unquoted(kept) == kept.replace('notify("$3"', "notify($3")
+
+
+def test_a_condition_s_texts_are_words_of_the_runbook_and_its_tools() -> None:
+    """The 1.5B model compared a log line with one it made up
+    (`$2 == "/bin/sh: 137: Killed: memory exhausted"`); a condition's texts are up to three
+    words the runbook or the earlier tools' descriptions use."""
+    words = condition_words("If the failure is a timeout, restart <db>.", [resolve, None])
+    assert words[:6] == ["If", "the", "failure", "is", "a", "timeout"]
+    assert "address" in words
+    grammar = Grammar(
+        step_grammar(
+            TOOLS, first_id=6, lines=1, params=["db"], earlier=EARLIER, numbers=["0"], words=words
+        )
+    )
+    for line, accepted in [
+        ('notify($2) if $2 == "timeout"', True),
+        ('notify($2) if "a timeout" in $2', True),
+        ('notify($2) if {db} != "the failure"', True),
+        ('notify($2) if $2 == "OOM killed"', False),
+        ('notify($2) if $2 == "a timeout is the failure"', False),
+    ]:
+        assert grammar.accepts(f"6. {line}\n<END_OF_STEP>") is accepted, line
 
 
 def test_a_step_s_condition_joins_as_many_comparisons_as_its_words() -> None:

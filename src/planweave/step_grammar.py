@@ -46,13 +46,15 @@ def step_grammar(
     conditional: bool = True,
     earlier: Earlier | None = None,
     numbers: Sequence[str] | None = None,
+    words: Sequence[str] | None = None,
     terms: int = 3,
 ) -> str:
     """Up to `lines` task lines numbered from `first_id`, each reading only earlier tasks'
     results (and the parameters, `{name}`), with an optional condition where the step is
     `conditional`, then `<END_OF_STEP>`.  With `earlier`, references and conditions are typed
     (the module's docstring); a condition compares with `numbers` only (the runbook's; any
-    number without them) and joins at most `terms` comparisons."""
+    number without them), with texts of up to three of `words` (the runbook's and its tools'
+    descriptions'; any text without them) and joins at most `terms` comparisons."""
     calls, rules = call_rules(tools)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
@@ -62,7 +64,8 @@ def step_grammar(
         prefix = f"t{k}"
         read = reading_rules([f"call ::= {calls}", *rules], prefix, ids, names)
         if earlier is not None and ids:
-            read = _typed(read, prefix, earlier.upto(k), names, numbers, terms)
+            constants = _Constants(numbers, words)
+            read = _typed(read, prefix, earlier.upto(k), names, constants, terms)
         else:
             read = [_terms(r, prefix, terms) for r in read]
         out += read
@@ -130,12 +133,11 @@ def _typed(
     prefix: str,
     earlier: Earlier,
     params: str,
-    numbers: Sequence[str] | None,
+    constants: _Constants,
     terms: int,
 ) -> list[str]:
     """`reading_rules`' rules for one task with its references typed (`_tail`) and its
-    condition typed (`_condition`); in a text, `$` and a digit never stand for themselves (the
-    1.5B model wrote `input="$3"` for the result of task 3)."""
+    condition typed (`_condition`)."""
 
     def refs(inner: bool) -> str:
         options = [
@@ -146,9 +148,7 @@ def _typed(
 
     spelled = {
         f"{prefix}-ref": " | ".join([f'"$" {refs(False)}', *_params(params)]),
-        f"{prefix}-dollar": (
-            f'"$"+ ( [^{{"\\\\\\n\\r\\x00$0-9] | control | "{{" {refs(True)} "}}" )'
-        ),
+        f"{prefix}-dollar": (f'"$"+ ( [^{{"\\\\\\n\\r\\x00$] | control | "{{" {refs(True)} "}}" )'),
     }
     out = []
     for rule in rules:
@@ -156,15 +156,34 @@ def _typed(
         if name.startswith(f"{prefix}-cond"):
             continue  # the untyped condition's rules, replaced by the typed ones
         out.append(f"{name} ::= {spelled[name]}" if name in spelled else rule)
-    return out + _condition(prefix, earlier, params, numbers, terms)
+    return out + _condition(prefix, earlier, params, constants, terms)
 
 
 def _params(params: str) -> list[str]:
     return [f'"{{" ( {params} ) "}}"'] if params else []
 
 
+@dataclass(frozen=True, slots=True)
+class _Constants:
+    """What a condition may compare with: these numbers, texts of these words (None: any)."""
+
+    numbers: Sequence[str] | None
+    words: Sequence[str] | None
+
+    def rules(self, prefix: str) -> list[str]:
+        number = " | ".join(literal(n) for n in self.numbers) if self.numbers else "number"
+        if not self.words:
+            return [f"{prefix}-number ::= {number}", f"{prefix}-text ::= key"]
+        word = " | ".join(literal(w) for w in self.words)
+        return [
+            f"{prefix}-number ::= {number}",
+            f'{prefix}-text ::= "\\"" {prefix}-word ( " " {prefix}-word ){{0,2}} "\\""',
+            f"{prefix}-word ::= {word}",
+        ]
+
+
 def _condition(
-    prefix: str, earlier: Earlier, params: str, numbers: Sequence[str] | None, terms: int
+    prefix: str, earlier: Earlier, params: str, constants: _Constants, terms: int
 ) -> list[str]:
     """The typed condition's rules: up to `terms` comparisons joined by `and`/`or`, each
     maybe after `not`, each with one kind of operand on the left (`_kind`), compared only
@@ -192,30 +211,31 @@ def _condition(
         return "( " + " | ".join(kept) + " )"
 
     order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
-    number = f"{p}-number"
+    number, text = f"{p}-number", f"{p}-text"
     shapes = {
         "num": f"{p}-g-num {order} {one_of(number, '@num', '@any')}",
-        "text": f"{p}-g-text ( ( {same} | {within} ) {one_of('key', '@text', '@any')} )?",
+        "text": f"{p}-g-text ( ( {same} | {within} ) {one_of(text, '@text', '@any')} )?",
         "bool": f"{p}-g-bool ( {same} {one_of('bool', '@bool', '@any')} )?",
         "any": (
             f"{p}-g-any ( ( {order} | {within} ) "
-            f"{one_of(number, 'key', 'bool', _NONE, '@any', '@num', '@text', '@bool')} )?"
+            f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool')} )?"
         ),
-        "maybe": f'{p}-g-maybe ( " != None" | " == None" )',
-        "param": f"{p}-g-param ( ( {order} | {within} ) ( {number} | key | bool ) )?",
+        # Whether it ran ("if the logs were rotated"); `not` before it, whether it did not (the
+        # 1.5B model wrote `$3 == None` for "if replication was restarted").
+        "maybe": f'{p}-g-maybe " != None"',
+        "param": f"{p}-g-param ( ( {order} | {within} ) ( {number} | {text} | bool ) )?",
     }
     compared = [shape for kind, shape in shapes.items() if kind in groups]
     if "text" in groups or "any" in groups:
-        compared.append(f"key ( {within} ) {one_of('@text', '@any')}")
+        compared.append(f"{text} ( {within} ) {one_of('@text', '@any')}")
     joined = max(terms, 1) - 1
-    numbers_rule = " | ".join(literal(n) for n in numbers) if numbers else "number"
     return [
         f'{p}-condition ::= " if " {p}-term ( ( " and " | " or " ) {p}-term ){{0,{joined}}}',
         f'{p}-term ::= "not " {p}-compared | {p}-compared',
         f"{p}-compared ::= " + (" | ".join(compared) if compared else '"True"'),
         f'{order} ::= " == " | " != " | " < " | " > " | " <= " | " >= "',
         f'{same} ::= " == " | " != "',
-        f"{number} ::= {numbers_rule}",
+        *constants.rules(p),
         *rules,
     ]
 

@@ -37,7 +37,13 @@ from .params import (
     sample_values,
     structure,
 )
-from .reading import check_complete, examples_as_params, placeholders_spelled, values_for_fields
+from .reading import (
+    check_complete,
+    examples_as_params,
+    placeholders_spelled,
+    references_unquoted,
+    values_for_fields,
+)
 from .table import NamedPlanTable
 
 __all__ = ["NamedPlan", "NamedPlans", "plan_text", "repaired", "runbook_params"]
@@ -139,13 +145,13 @@ class NamedPlans:
         return self.save(name, text, params=types, source=runbook)
 
     def read(self, runbook: str, reply: str) -> tuple[str, dict[str, ParamType]]:
-        """The plan in a compile's `reply` as the model meant it (its `<host>`, example values
-        and fields of plain values read as `{host}` and whole results), with its parameters'
-        types; not validated."""
+        """The plan in a compile's `reply` as the model meant it (its `<host>`, example values,
+        references in quotes and fields of plain values read as `{host}`, `$3` and whole
+        results), with its parameters' types; not validated."""
         declared = runbook_params(runbook)
         names = list(declared)
         given = {k: v for k, v in declared.items() if v is not None}
-        text = placeholders_spelled(plan_text(reply), declared)
+        text = references_unquoted(placeholders_spelled(plan_text(reply), declared))
         text = values_for_fields(text, lambda t: self._sampled(t, names, given))
         text = examples_as_params(text, names, lambda t: self._sampled(t, names, given))
         return text, infer_types(text, names, self.tools, given)

@@ -75,6 +75,25 @@ def values_for_fields(text: str, parse: Parse) -> str:
     return text
 
 
+# A whole argument that is a reference put in quotes: `"$3"`, `"$<3>"` (never `"${3}"`, the
+# result's text, as the plan language spells it).
+_QUOTED_REF_RE = re.compile(r'(?<=[(,=])(\s?)"\$(?:(\d{1,4})|<(\d{1,4})>)"(?=\s*[,)])')
+
+
+def references_unquoted(text: str) -> str:
+    """A compiled plan with each argument that is only a reference in quotes (`input="$3"`,
+    `"$<3>"`) passed as that reference, `$3`: what the 1.5B model writes for the result of
+    task 3 (`decide` read the text "$<3>" and always answered "timeout")."""
+
+    def unquoted(m: re.Match[str]) -> str:
+        return f"{m.group(1)}${m.group(2) or m.group(3)}"
+
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        _QUOTED_REF_RE.sub(unquoted, ln[: call_end(ln)]) + ln[call_end(ln) :] for ln in lines
+    )
+
+
 def placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:
     """A compiled plan with each parameter the runbook writes `<host>` (or `<limit:int>`)
     written as the plan writes it, `{host}`: the 1.5B model copies the runbook's spelling into

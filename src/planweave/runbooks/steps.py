@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,8 @@ _NUMBER_WORDS = [
 ]
 _READ_RE = re.compile(r"\$\{?(\d{1,4})")  # the ids a task line reads
 _TASK_TOOL_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*([A-Za-z_][A-Za-z0-9_]*)\(")
+_WORD_RE = re.compile(r"[A-Za-z0-9](?:[\w.-]*\w)?")
+MAX_CONDITION_WORDS = 2000
 MAX_TERMS = 3  # comparisons in one condition, at most (`grammar._CONDITION`)
 
 
@@ -125,6 +128,15 @@ def runbook_numbers(runbook: str) -> list[str]:
     words = re.findall(r"[a-z]+", runbook.lower())
     found += [str(i) for i, w in enumerate(_NUMBER_WORDS) if w in words]
     return sorted(set(found), key=lambda n: (float(n), n))
+
+
+def condition_words(runbook: str, tools: Iterable[Tool | None]) -> list[str]:
+    """The words a compiled condition's texts may use: the runbook's and its earlier tasks'
+    tools' descriptions' (`"confidential"`, `"timeout"`), as written, at most
+    `MAX_CONDITION_WORDS`; the 1.5B model compared a log line with one it made up."""
+    texts = [runbook, *(t.description for t in tools if t is not None)]
+    words = dict.fromkeys(w for text in texts for w in _WORD_RE.findall(text))
+    return list(words)[:MAX_CONDITION_WORDS]
 
 
 def otherwise_condition(so_far: list[str]) -> str | None:
@@ -219,6 +231,7 @@ def step_request(
     the compiler (`fixed_condition`), so its grammar has none."""
     first_id = len(so_far) + 1
     fixed = fixed_condition(step, so_far)
+    earlier = earlier_tasks(tools, so_far)
     rules = (
         step_grammar(
             tools,
@@ -226,8 +239,9 @@ def step_request(
             lines=MAX_STEP_LINES,
             params=names,
             conditional=step.conditional and fixed is None,
-            earlier=earlier_tasks(tools, so_far),
+            earlier=earlier,
             numbers=runbook_numbers(runbook),
+            words=condition_words(runbook, earlier.tools.values()),
             terms=step.terms,
         )
         if grammar
