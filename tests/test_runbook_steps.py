@@ -111,6 +111,8 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
         # A plain dict is read by the words of its tool's description, one field at a time.
         ("kill_query({database}, $3.pid) if $3.runtime_s > 300", False),
         ("kill_query({database}, $3.pid.pid.pid)", False),
+        # ... not by a word of a parenthesis that explains a field ("pid (its process id)").
+        ("kill_query({database}, $3.process)", False),
         # ... and never compared whole in a condition (it is a record, not a number).
         ("kill_query({database}, 1) if $3 > 300", False),
         # A TypedDict by its keys.

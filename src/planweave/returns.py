@@ -19,6 +19,7 @@ __all__ = ["declared_fields", "described_fields", "has_fields", "may_be_list"]
 # A word of a description that may name a field: lower case, a letter first, not part of a
 # longer word, a possessive or a dotted name ("disk_pct", "ready"; not "group's", "Stable").
 _WORD_RE = re.compile(r"(?<![\w.'’-])[a-z][a-z0-9_]+(?![\w'’-])")
+_PARENTHESIS_RE = re.compile(r"\([^()]*\)")
 _FUNCTION_WORDS = frozenset(
     [
         "a",
@@ -121,9 +122,9 @@ def _may_be_list(annotation: Any) -> bool:
 
 def described_fields(annotation: Any, description: str) -> tuple[str, ...] | None:
     """For a result declared a plain dict (`dict[str, Any]`, a Mapping), the words of its tool's
-    `description` that may name its fields, in order ("disk usage of a host: disk_pct (percent
-    used) and largest_dir" names disk_pct and largest_dir among its words); None for any other
-    type, or when the description has no such word."""
+    `description` that may name its fields, in order, outside parentheses ("disk usage of a
+    host: disk_pct (percent used) and largest_dir" names disk_pct and largest_dir among its
+    words); None for any other type, or when the description has no such word."""
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     origin = typing.get_origin(annotation) or annotation
@@ -131,7 +132,10 @@ def described_fields(annotation: Any, description: str) -> tuple[str, ...] | Non
         return None
     if typing.is_typeddict(annotation):
         return None
-    words = [w for w in _WORD_RE.findall(description) if w not in _FUNCTION_WORDS]
+    # A parenthesis explains the field before it: its words are no field ("ready (replicas
+    # ready)": the 1.5B model read `$1.replicas`).
+    named = _PARENTHESIS_RE.sub(" ", description)
+    words = [w for w in _WORD_RE.findall(named) if w not in _FUNCTION_WORDS]
     return tuple(dict.fromkeys(words)) or None
 
 
