@@ -150,13 +150,46 @@ def _typed(
         f"{prefix}-ref": " | ".join([f'"$" {refs(False)}', *_params(params)]),
         f"{prefix}-dollar": (f'"$"+ ( [^{{"\\\\\\n\\r\\x00$] | control | "{{" {refs(True)} "}}" )'),
     }
+    typed, arg_rules = _argument_refs(prefix, earlier, params)
     out = []
     for rule in rules:
         name = rule.split(" ::= ", 1)[0]
         if name.startswith(f"{prefix}-cond"):
             continue  # the untyped condition's rules, replaced by the typed ones
-        out.append(f"{name} ::= {spelled[name]}" if name in spelled else rule)
-    return out + _condition(prefix, earlier, params, constants, terms)
+        rule = f"{name} ::= {spelled[name]}" if name in spelled else rule
+        for untyped, kept in typed.items():
+            rule = rule.replace(untyped, kept)
+        out.append(rule)
+    return out + arg_rules + _condition(prefix, earlier, params, constants, terms)
+
+
+# A typed argument's rule as `grammar._Rules.value` writes it, once renamed for a task.
+_ARGUMENTS = {"num": ("int", "number"), "text": ("{p}-string",), "bool": ("bool",)}
+
+
+def _argument_refs(prefix: str, earlier: Earlier, params: str) -> tuple[dict[str, str], list[str]]:
+    """The references an argument declared a number, a text or a bool may take: results of
+    that type, a field of a record, a parameter (the 1.5B model passed a whole record,
+    `kill_query(pid=$2)`, and a bool as a key id).  Returns what replaces each untyped
+    argument rule (`( int | t6-ref )`) and the rules of the typed references."""
+    spellings: dict[str, list[str]] = {kind: [] for kind in _ARGUMENTS}
+    for i, tool in sorted(earlier.tools.items()):
+        kind = _kind(tool, False) or "text"  # an action's text is a text
+        for wanted in spellings if kind == "any" else [kind] if kind in spellings else []:
+            tail = _tail(tool, inner=False, condition=True) if kind == "any" else ""
+            spellings[wanted].append(f'"$" {literal(str(i))} {tail}'.rstrip())
+    replaced, rules = {}, []
+    for kind, values in _ARGUMENTS.items():
+        options = [*spellings[kind], *_params(params)]
+        name = f"{prefix}-ref-{kind}"
+        if options:
+            rules.append(f"{name} ::= " + " | ".join(options))
+        for value in values:
+            value = value.replace("{p}", prefix)
+            replaced[f"( {value} | {prefix}-ref )"] = (
+                f"( {value} | {name} )" if options else f"( {value} )"
+            )
+    return replaced, rules
 
 
 def _params(params: str) -> list[str]:
