@@ -111,7 +111,7 @@ def _step(terms: int = 3, conditional: bool = True) -> Grammar:
         # An argument takes a result of its type, a record's field or a parameter.
         ("kill_query({database}, $3) if $3.seconds > 300", False),
         ("kill_query($2, $3.pid)", True),
-        ("kill_query($3.query, \"4811\")", False),
+        ('kill_query($3.query, "4811")', False),
         ("kill_query($1.domain, $4[0])", True),
         ("kill_query($5, 1)", True),
         # A plain dict is read by the words of its tool's description, one field at a time.
