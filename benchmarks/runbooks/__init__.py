@@ -1,12 +1,14 @@
 """The runbook benchmark's catalog: ten markdown runbooks (this folder, `part="tuned"`: the
-compile prompts were tuned on them) and five held out (`heldout/`, `part="heldout"`, tools in
-`heldout_tools.py`), the tools each uses (`tools.py`), the plan a capable model would compile
+compile prompts were tuned on them), five held out (`heldout/`, `part="heldout"`, tools in
+`heldout_tools.py`) and five fresh ones (`fresh/`, `part="fresh"`, tools in `fresh_tools.py`:
+written later by someone who never saw the compile prompts, for an honest measure of runbooks
+nothing was tuned on), the tools each uses (`tools.py`), the plan a capable model would compile
 from each (its gold plan, written in the plan language with `<param>` placeholders, branches
 as `if` conditions), and per parameter set the known right outcome: the side effects that must
 happen (no others) and what the answer must say.  The expected outcomes are written by hand
-from the facts in `tools.FACTS` (and `heldout_tools.HELDOUT_FACTS`), not derived
-from the gold plans, so they also check that the gold plans (and the runtime's branches) are
-right."""
+from the facts in `tools.FACTS` (and `heldout_tools.HELDOUT_FACTS`,
+`fresh_tools.FRESH_FACTS`), not derived from the gold plans, so they also check that the gold
+plans (and the runtime's branches) are right."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import heldout_tools  # noqa: F401  (registers the held-out tools in tools.TOOLS)
+# (registers the held-out and the fresh tools in tools.TOOLS)
+from . import fresh_tools, heldout_tools  # noqa: F401
 
 HERE = Path(__file__).parent
 _PARAM = re.compile(r"<([a-z_]+)>")
@@ -40,12 +43,12 @@ class Runbook:
     gold: str  # the plan, with <param> placeholders
     cases: tuple[Case, ...]
     decide: bool = False  # the plan asks the LLM a decision (builtin decide)
-    part: str = "tuned"  # "tuned" (the prompts were tuned on it) or "heldout" (they were not)
+    part: str = "tuned"  # "tuned" (the prompts were tuned on it), "heldout" or "fresh" (not)
 
     @property
     def path(self) -> Path:
-        if self.part == "heldout":
-            return HERE / "heldout" / f"{self.name}.md"
+        if self.part in ("heldout", "fresh"):
+            return HERE / self.part / f"{self.name}.md"
         return HERE / f"{self.name}.md"
 
     @property
@@ -559,6 +562,180 @@ RUNBOOKS += [
             ),
         ),
         part="heldout",
+    ),
+]
+
+# The fresh runbooks (`fresh/*.md`, tools in `fresh_tools.py`): written after the held-out
+# ones by someone who never saw the compile prompts, in new domains; not to be tuned on;
+# `--part fresh`.
+RUNBOOKS += [
+    Runbook(
+        "dlq_backlog",
+        ("dlq_stats", "dlq_top_error", "redrive_dlq", "open_ticket"),
+        """
+1. dlq_stats("<queue>")
+2. dlq_top_error("<queue>")
+3. redrive_dlq("<queue>") if $2.retryable
+4. dlq_stats("<queue>") if $3 != None
+5. open_ticket($1.owner, "<queue> DLQ: ${1.messages} stuck: ${2.error}") if not $2.retryable
+6. join()
+""",
+        (
+            _case(
+                "retryable",
+                {"queue": "payment-callbacks"},
+                ["redrive_dlq payment-callbacks"],
+                "payment-callbacks redriv",
+                "payment-callbacks had 3,412 dead-lettered messages, nearly all HTTP 503 from "
+                "ledger-api (retryable), so they were redriven onto the queue; 18 are left in "
+                "the DLQ.",
+            ),
+            _case(
+                "not retryable",
+                {"queue": "email-outbound"},
+                ["open_ticket comms"],
+                "email-outbound ticket",
+                "email-outbound has 781 dead-lettered messages failing validation (to is not a "
+                "valid address), which a retry would not fix: nothing was redriven and a "
+                "ticket was opened for comms.",
+            ),
+        ),
+        part="fresh",
+    ),
+    Runbook(
+        "budget_alert",
+        ("budget_status", "top_cost_driver", "stop_resource", "notify"),
+        """
+1. budget_status("<account>")
+2. top_cost_driver("<account>")
+3. stop_resource("<account>", $2.resource_id) if $1.forecast_pct > 100 and $2.env == "sandbox"
+4. notify("#finops", "<account> at ${1.forecast_pct}%, top ${2.resource_id} (${2.env})")
+5. join()
+""",
+        (
+            _case(
+                "over budget, sandbox",
+                {"account": "ml-research"},
+                ["stop_resource ml-research i-0a7f3c9e21b4d5f60", "notify #finops"],
+                "ml-research stop",
+                "ml-research is forecast at 148% of its $40,000 budget; its top cost, the "
+                "sandbox instance i-0a7f3c9e21b4d5f60 ($786.40 a day), was stopped and #finops "
+                "was told.",
+            ),
+            _case(
+                "over budget, production",
+                {"account": "retail-core"},
+                ["notify #finops"],
+                "retail-core 112",
+                "retail-core is forecast at 112% of its budget, but its top cost "
+                "(db-retail-orders-2) is production, so nothing was stopped; #finops was told.",
+            ),
+        ),
+        part="fresh",
+    ),
+    Runbook(
+        "stale_flag",
+        ("get_flag", "flag_code_refs", "mark_flag_stale", "open_ticket", "notify"),
+        """
+1. get_flag("<project>", "<flag>")
+2. flag_code_refs("<project>", "<flag>")
+3. mark_flag_stale("<project>", "<flag>") if $1.rollout_pct == 0 or $1.rollout_pct == 100
+4. open_ticket($1.owner, "remove <flag> from code: ${2} references") if $3 != None
+5. notify("#flags", "<flag> at ${1.rollout_pct}%") if $1.rollout_pct > 0 and $1.rollout_pct < 100
+6. join()
+""",
+        (
+            _case(
+                "fully rolled out",
+                {"flag": "new-tax-engine", "project": "checkout"},
+                ["mark_flag_stale checkout/new-tax-engine", "open_ticket checkout"],
+                "new-tax-engine stale",
+                "new-tax-engine has served 100% of checkout for 143 days, so it was marked "
+                "stale and the checkout team got a ticket to remove its 7 code references.",
+            ),
+            _case(
+                "partial rollout",
+                {"flag": "semantic-ranking", "project": "search"},
+                ["notify #flags"],
+                "semantic-ranking 35",
+                "semantic-ranking is still at a 35% rollout after 97 days, so it was left "
+                "alone and #flags was told it belongs to search-relevance.",
+            ),
+        ),
+        part="fresh",
+    ),
+    Runbook(
+        "lb_unhealthy",
+        (
+            "target_health",
+            "instance_status_checks",
+            "deregister_target",
+            "terminate_instance",
+            "restart_unit",
+        ),
+        """
+1. target_health("<pool>", "<instance>")
+2. instance_status_checks("<instance>")
+3. deregister_target("<pool>", "<instance>") if $2.system_status == "impaired"
+4. terminate_instance("<instance>") if $3 != None
+5. restart_unit("<instance>", "web") if $2.system_status != "impaired"
+6. join()
+""",
+        (
+            _case(
+                "host impaired",
+                {"instance": "i-0b5e7a19c3d2f8e41", "pool": "web-public"},
+                [
+                    "deregister_target web-public i-0b5e7a19c3d2f8e41",
+                    "terminate_instance i-0b5e7a19c3d2f8e41",
+                ],
+                "i-0b5e7a19c3d2f8e41 terminat",
+                "i-0b5e7a19c3d2f8e41 sat on an impaired host (unhealthy for 14 minutes, "
+                "Target.Timeout), so it was deregistered from web-public and terminated for "
+                "the autoscaling group to replace.",
+            ),
+            _case(
+                "host ok",
+                {"instance": "i-07d3c2b8a6e1f0954", "pool": "api-internal"},
+                ["restart_unit i-07d3c2b8a6e1f0954 web"],
+                "i-07d3c2b8a6e1f0954 restart",
+                "i-07d3c2b8a6e1f0954 passes its status checks (its target fails with "
+                "Target.ResponseCodeMismatch), so the web unit was restarted on it; it stays "
+                "in api-internal.",
+            ),
+        ),
+        part="fresh",
+    ),
+    Runbook(
+        "account_lockout",
+        ("idp_user", "failed_signins", "open_ticket", "unlock_user", "reset_mfa"),
+        """
+1. idp_user("<user>")
+2. failed_signins("<user>", hours=1)
+3. open_ticket("security", "<user>: ${2.attempts} fails, ${2.distinct_ips} IPs") if $2.attempts > 20
+4. unlock_user("<user>") if $2.attempts <= 20
+5. reset_mfa("<user>") if $2.attempts <= 20
+6. join()
+""",
+        (
+            _case(
+                "own lockout",
+                {"user": "dchen"},
+                ["unlock_user dchen", "reset_mfa dchen"],
+                "dchen unlock",
+                "dchen had only 3 failed sign-ins in the last hour, from one IP, so the account "
+                "was unlocked and MFA was reset for the new device.",
+            ),
+            _case(
+                "suspected attack",
+                {"user": "rkapoor"},
+                ["open_ticket security"],
+                "rkapoor 214",
+                "rkapoor had 214 failed sign-ins from 37 IPs in the last hour: the account "
+                "stays locked, MFA was left alone and a security ticket was opened.",
+            ),
+        ),
+        part="fresh",
     ),
 ]
 
