@@ -13,7 +13,6 @@ prompts, and nothing is tuned on them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from planweave.tools import Tool, tool
@@ -71,12 +70,7 @@ FRESH_LATENCY: dict[str, float] = {
     "failed_signins": 0.5, "unlock_user": 0.7, "reset_mfa": 0.8,
 }  # fmt: skip
 
-for _name in FRESH_FACTS:
-    if _name in _ops.FACTS:
-        raise RuntimeError(f"fresh fact {_name!r} would replace one of tools.FACTS")
-_ops.FACTS.update(copy.deepcopy(FRESH_FACTS))  # what every WORLD.reset() copies
-WORLD.facts.update(copy.deepcopy(FRESH_FACTS))  # the world as it is now, before any reset
-_ops.LATENCY.update(FRESH_LATENCY)
+_ops.add_facts("fresh", FRESH_FACTS, FRESH_LATENCY)
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -289,8 +283,4 @@ async def reset_mfa(username: str) -> str:
     return f"MFA reset for {username}"
 
 
-FRESH_TOOLS: dict[str, Tool] = {t.name: t for t in list(globals().values()) if isinstance(t, Tool)}
-for _name in FRESH_TOOLS:
-    if _name in _ops.TOOLS:
-        raise RuntimeError(f"fresh tool {_name!r} would replace one of tools.TOOLS")
-_ops.TOOLS.update(FRESH_TOOLS)  # so that tools_named finds them
+FRESH_TOOLS: dict[str, Tool] = _ops.add_tools("fresh", globals())

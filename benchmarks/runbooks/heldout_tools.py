@@ -11,7 +11,6 @@ them); `benchmarks.runbooks` imports it whenever the catalog is loaded.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from planweave.tools import Tool, tool
@@ -66,12 +65,7 @@ HELDOUT_LATENCY: dict[str, float] = {
     "block_public_access": 1.1,
 }  # fmt: skip
 
-for _name in HELDOUT_FACTS:
-    if _name in _ops.FACTS:
-        raise RuntimeError(f"held-out fact {_name!r} would replace one of tools.FACTS")
-_ops.FACTS.update(copy.deepcopy(HELDOUT_FACTS))  # what every WORLD.reset() copies
-WORLD.facts.update(copy.deepcopy(HELDOUT_FACTS))  # the world as it is now, before any reset
-_ops.LATENCY.update(HELDOUT_LATENCY)
+_ops.add_facts("held-out", HELDOUT_FACTS, HELDOUT_LATENCY)
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -255,10 +249,4 @@ async def block_public_access(bucket: str) -> str:
     return f"blocked public access to {bucket}"
 
 
-HELDOUT_TOOLS: dict[str, Tool] = {
-    t.name: t for t in list(globals().values()) if isinstance(t, Tool)
-}
-for _name in HELDOUT_TOOLS:
-    if _name in _ops.TOOLS:
-        raise RuntimeError(f"held-out tool {_name!r} would replace one of tools.TOOLS")
-_ops.TOOLS.update(HELDOUT_TOOLS)  # so that tools_named finds them
+HELDOUT_TOOLS: dict[str, Tool] = _ops.add_tools("held-out", globals())

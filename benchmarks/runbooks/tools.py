@@ -19,7 +19,7 @@ from typing import Any
 
 from planweave.tools import Tool, tool
 
-__all__ = ["FACTS", "TOOLS", "WORLD", "OpsWorld", "tools_named"]
+__all__ = ["FACTS", "TOOLS", "WORLD", "OpsWorld", "add_facts", "add_tools", "tools_named"]
 
 # The facts each runbook's parameter sets read.  Two of each kind, so that across the two
 # parameter sets of a runbook each side of its branch is taken once.
@@ -402,6 +402,28 @@ async def mark_backup_verified(database: str) -> str:
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in list(globals().values()) if isinstance(t, Tool)}
+
+
+def add_facts(part: str, facts: dict[str, dict[str, Any]], latency: dict[str, float]) -> None:
+    """Add another part's facts (to `FACTS`, which every `WORLD.reset()` copies, and to the
+    world as it is now) and its tools' latencies; a fact it would replace is an error."""
+    for name in facts:
+        if name in FACTS:
+            raise RuntimeError(f"{part} fact {name!r} would replace one of tools.FACTS")
+    FACTS.update(copy.deepcopy(facts))
+    WORLD.facts.update(copy.deepcopy(facts))
+    LATENCY.update(latency)
+
+
+def add_tools(part: str, namespace: dict[str, Any]) -> dict[str, Tool]:
+    """Add the tools a part's module defines (its `namespace`) to `TOOLS`, so that
+    `tools_named` finds them; a tool it would replace is an error.  Returns them by name."""
+    found = {t.name: t for t in list(namespace.values()) if isinstance(t, Tool)}
+    for name in found:
+        if name in TOOLS:
+            raise RuntimeError(f"{part} tool {name!r} would replace one of tools.TOOLS")
+    TOOLS.update(found)
+    return found
 
 
 def tools_named(names: list[str]) -> list[Tool]:

@@ -58,13 +58,13 @@ def step_grammar(
     calls, rules = call_rules(tools)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
+    constants = _Constants(numbers, words)
     for j in range(lines):
         k = first_id + j
         ids = range(1, k)
         prefix = f"t{k}"
         read = reading_rules([f"call ::= {calls}", *rules], prefix, ids, names)
         if earlier is not None and ids:
-            constants = _Constants(numbers, words)
             read = _typed(read, prefix, earlier.upto(k), names, constants, terms)
         else:
             read = [_terms(r, prefix, terms) for r in read]
@@ -175,9 +175,12 @@ def _argument_refs(prefix: str, earlier: Earlier, params: str) -> tuple[dict[str
     spellings: dict[str, list[str]] = {kind: [] for kind in _ARGUMENTS}
     for i, tool in sorted(earlier.tools.items()):
         kind = _kind(tool, False) or "text"  # an action's text is a text
-        for wanted in spellings if kind == "any" else [kind] if kind in spellings else []:
-            tail = _tail(tool, inner=False, condition=True) if kind == "any" else ""
-            spellings[wanted].append(f'"$" {literal(str(i))} {tail}'.rstrip())
+        if kind == "any":  # a field (of unknown type) goes wherever a value does
+            field = f'"$" {literal(str(i))} {_tail(tool, inner=False, condition=True)}'
+            for spelled in spellings.values():
+                spelled.append(field)
+        elif kind in spellings:
+            spellings[kind].append(f'"$" {literal(str(i))}')
     replaced, rules = {}, []
     for kind, values in _ARGUMENTS.items():
         options = [*spellings[kind], *_params(params)]

@@ -88,10 +88,11 @@ def references_unquoted(text: str) -> str:
     def unquoted(m: re.Match[str]) -> str:
         return f"{m.group(1)}${m.group(2) or m.group(3)}"
 
-    lines = text.splitlines(keepends=True)
-    return "".join(
-        _QUOTED_REF_RE.sub(unquoted, ln[: call_end(ln)]) + ln[call_end(ln) :] for ln in lines
-    )
+    out = []
+    for line in text.splitlines(keepends=True):
+        end = call_end(line)
+        out.append(_QUOTED_REF_RE.sub(unquoted, line[:end]) + line[end:])
+    return "".join(out)
 
 
 def placeholders_spelled(text: str, declared: Mapping[str, str | None]) -> str:

@@ -76,7 +76,7 @@ _NUMBER_WORDS = [
 ]
 _READ_RE = re.compile(r"\$\{?(\d{1,4})")  # the ids a task line reads
 _TASK_TOOL_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*([A-Za-z_][A-Za-z0-9_]*)\(")
-_WORD_RE = re.compile(r"[A-Za-z0-9](?:[\w.-]*\w)?")
+_CONDITION_WORD_RE = re.compile(r"[A-Za-z0-9](?:[\w.-]*\w)?")
 MAX_CONDITION_WORDS = 2000
 MAX_TERMS = 3  # comparisons in one condition, at most (`grammar._CONDITION`)
 
@@ -135,7 +135,7 @@ def condition_words(runbook: str, tools: Iterable[Tool | None]) -> list[str]:
     tools' descriptions' (`"confidential"`, `"timeout"`), as written, at most
     `MAX_CONDITION_WORDS`; the 1.5B model compared a log line with one it made up."""
     texts = [runbook, *(t.description for t in tools if t is not None)]
-    words = dict.fromkeys(w for text in texts for w in _WORD_RE.findall(text))
+    words = dict.fromkeys(w for text in texts for w in _CONDITION_WORD_RE.findall(text))
     return list(words)[:MAX_CONDITION_WORDS]
 
 
