@@ -328,6 +328,7 @@ def test_render_shows_signature_description_and_param_lines() -> None:
         "  - country: the country's English name",
         "  - year: the census year, counted in the Gregorian calendar",
         "  - exact: whether to round",
+        "  Returns: the head count",
     ]
     # no description, no documented params: just the signature, without a dangling colon
     assert undocumented.render() == "undocumented(a: any, b: any = 3)"

@@ -11,7 +11,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .llm.base import PromptStyle
@@ -79,9 +79,10 @@ def _python_literal(value: Any) -> str | None:
 class _Rules:
     """The grammar rules for one registry's calls, each typed rule written once."""
 
-    def __init__(self) -> None:
+    def __init__(self, bound: Mapping[str, Sequence[str]] | None = None) -> None:
         self.rules: list[str] = []
         self._named: dict[str, str] = {}
+        self._bound = bound or {}
 
     def _name(self, prefix: str, body: str) -> str:
         if body not in self._named:
@@ -134,12 +135,20 @@ class _Rules:
             return f"( {self._name('dict', body)} | ref )"
         return "value"
 
+    def _argument(self, param: Param) -> str:
+        """The rule for one argument's values: a named plan's parameter (or a reference) where
+        `bound` names the parameters an argument of this name stands for, else by its type."""
+        named = self._bound.get(param.name)
+        if named:
+            return "( " + " | ".join([*(literal("{" + n + "}") for n in named), "ref"]) + " )"
+        return self.value(param.annotation)
+
     def call(self, index: int, tool: Tool) -> str:
         """The rule for a call of `tool`: some arguments positional, the rest by keyword (in
         the declared order) or left out; a positional-only one never by keyword, a
         keyword-only one never by position.  The choice
         is factored (`a ( ", " b ... | ", c=" ... )`) so that decoding keeps few stacks."""
-        values = [self.value(p.annotation) for p in tool.params]
+        values = [self._argument(p) for p in tool.params]
         params = tool.params
 
         def after(j: int) -> str:
@@ -192,8 +201,12 @@ def _first_keywords(keywords: list[tuple[Param, str]]) -> str:
     return "( " + " | ".join(f"( {o} )" for o in options) + " )?" if options else ""
 
 
-def call_rules(tools: ToolRegistry) -> tuple[str, list[str]]:
-    rules = _Rules()
+def call_rules(
+    tools: ToolRegistry, bound: Mapping[str, Sequence[str]] | None = None
+) -> tuple[str, list[str]]:
+    """The rule naming every tool's call and the rules they use; `bound`: by argument name,
+    the named plan's parameters that argument takes (nothing else but a reference)."""
+    rules = _Rules(bound)
     names = [rules.call(i, t) for i, t in enumerate(tools.values(), 1)]
     return " | ".join(names) if names else '"join()"', rules.rules
 

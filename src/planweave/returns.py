@@ -14,11 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["declared_fields", "described_fields", "has_fields", "may_be_list"]
+if typing.TYPE_CHECKING:
+    from .tools import Tool
+
+__all__ = ["declared_fields", "described_fields", "has_fields", "may_be_list", "tool_fields"]
 
 # A word of a description that may name a field: lower case, a letter first, not part of a
 # longer word, a possessive or a dotted name ("disk_pct", "ready"; not "group's", "Stable").
-_WORD_RE = re.compile(r"(?<![\w.'’-])[a-z][a-z0-9_]+(?![\w'’-])")
+_WORD_RE = re.compile(r"(?<![\w.'’\"-])[a-z][a-z0-9_]+(?![\w'’\"-])")
 _PARENTHESIS_RE = re.compile(r"\([^()]*\)")
 _FUNCTION_WORDS = frozenset(
     [
@@ -62,6 +65,7 @@ _FUNCTION_WORDS = frozenset(
         "not",
         "no",
         "per",
+        "each",
     ]
 )
 
@@ -122,9 +126,10 @@ def _may_be_list(annotation: Any) -> bool:
 
 def described_fields(annotation: Any, description: str) -> tuple[str, ...] | None:
     """For a result declared a plain dict (`dict[str, Any]`, a Mapping), the words of its tool's
-    `description` that may name its fields, in order, outside parentheses ("disk usage of a
-    host: disk_pct (percent used) and largest_dir" names disk_pct and largest_dir among its
-    words); None for any other type, or when the description has no such word."""
+    `description` (its docstring's Returns section where it has one) that may name its fields,
+    in order, outside parentheses and after a colon where there is one ("disk usage of a host:
+    disk_pct (percent used) and largest_dir" names disk_pct and largest_dir); None for any other
+    type, or when the description has no such word."""
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     origin = typing.get_origin(annotation) or annotation
@@ -135,8 +140,26 @@ def described_fields(annotation: Any, description: str) -> tuple[str, ...] | Non
     # A parenthesis explains the field before it: its words are no field ("ready (replicas
     # ready)": the 1.5B model read `$1.replicas`).
     named = _PARENTHESIS_RE.sub(" ", description)
-    words = [w for w in _WORD_RE.findall(named) if w not in _FUNCTION_WORDS]
-    return tuple(dict.fromkeys(words)) or None
+    # What follows the first colon lists them ("stats of a queue: messages, owner"): the words
+    # before it say what the tool does (the 1.5B model read `${1.target}` of "Health of one
+    # target in a target group: state, reason").
+    listed = named.split(":", 1)[1] if ":" in named else ""
+    for text in (listed, named):
+        words = [w for w in _WORD_RE.findall(text) if w not in _FUNCTION_WORDS]
+        if words:
+            return tuple(dict.fromkeys(words))
+    return None
+
+
+def tool_fields(tool: Tool | None) -> tuple[str, ...] | None:
+    """The fields `tool`'s results have: its declared type's, or for a plain dict those its
+    docstring's Returns section (else its description) names; None when not known."""
+    if tool is None:
+        return None
+    fields = declared_fields(tool.returns)
+    if fields is None:
+        fields = described_fields(tool.returns, tool.returns_doc or tool.description)
+    return fields
 
 
 def has_fields(annotation: Any) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .grammar import COMMON_RULES, call_rules, literal, reading_rules
-from .returns import declared_fields, described_fields, may_be_list
+from .returns import may_be_list, tool_fields
 from .tools import Tool, ToolRegistry
 
 __all__ = ["END_OF_STEP", "Earlier", "step_grammar"]
@@ -30,11 +30,15 @@ class Earlier:
 
     tools: Mapping[int, Tool | None]
     skippable: frozenset[int] = frozenset()
+    # The tasks a condition reads, each with the fields it may (None: any of its own); None:
+    # every task (`step_words.condition_focus`).
+    focus: Mapping[int, tuple[str, ...] | None] | None = None
 
     def upto(self, k: int) -> Earlier:
         """Those before task `k`."""
         tools = {i: self.tools.get(i) for i in range(1, k)}
-        return Earlier(tools, frozenset(i for i in self.skippable if i < k))
+        focus = None if self.focus is None else {i: f for i, f in self.focus.items() if i < k}
+        return Earlier(tools, frozenset(i for i in self.skippable if i < k), focus or None)
 
 
 def step_grammar(
@@ -48,14 +52,16 @@ def step_grammar(
     numbers: Sequence[str] | None = None,
     words: Sequence[str] | None = None,
     terms: int = 3,
+    bound: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """Up to `lines` task lines numbered from `first_id`, each reading only earlier tasks'
     results (and the parameters, `{name}`), with an optional condition where the step is
     `conditional`, then `<END_OF_STEP>`.  With `earlier`, references and conditions are typed
     (the module's docstring); a condition compares with `numbers` only (the runbook's; any
     number without them), with texts of up to three of `words` (the runbook's and its tools'
-    descriptions'; any text without them) and joins at most `terms` comparisons."""
-    calls, rules = call_rules(tools)
+    descriptions'; any text without them) and joins at most `terms` comparisons.  `bound`: by
+    argument name, the parameters such an argument takes (`step_words.named_params`)."""
+    calls, rules = call_rules(tools, bound)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
     constants = _Constants(numbers, words)
@@ -86,21 +92,22 @@ def _terms(rule: str, prefix: str, terms: int) -> str:
     return rule.replace("{0,2}", f"{{0,{max(terms, 1) - 1}}}")
 
 
-def _tail(tool: Tool | None, *, inner: bool, condition: bool) -> str:
+def _tail(
+    tool: Tool | None, *, inner: bool, condition: bool, only: Sequence[str] | None = None
+) -> str:
     """What may follow `$N` (or `${N` in a text, `inner`) for a task calling `tool`: one of
     the fields its declared result has (a TypedDict's, a model's; a plain dict's as the words
     of its description, `returns.described_fields`) and one projection more, an index of a
     list, or nothing for a number, text or bool.  In a `condition`, a result with fields is
-    read by one of them (the 1.5B model compared a whole dict, `$2 > 300`)."""
+    read by one of them (the 1.5B model compared a whole dict, `$2 > 300`), `only` those
+    fields where given."""
     projection = "inner-projection" if inner else "projection"
     generic = f'{projection}{{0,2}} ( "[*]" {projection}{{0,2}} )?'
-    if tool is None:
+    fields = tool_fields(tool)
+    if fields is None or tool is None:
         return generic
-    fields = declared_fields(tool.returns)
-    if fields is None:
-        fields = described_fields(tool.returns, tool.description)
-    if fields is None:
-        return generic
+    if only:
+        fields = tuple(f for f in fields if f in only) or fields
     if fields:
         named = " | ".join(literal("." + f) for f in fields)
         return f"( {named} ) {projection}?" if condition else f"( ( {named} ) {projection}? )?"
@@ -225,16 +232,7 @@ def _condition(
     maybe after `not`, each with one kind of operand on the left (`_kind`), compared only
     with what that kind can equal or be ordered with."""
     p = prefix
-    groups: dict[str, list[str]] = {}
-    for i, tool in sorted(earlier.tools.items()):
-        kind = _kind(tool, i in earlier.skippable)
-        if kind is None:
-            continue
-        n = literal(str(i))
-        outer = _tail(tool, inner=False, condition=True) if kind == "any" else ""
-        inner = _tail(tool, inner=True, condition=True) if kind == "any" else ""
-        groups.setdefault(kind, []).append(f'"$" {n} {outer}'.rstrip())
-        groups[kind].append(" ".join(x for x in ('"${"', n, inner, '"}"') if x))
+    groups = _groups(earlier, earlier.focus) or _groups(earlier, None)
     if params:
         groups["param"] = _params(params)
     rules = [f"{p}-g-{kind} ::= " + " | ".join(spelled) for kind, spelled in groups.items()]
@@ -274,6 +272,25 @@ def _condition(
         *constants.rules(p),
         *rules,
     ]
+
+
+def _groups(
+    earlier: Earlier, focus: Mapping[int, tuple[str, ...] | None] | None
+) -> dict[str, list[str]]:
+    """The references a condition may test, by kind (`_kind`): every earlier task's, or those
+    in `focus`, each read by the fields it gives."""
+    groups: dict[str, list[str]] = {}
+    for i, tool in sorted(earlier.tools.items()):
+        kind = _kind(tool, i in earlier.skippable)
+        if kind is None or (focus is not None and i not in focus):
+            continue
+        only = None if focus is None else focus[i]
+        n = literal(str(i))
+        outer = _tail(tool, inner=False, condition=True, only=only) if kind == "any" else ""
+        inner = _tail(tool, inner=True, condition=True, only=only) if kind == "any" else ""
+        groups.setdefault(kind, []).append(f'"$" {n} {outer}'.rstrip())
+        groups[kind].append(" ".join(x for x in ('"${"', n, inner, '"}"') if x))
+    return groups
 
 
 _NONE = '"None"'

@@ -44,28 +44,35 @@ cluster); `executors.SHARED` is the registry a new backend joins."""
 JOIN = "join"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECTION_RE = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
-_OTHER_SECTION_RE = re.compile(r"^\s*(Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+_RETURNS_SECTION_RE = re.compile(r"^\s*Returns?\s*:\s*$")
+_OTHER_SECTION_RE = re.compile(r"^\s*(Raises|Yields|Examples?|Notes?)\s*:\s*$")
+MAX_RETURNS_DOC = 500  # characters of a docstring's Returns section kept (`Tool.returns_doc`)
 _ARG_LINE_RE = re.compile(r"^\s*\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its description and per-argument descriptions."""
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str], str]:
+    """Split a Google-style docstring into its description, per-argument descriptions and
+    its Returns section (one line, at most `MAX_RETURNS_DOC` characters)."""
     if not doc:
-        return "", {}
+        return "", {}, ""
     lines = inspect.cleandoc(doc).splitlines()
     description: list[str] = []
     params: dict[str, str] = {}
+    returns: list[str] = []
     section = "description"
     current: str | None = None
     for line in lines:
         if _SECTION_RE.match(line):
             section, current = "args", None
             continue
-        if _OTHER_SECTION_RE.match(line):
-            section, current = "other", None
+        if _RETURNS_SECTION_RE.match(line) or _OTHER_SECTION_RE.match(line):
+            section = "returns" if _RETURNS_SECTION_RE.match(line) else "other"
+            current = None
             continue
         if section == "description":
             description.append(line)
+        elif section == "returns":
+            returns.append(line)
         elif section == "args":
             match = _ARG_LINE_RE.match(line)
             indent = len(line) - len(line.lstrip())
@@ -77,7 +84,7 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     text = " ".join(
         part.strip() for part in "\n".join(description).strip().split("\n\n")[0].split()
     )
-    return text, params
+    return text, params, " ".join(" ".join(returns).split())[:MAX_RETURNS_DOC]
 
 
 def _has_own_config(annotation: Any) -> bool:
@@ -200,6 +207,8 @@ class Tool:
     `pure` says the same arguments always give the same result and change nothing: a plan may
     then not call it twice with the same arguments (a small model copying a line by mistake);
     the first call's result is there to use.
+    `returns_doc` is the docstring's Returns section, shown to the planner with the tool: a
+    plain dict's fields named there are those a compiled runbook reads (`returns`).
     `expressions` names the parameters that take an expression (the calculator's): a text
     result a plan fills into one is written as a quoted literal (`plan.resolve`).
     `context` names the parameter that takes the calling run's `RunContext` (`planweave.context`):
@@ -212,6 +221,7 @@ class Tool:
     description: str
     params: tuple[Param, ...]
     returns: Any = inspect.Parameter.empty
+    returns_doc: str = ""
     timeout: float | None = None
     max_concurrency: int | None = None
     side_effects: bool = False
@@ -307,7 +317,7 @@ class Tool:
             hints = get_type_hints(fn)
         except Exception as exc:
             raise UserError(f"cannot read the type hints of {fn!r}: {exc}") from exc
-        doc_text, doc_params = _parse_docstring(fn.__doc__)
+        doc_text, doc_params, returns_doc = _parse_docstring(fn.__doc__)
         params: list[Param] = []
         context: str | None = None
         for p in signature.parameters.values():
@@ -333,6 +343,7 @@ class Tool:
             description=description if description is not None else doc_text,
             params=tuple(params),
             returns=hints.get("return", inspect.Parameter.empty),
+            returns_doc=returns_doc,
             timeout=timeout,
             max_concurrency=max_concurrency,
             side_effects=side_effects,
@@ -420,6 +431,8 @@ class Tool:
         """The tool's entry in the planner prompt."""
         lines = [f"{self.signature_text()}: {self.description}".rstrip(": ")]
         lines.extend(f"  - {p.name}: {p.description}" for p in self.params if p.description)
+        if self.returns_doc:
+            lines.append(f"  Returns: {self.returns_doc}")
         return "\n".join(lines)
 
     def json_schema(self) -> dict[str, Any]:

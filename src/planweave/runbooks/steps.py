@@ -20,6 +20,7 @@ from ..llm.base import LLMRequest, Message
 from ..plan import END_OF_PLAN
 from ..prompts import step_messages
 from ..step_grammar import END_OF_STEP, Earlier, step_grammar
+from ..step_words import condition_focus, named_params, named_tools
 from ..tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -58,6 +59,23 @@ _CLAUSE_RE = re.compile(
     r"\b(if|unless|when|only)\b(.*?)(?:[,:;](?=\s|$)|\.(?!\d)|$)", re.IGNORECASE
 )
 _JOINED_RE = re.compile(r"\b(and|or)\b", re.IGNORECASE)
+# A terse step's condition before a colon ("Forecast above 100% and the env is sandbox: stop
+# it"): a clause that compares, then what to do.
+_COLON_CLAUSE_RE = re.compile(r"^([^:]{3,200}):\s+\S")
+_COMPARES_RE = re.compile(
+    r"\b(above|below|over|under|exceeds?|exceeding|more than|less than|fewer than|at least"
+    r"|at most|greater|higher|lower|equals?|is|are)\b",
+    re.IGNORECASE,
+)
+_PLACEHOLDER_RE = re.compile(r"<[^<>\n]{1,80}>")
+# What a step says not to do, to the end of its clause ("do not restart it.").
+_NEGATED_RE = re.compile(r"\b(do not|don't|don’t|never|without)\b[^.;:,]*", re.IGNORECASE)
+# A step done after the one above it, when that one ran ("Once deregistered, terminate it").
+_FOLLOWS_RE = re.compile(r"^\W*(once|after)\b", re.IGNORECASE)
+# A step done in the case the one above it is done ("In that same case, also reset the MFA").
+_SAME_CASE_RE = re.compile(
+    r"\b(in (that|this|the|that same|this same) (\w+ )?case|if so)\b", re.IGNORECASE
+)
 _NUMBER_RE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?![\w,])|(?<![\w.])\d+(?:\.\d+)?(?!\w)")
 _NUMBER_WORDS = [
     "zero",
@@ -91,9 +109,42 @@ class Step:
     @property
     def conditional(self) -> bool:
         """Whether its words make it conditional ("if", "otherwise", "unless", "only", "else",
-        "when"): only then may its task have a condition.  Allowed one on every step, the 1.5B
-        model gave one to steps that run always (`recent_deploys(...) if ${1} > 10.0`)."""
-        return _CONDITIONAL_RE.search(self.text) is not None
+        "when", or a comparing clause before a colon): only then may its task have a
+        condition.  Allowed one on every step, the 1.5B model gave one to steps that run always
+        (`recent_deploys(...) if ${1} > 10.0`)."""
+        return _CONDITIONAL_RE.search(self.text) is not None or self._colon_clause() is not None
+
+    @property
+    def clause(self) -> str:
+        """The words of its condition: the clause after "if" ("unless", "when", "only"), or
+        the comparing clause before a colon; its whole text when it has neither."""
+        m = _CLAUSE_RE.search(self.text)
+        if m:
+            return m.group(2)
+        return self._colon_clause() or self.text
+
+    @property
+    def action(self) -> str:
+        """Its words without its condition's clause (nor a leading "once ...," one) and what it
+        says not to do: what it does, which names its tool (`step_words.named_tools`; "If the
+        system status check is impaired, deregister <instance>" names no status check, "do not
+        restart it" no restart)."""
+        text = self.text
+        m = _CLAUSE_RE.search(text)
+        colon = self._colon_clause()
+        if m:
+            text = text[: m.start()] + text[m.end() :]
+        elif colon is not None:
+            text = text[len(colon) + 1 :]
+        if _FOLLOWS_RE.match(text):
+            text = text.split(",", 1)[1] if "," in text else text
+        return _NEGATED_RE.sub(" ", text)
+
+    def _colon_clause(self) -> str | None:
+        m = _COLON_CLAUSE_RE.match(self.text)
+        if m and _COMPARES_RE.search(_PLACEHOLDER_RE.sub(" ", m.group(1))):
+            return m.group(1)
+        return None
 
     @property
     def otherwise(self) -> bool:
@@ -107,9 +158,7 @@ class Step:
         """How many comparisons its condition may join: one more than the `and`s and `or`s of
         its condition's clause (the 1.5B model padded `if $1 > 30` with `and $2 > 30 and
         $3 > 30`), at most `MAX_TERMS`."""
-        m = _CLAUSE_RE.search(self.text)
-        clause = m.group(2) if m else self.text
-        return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(clause)))
+        return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(self.clause)))
 
 
 def step_parts(step: Step) -> list[Step]:
@@ -232,9 +281,10 @@ def step_request(
     first_id = len(so_far) + 1
     fixed = fixed_condition(step, so_far)
     earlier = earlier_tasks(tools, so_far)
+    earlier = dataclasses.replace(earlier, focus=condition_focus(step.clause, earlier.tools))
     rules = (
         step_grammar(
-            tools,
+            _offered(tools, step),
             first_id=first_id,
             lines=MAX_STEP_LINES,
             params=names,
@@ -243,6 +293,7 @@ def step_request(
             numbers=runbook_numbers(runbook),
             words=condition_words(runbook, earlier.tools.values()),
             terms=step.terms,
+            bound=_bound(tools, names),
         )
         if grammar
         else None
@@ -267,10 +318,39 @@ def step_request(
     )
 
 
+def _offered(tools: ToolRegistry, step: Step) -> ToolRegistry:
+    """The tools `step`'s grammar offers: the actions (tools with side effects) its words name
+    where they name one, else all.  Reading tools are always offered: a step names what it
+    reads in other words too ("post to #ops that the disk is at its usage" names
+    `disk_usage`); an action it names is the one it does (the 1.5B model read the failed
+    sign-ins again for "open a ticket in the security queue")."""
+    named = [t for t in named_tools(step.action, tools.values()) if t.side_effects]
+    return ToolRegistry(*named) if named else tools
+
+
+def _bound(tools: ToolRegistry, names: list[str]) -> dict[str, list[str]]:
+    """By argument name, the runbook parameters an argument of that name takes
+    (`step_words.named_params`: `username=` takes `{user}`)."""
+    arguments = {p.name for t in tools.values() for p in t.params}
+    return {a: found for a in sorted(arguments) if (found := named_params(a, names))}
+
+
 def fixed_condition(step: Step, so_far: list[str]) -> str | None:
     """The condition the compiler writes for `step`: for an "otherwise" step, that none of the
-    conditions just above it holds (`otherwise_condition`); else None (the model writes it)."""
-    return otherwise_condition(so_far) if step.otherwise else None
+    conditions just above it holds (`otherwise_condition`); for one done "once"/"after" the
+    task above it when that task has a condition, that it ran (`$N != None`); for one done "in
+    that case" ("if so"), the condition of the task above it; else None (the model writes it).
+    The 1.5B model wrote "Once deregistered, terminate the instance" with no condition."""
+    if step.otherwise:
+        return otherwise_condition(so_far)
+    above = condition_of(so_far[-1]) if so_far else None
+    if above is None:
+        return None
+    if _FOLLOWS_RE.match(step.text):
+        return f"${len(so_far)} != None"
+    if _SAME_CASE_RE.search(step.text):
+        return above
+    return None
 
 
 def step_lines(reply: str, step: Step) -> list[str]:
