@@ -61,10 +61,11 @@ _CLAUSE_RE = re.compile(
 _JOINED_RE = re.compile(r"\b(and|or)\b", re.IGNORECASE)
 # A terse step's condition before a colon ("Forecast above 100% and the env is sandbox: stop
 # it"): a clause that compares, then what to do.
-_COLON_CLAUSE_RE = re.compile(r"^([^:]{3,200}):\s+\S")
+# One sentence (not "Read the log. Steps 1-3 are independent: run them together").
+_COLON_CLAUSE_RE = re.compile(r"^((?:[^:.]|\.(?=\d)){3,200}):\s+\S")
 _COMPARES_RE = re.compile(
     r"\b(above|below|over|under|exceeds?|exceeding|more than|less than|fewer than|at least"
-    r"|at most|greater|higher|lower|equals?|is|are)\b",
+    r"|at most|greater than|higher than|lower than|equals?)\b|[<>≤≥]",
     re.IGNORECASE,
 )
 _PLACEHOLDER_RE = re.compile(r"<[^<>\n]{1,80}>")
@@ -320,10 +321,10 @@ def step_request(
 
 def _offered(tools: ToolRegistry, step: Step) -> ToolRegistry:
     """The tools `step`'s grammar offers: the actions (tools with side effects) its words name
-    where they name one, else all.  Reading tools are always offered: a step names what it
-    reads in other words too ("post to #ops that the disk is at its usage" names
-    `disk_usage`); an action it names is the one it does (the 1.5B model read the failed
-    sign-ins again for "open a ticket in the security queue")."""
+    where they name one, else all.  An action it names is the one it does (the 1.5B model read
+    the failed sign-ins again for "open a ticket in the security queue"); a reading tool it
+    names may be what it reports on ("post to #ops that the disk is at its usage" names
+    `disk_usage`), so naming one keeps every tool offered."""
     named = [t for t in named_tools(step.action, tools.values()) if t.side_effects]
     return ToolRegistry(*named) if named else tools
 

@@ -1,0 +1,292 @@
+"""A runbook step's grammar keeps to what its own words name (issue 33, `step_words`): the
+action it names, the fields its condition's clause names, the parameter an argument stands for;
+and the conditions the compiler writes for a step done "once" the step above ran or "in that
+case"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from branch_tools import FINISH
+from gbnf import Grammar
+from planweave import Runtime, Script, ScriptedLLM
+from planweave.returns import described_fields, tool_fields
+from planweave.runbooks.steps import Step, fixed_condition, runbook_steps, step_request
+from planweave.step_grammar import Earlier, step_grammar
+from planweave.step_words import condition_focus, named_params, named_tools, words_match
+from planweave.tools import ToolRegistry, tool
+
+
+@tool
+def failed_signins(username: str, hours: int = 1) -> dict[str, int]:
+    """Failed sign-in attempts for a user over the last `hours` hours: attempts and
+    distinct_ips."""
+    return {"attempts": 31, "distinct_ips": 9}
+
+
+@tool
+def target_health(target_group: str, instance_id: str) -> dict[str, Any]:
+    """Health of one target in a load-balancer target group.
+
+    Returns:
+        state ("healthy", "unhealthy"), reason (ELB reason code), unhealthy_minutes.
+    """
+    return {"state": "unhealthy", "reason": "Target.Timeout", "unhealthy_minutes": 14}
+
+
+@tool
+def status_checks(instance_id: str) -> dict[str, str]:
+    """EC2 status checks of an instance: system_status (the host) and instance_status (the
+    guest OS), each "ok" or "impaired"."""
+    return {"system_status": "impaired", "instance_status": "ok"}
+
+
+@tool(side_effects=True)
+def deregister_target(target_group: str, instance_id: str) -> str:
+    """Take an instance out of a target group."""
+    return f"deregistered {instance_id}"
+
+
+@tool(side_effects=True)
+def terminate_instance(instance_id: str) -> str:
+    """Terminate an instance."""
+    return f"terminated {instance_id}"
+
+
+@tool(side_effects=True)
+def open_ticket(queue: str, summary: str) -> str:
+    """Open a ticket in a queue."""
+    return f"ticket in {queue}"
+
+
+@tool(side_effects=True)
+def unlock_user(username: str) -> str:
+    """Unlock a user's account."""
+    return f"unlocked {username}"
+
+
+@tool(side_effects=True)
+def restart_service(service: str) -> str:
+    """Restart a service."""
+    return f"restarted {service}"
+
+
+@tool(side_effects=True)
+def page_oncall(service: str, summary: str) -> str:
+    """Page the on-call engineer of a service."""
+    return "paged"
+
+
+TOOLS = ToolRegistry(
+    [
+        failed_signins,
+        target_health,
+        status_checks,
+        deregister_target,
+        terminate_instance,
+        open_ticket,
+        unlock_user,
+        restart_service,
+        page_oncall,
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("deregistered", "deregister", True),
+        ("retry", "retryable", True),
+        ("checks", "check", True),
+        ("attempts", "attempt", True),
+        ("rate", "rated", True),
+        ("lag", "lag", True),
+        ("lag", "lags", False),  # three letters: only the same word
+        ("unlock", "locked", False),
+        ("page", "pages", True),
+        ("system", "instance", False),
+        ("state", "status", False),
+    ],
+)
+def test_words_match_by_stem(a: str, b: str, same: bool) -> None:
+    assert words_match(a, b) is same
+    assert words_match(b, a) is same
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("If there were more than 20, open a ticket in the security queue.", ["open_ticket"]),
+        ("Unlock <user>'s account.", ["unlock_user"]),
+        ("Once deregistered, terminate <instance>.", ["terminate_instance"]),
+        ("Post the numbers to #ops.", []),
+    ],
+)
+def test_a_step_names_the_tools_whose_every_name_word_it_says(text: str, named: list[str]) -> None:
+    action = Step(3, text).action
+    assert [t.name for t in named_tools(action, TOOLS.values())] == named
+
+
+def test_a_step_s_action_leaves_out_its_condition_and_what_it_says_not_to_do() -> None:
+    """ "If the system status check is impaired" names the status checks, which the step does
+    not call; "do not restart it" names the restart, which it does not do."""
+    step = Step(3, 'If the system status check is "impaired", deregister <instance>.')
+    assert "status" not in step.action
+    assert "deregister" in step.action
+    crash = Step(6, "If it is a crash, page the on-call engineer. Do not restart it.")
+    assert [t.name for t in named_tools(crash.action, TOOLS.values())] == []
+    request = step_request(
+        TOOLS,
+        "# x\n",
+        ["service"],
+        ["1. status_checks({service})"],
+        crash,
+        grammar=True,
+        plan_answers=False,
+    )
+    grammar = Grammar(request.grammar or "")
+    assert grammar.accepts('2. page_oncall({service}, "crash")\n<END_OF_STEP>')
+    # Where it names an action, that action only.
+    ticket = Step(3, "If there were more than 20 attempts, open a ticket for security.")
+    request = step_request(
+        TOOLS,
+        "# x\n1. a\n2. b\n3. c 20\n",
+        ["user"],
+        ["1. failed_signins({user})", "2. failed_signins({user})"],
+        ticket,
+        grammar=True,
+        plan_answers=False,
+    )
+    grammar = Grammar(request.grammar or "")
+    assert grammar.accepts('3. open_ticket("security", "x") if $2.attempts > 20\n<END_OF_STEP>')
+    assert not grammar.accepts("3. unlock_user({user}) if $2.attempts > 20\n<END_OF_STEP>")
+    assert not grammar.accepts("3. failed_signins({user}) if $2.attempts > 20\n<END_OF_STEP>")
+
+
+@pytest.mark.parametrize(
+    ("argument", "params", "found"),
+    [
+        ("username", ["user", "team"], ["user"]),
+        ("flag_key", ["flag", "project"], ["flag"]),
+        ("host", ["hostname"], ["hostname"]),
+        ("instance_id", ["instance", "pool"], ["instance"]),
+        ("target_group", ["instance", "pool"], []),
+        ("summary", ["user"], []),
+        ("id", ["id", "idp"], ["id"]),
+    ],
+)
+def test_an_argument_stands_for_the_parameter_its_name_says(
+    argument: str, params: list[str], found: list[str]
+) -> None:
+    assert named_params(argument, params) == found
+
+
+def test_an_argument_that_stands_for_a_parameter_takes_it_not_an_example_value() -> None:
+    """The 1.5B model passed `username="user"` and `flag_key="my-flag"` for `<user>`, `<flag>`."""
+    bound = {"username": ["user"]}
+    grammar = Grammar(
+        step_grammar(TOOLS, first_id=1, lines=1, params=["user"], conditional=False, bound=bound)
+    )
+    assert grammar.accepts("1. failed_signins({user})\n<END_OF_STEP>")
+    assert grammar.accepts("1. failed_signins(username={user}, hours=1)\n<END_OF_STEP>")
+    assert not grammar.accepts('1. failed_signins(username="user")\n<END_OF_STEP>')
+    assert not grammar.accepts('1. failed_signins("jdoe")\n<END_OF_STEP>')
+    # An argument of another name takes any text.
+    assert grammar.accepts('1. open_ticket("security", "{user} locked")\n<END_OF_STEP>')
+
+
+def test_a_condition_reads_the_fields_its_clause_names() -> None:
+    """ "If the system status check is impaired": the 1.5B model tested the target's state."""
+    tools = {1: target_health, 2: status_checks, 3: deregister_target}
+    focus = condition_focus(" the system status check is impaired", tools)
+    assert focus == {2: ("system_status", "instance_status")}
+    assert condition_focus(" the moon is full", tools) is None
+    earlier = Earlier(tools, frozenset({3}), focus)
+    grammar = Grammar(
+        step_grammar(TOOLS, first_id=4, lines=1, params=["i"], earlier=earlier, words=["impaired"])
+    )
+    assert grammar.accepts(
+        '4. terminate_instance({i}) if $2.system_status == "impaired"\n<END_OF_STEP>'
+    )
+    assert not grammar.accepts(
+        '4. terminate_instance({i}) if $1.state == "impaired"\n<END_OF_STEP>'
+    )
+    assert not grammar.accepts("4. terminate_instance({i}) if $3 != None\n<END_OF_STEP>")
+    # A clause that names a skippable action by its tool: whether it ran.
+    ran = condition_focus("Once deregistered", tools)
+    assert ran == {3: None}
+
+
+def test_a_plain_dict_s_fields_are_listed_after_a_colon_or_under_returns() -> None:
+    """ "Health of one target in a target group" says what the tool does, not its fields (the
+    1.5B model read `${1.target.status}`); a docstring's Returns section names them."""
+    assert tool_fields(target_health) == ("state", "reason", "unhealthy_minutes")
+    assert "Returns: state" in target_health.render()
+    assert tool_fields(status_checks) == ("system_status", "instance_status")
+    assert described_fields(dict[str, Any], "disk usage of a host") == ("disk", "usage", "host")
+
+
+@pytest.mark.parametrize(
+    ("text", "conditional", "clause"),
+    [
+        (
+            "Forecast above 100% and the env tag is sandbox: stop that resource.",
+            True,
+            "Forecast above 100% and the env tag is sandbox",
+        ),
+        ("Budget status for <account>: spend to date, forecast as % of budget.", False, ""),
+        ("Top cost driver for <account>: resource id, env tag.", False, ""),
+        ("Read the log. Steps 1-3 are independent: run them together.", False, ""),
+        ("Disk over 90.5%: rotate the logs.", True, "Disk over 90.5%"),
+    ],
+)
+def test_a_comparing_clause_before_a_colon_is_a_condition(
+    text: str, conditional: bool, clause: str
+) -> None:
+    step = Step(3, text)
+    assert step.conditional is conditional
+    assert step.clause == (clause or text)  # no clause: its whole text
+    if conditional:
+        assert step.terms == 1 + clause.count(" and ")
+        assert "stop" in step.action or "rotate" in step.action
+
+
+def test_a_step_done_once_the_step_above_ran_or_in_its_case_gets_its_condition() -> None:
+    so_far = [
+        "1. status_checks({i})",
+        '2. deregister_target({g}, {i}) if $1.system_status == "impaired"',
+    ]
+    once = Step(3, "Once deregistered, terminate <i>.")
+    after = Step(3, "After a redrive, read the stats again.")
+    same = Step(3, "In that same ordinary case, also page someone.")
+    assert fixed_condition(once, so_far) == "$2 != None"
+    assert fixed_condition(after, so_far) == "$2 != None"
+    assert fixed_condition(same, so_far) == '$1.system_status == "impaired"'
+    # Above a task every run has, nothing: the model writes the step as it is.
+    assert fixed_condition(once, so_far[:1]) is None
+    assert fixed_condition(Step(3, "Terminate <i> once more."), so_far) is None
+
+
+RUNBOOK = """# Bad host <i> in <g>
+1. EC2 status checks of <i>.
+2. If the system status check is "impaired", deregister <i> from <g>.
+3. Once deregistered, terminate <i>.
+"""
+
+
+def test_a_runbook_s_once_step_compiles_with_the_compiler_s_condition(tmp_path: Any) -> None:
+    replies = [
+        "1. status_checks({i})",
+        '2. deregister_target({g}, {i}) if $1.system_status == "impaired"',
+        '3. terminate_instance({i}) if $1.system_status == "ok"',  # its condition is not read
+    ]
+    assert [s.number for s in runbook_steps(RUNBOOK)] == [1, 2, 3]
+    planner = [r + "\n<END_OF_STEP>" for r in replies]
+    script = Script.by_purpose(planner=planner, joiner=[FINISH] * 2)
+    rt = Runtime(TOOLS, ScriptedLLM(script), journal=tmp_path / "j.db", cache=False)
+    plan = rt.compile_runbook(RUNBOOK, name="bad-host", by_step=True)
+    assert plan.plan.splitlines()[2] == "3. terminate_instance({i}) if $2 != None"
+    result = rt.run_plan("bad-host", i="i-1", g="web")
+    assert {r.task.id: r.status.value for r in result.tasks} == {1: "done", 2: "done", 3: "done"}
