@@ -672,10 +672,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--part",
-        choices=["tuned", "heldout", "fresh", "all"],
+        choices=["tuned", "heldout", "fresh", "fresh2", "all"],
         default="tuned",
         help="the ten runbooks the prompts were tuned on, the five held out, the five fresh, "
-        "or all",
+        "the five of the second fresh part (fresh2), or all",
     )
     p.add_argument("--report", action="store_true", help="only: write runbooks.md from the parts")
     p.add_argument("--repeats", type=int, default=1, help="runs of each case and way (median)")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # (registers the held-out and the fresh tools in tools.TOOLS)
-from . import fresh_tools, heldout_tools  # noqa: F401
+from . import fresh2_tools, fresh_tools, heldout_tools  # noqa: F401
 
 HERE = Path(__file__).parent
 _PARAM = re.compile(r"<([a-z_]+)>")
@@ -47,7 +47,7 @@ class Runbook:
 
     @property
     def path(self) -> Path:
-        if self.part in ("heldout", "fresh"):
+        if self.part in ("heldout", "fresh", "fresh2"):
             return HERE / self.part / f"{self.name}.md"
         return HERE / f"{self.name}.md"
 
@@ -736,6 +736,190 @@ RUNBOOKS += [
             ),
         ),
         part="fresh",
+    ),
+]
+
+# The second fresh part (`fresh2/*.md`, tools in `fresh2_tools.py`): written after the fresh
+# ones by a helper who read none of the compiler's code, in new domains; not to be tuned on;
+# `--part fresh2`.
+RUNBOOKS += [
+    Runbook(
+        "ci_runner_stuck",
+        ("ci_runner_status", "ci_queued_jobs", "cancel_ci_job", "restart_runner_agent", "notify"),
+        """
+1. ci_runner_status("<runner>")
+2. ci_queued_jobs("<runner>")
+3. cancel_ci_job($1.job_id) if $1.job_minutes > 120
+4. restart_runner_agent("<runner>") if $3 != None
+5. notify("#ci", "<runner> ${1.job_id}: ${1.job_minutes}m, ${2} queued") if $1.job_minutes <= 120
+6. join()
+""",
+        (
+            _case(
+                "over 120 min",
+                {"runner": "gha-linux-07"},
+                ["cancel_ci_job 88123", "restart_runner_agent gha-linux-07"],
+                "gha-linux-07 cancel",
+                "gha-linux-07 had been on job 88123 for 214 minutes, so the job was cancelled "
+                "and the runner agent restarted; 37 jobs were queued behind it.",
+            ),
+            _case(
+                "120 min or less",
+                {"runner": "gha-arm-02"},
+                ["notify #ci"],
+                "gha-arm-02 18",
+                "gha-arm-02 has been on job 88391 for only 18 minutes, so nothing was "
+                "cancelled; #ci was told, with 12 jobs queued.",
+            ),
+        ),
+        part="fresh2",
+    ),
+    Runbook(
+        "missed_cron",
+        ("last_cron_run", "crond_state", "start_crond", "run_cron_job_now", "open_ticket"),
+        """
+1. last_cron_run("<host>", "<job>")
+2. crond_state("<host>")
+3. start_crond("<host>") if $2 != "active"
+4. run_cron_job_now("<host>", "<job>") if $3 != None
+5. open_ticket($1.owner, "<job>@<host>: ${1.hours_ago} h, exit ${1.exit_code}") if $2 == "active"
+6. join()
+""",
+        (
+            _case(
+                "crond down",
+                {"job": "invoice-reminders", "host": "batch-2"},
+                ["start_crond batch-2", "run_cron_job_now batch-2 invoice-reminders"],
+                "batch-2 invoice-reminders start",
+                "crond was inactive on batch-2 (invoice-reminders last ran 31 hours ago), so "
+                "it was started again and invoice-reminders was run by hand.",
+            ),
+            _case(
+                "crond active",
+                {"job": "ledger-export", "host": "etl-1"},
+                ["open_ticket finance-data"],
+                "ledger-export ticket",
+                "crond is active on etl-1, so cron is not the problem: ledger-export last ran "
+                "52 hours ago (exit code 2); nothing was changed on the host and a ticket was "
+                "opened for finance-data.",
+            ),
+        ),
+        part="fresh2",
+    ),
+    Runbook(
+        "noisy_alert",
+        ("alert_fire_history", "alert_rule", "create_silence", "open_ticket", "notify"),
+        """
+1. alert_fire_history("<alert>", days=7)
+2. alert_rule("<alert>")
+3. create_silence("<alert>", days=7) if $1.fires > 30
+4. open_ticket($2.owner, "tune <alert>: ${1.fires} fires, over ${2.threshold}") if $1.fires > 30
+5. notify("#alerting", "<alert>: ${1.fires} fires in 7d, ${1.acked_pct}% acked") if $1.fires <= 30
+6. join()
+""",
+        (
+            _case(
+                "over 30 fires",
+                {"alert": "orders-api-gc-pause"},
+                ["create_silence orders-api-gc-pause 7", "open_ticket orders"],
+                "orders-api-gc-pause 142 silenc",
+                "orders-api-gc-pause fired 142 times in 7 days (6% acknowledged), so it was "
+                "silenced for 7 days and the orders team got a ticket to tune its 0.2 s "
+                "threshold.",
+            ),
+            _case(
+                "30 fires or fewer",
+                {"alert": "ceph-osd-latency-p99"},
+                ["notify #alerting"],
+                "ceph-osd-latency-p99 14",
+                "ceph-osd-latency-p99 fired 14 times in 7 days (86% acknowledged), within "
+                "budget: nothing was silenced and #alerting was told.",
+            ),
+        ),
+        part="fresh2",
+    ),
+    Runbook(
+        "data_export",
+        (
+            "customer_profile",
+            "customer_data_footprint",
+            "start_dsar_export",
+            "email_export_link",
+            "reply_to_request",
+            "register_privacy_request",
+        ),
+        """
+1. customer_profile("<customer>")
+2. customer_data_footprint("<customer>")
+3. start_dsar_export("<customer>") if $1.identity_verified
+4. email_export_link("<customer>", $3) if $3 != None
+5. reply_to_request("<request>", "Please verify your identity first") if not $1.identity_verified
+6. register_privacy_request("<request>", "<customer>", $2.total_gb)
+7. join()
+""",
+        (
+            _case(
+                "verified",
+                {"request": "PRIV-1931", "customer": "cus_8842"},
+                [
+                    "start_dsar_export cus_8842",
+                    "email_export_link cus_8842 exp_5c19",
+                    "register_privacy_request PRIV-1931",
+                ],
+                "cus_8842 export",
+                "cus_8842's identity is verified, so a full export of their 3.4 GB of data "
+                "(exp_5c19) was started and its download link emailed to them; PRIV-1931 was "
+                "recorded in the privacy register.",
+            ),
+            _case(
+                "not verified",
+                {"request": "PRIV-1944", "customer": "cus_2207"},
+                ["reply_to_request PRIV-1944", "register_privacy_request PRIV-1944"],
+                "cus_2207 verif",
+                "cus_2207's identity is not verified, so nothing was exported: PRIV-1944 was "
+                "answered asking them to verify their identity first, and recorded in the "
+                "privacy register (0.8 GB held).",
+            ),
+        ),
+        part="fresh2",
+    ),
+    Runbook(
+        "crashloop",
+        (
+            "workload_restarts",
+            "previous_container_logs",
+            "set_memory_limit",
+            "rollout_restart",
+            "page_oncall",
+        ),
+        """
+1. workload_restarts("<ns>", "<app>")
+2. previous_container_logs("<ns>", "<app>")
+3. set_memory_limit("<ns>", "<app>", "2Gi") if $1.last_reason == "OOMKilled"
+4. rollout_restart("<ns>", "<app>") if $3 != None
+5. page_oncall("<app>", "<app> crashlooping in <ns>: ${2}") if $1.last_reason != "OOMKilled"
+6. join()
+""",
+        (
+            _case(
+                "OOMKilled",
+                {"app": "thumbnailer", "ns": "media"},
+                ["set_memory_limit media/thumbnailer 2Gi", "rollout_restart media/thumbnailer"],
+                "thumbnailer 2Gi",
+                "thumbnailer was OOMKilled (47 restarts at a 512Mi limit), so its memory limit "
+                "was raised to 2Gi and its pods were restarted in media.",
+            ),
+            _case(
+                "other crash",
+                {"app": "quote-engine", "ns": "pricing"},
+                ["page_oncall quote-engine"],
+                "quote-engine pag",
+                "quote-engine keeps crashing with exit code 1 (panic: PRICING_DB_URL is not "
+                "set), which more memory would not fix: its memory limit was left alone and "
+                "its on-call was paged.",
+            ),
+        ),
+        part="fresh2",
     ),
 ]
 
