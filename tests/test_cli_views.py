@@ -56,7 +56,9 @@ def test_a_streaming_call_reports_its_tokens_as_they_come_and_the_view_shows_the
     assert 2 <= len(progress) < 30
     assert all(b.elapsed - a.elapsed >= 0.25 - 1e-9 for a, b in itertools.pairwise(progress))
     assert [p.tokens for p in progress] == sorted(p.tokens for p in progress)
-    assert 0 < progress[0].tokens < progress[-1].tokens < 30  # ~1 token a chunk of 4 characters
+    # ~1 token a chunk of 4 characters; on a slow machine the last report may fall on the last
+    # chunk, so it may count them all, never more.
+    assert 0 < progress[0].tokens < progress[-1].tokens <= 30
     assert all(p.purpose == "planner" and p.call == 1 for p in progress)
     assert progress[0].elapsed >= 0.25
     # While it streamed the view said for how long and how many tokens so far.

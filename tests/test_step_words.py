@@ -290,3 +290,58 @@ def test_a_runbook_s_once_step_compiles_with_the_compiler_s_condition(tmp_path: 
     assert plan.plan.splitlines()[2] == "3. terminate_instance({i}) if $2 != None"
     result = rt.run_plan("bad-host", i="i-1", g="web")
     assert {r.task.id: r.status.value for r in result.tasks} == {1: "done", 2: "done", 3: "done"}
+
+
+@tool
+def deployed_version(service: str) -> str:
+    """The version of the service running in production."""
+    return "v2"
+
+
+@tool
+def lag_seconds(replica: str) -> int:
+    """Replication lag of a database replica, in seconds."""
+    return 4
+
+
+def test_a_result_is_compared_with_a_parameter_never_with_itself() -> None:
+    """ "If production runs <version>": the 1.5B model wrote `$1 == $1`, always true."""
+    tools = ToolRegistry([deployed_version, restart_service])
+    earlier = Earlier({1: deployed_version, 2: deployed_version})
+    grammar = Grammar(
+        step_grammar(tools, first_id=3, lines=1, params=["s", "version"], earlier=earlier)
+    )
+    assert grammar.accepts("3. restart_service({s}) if $1 == {version}\n<END_OF_STEP>")
+    assert grammar.accepts("3. restart_service({s}) if $1 != $2\n<END_OF_STEP>")
+    assert not grammar.accepts("3. restart_service({s}) if $1 == $1\n<END_OF_STEP>")
+    assert not grammar.accepts("3. restart_service({s}) if ${2} != $2\n<END_OF_STEP>")
+    lone = Grammar(
+        step_grammar(
+            tools, first_id=2, lines=1, params=["s"], earlier=Earlier({1: deployed_version})
+        )
+    )
+    assert lone.accepts('2. restart_service({s}) if $1 == "v2"\n<END_OF_STEP>')
+    assert not lone.accepts("2. restart_service({s}) if $1 == $1\n<END_OF_STEP>")
+
+
+def test_a_clause_with_a_number_reads_a_result_every_run_has() -> None:
+    """ "If the lag is 30 seconds or less" after a restart that read the lag again (task 3,
+    skipped when no restart): the 1.5B model wrote `$3 != None`, the only test of a skipped
+    task; the lag every run read is task 1's."""
+    tools = ToolRegistry([lag_seconds, restart_service, open_ticket])
+    so_far = [
+        "1. lag_seconds({r})",
+        "2. restart_service({r}) if $1 > 30",
+        "3. lag_seconds({r}) if $2 != None",
+    ]
+    step = Step(4, "If the lag is 30 seconds or less, open a ticket in #db saying so.")
+    request = step_request(tools, step.text, ["r"], so_far, step, grammar=True, plan_answers=False)
+    grammar = Grammar(request.grammar or "")
+    assert grammar.accepts('4. open_ticket("#db", "ok") if $1 <= 30\n<END_OF_STEP>')
+    assert not grammar.accepts('4. open_ticket("#db", "ok") if $3 != None\n<END_OF_STEP>')
+    # Without a number the clause may well ask whether the restart's reading happened.
+    step = Step(4, "If the lag was read again, open a ticket in #db saying so.")
+    request = step_request(tools, step.text, ["r"], so_far, step, grammar=True, plan_answers=False)
+    assert Grammar(request.grammar or "").accepts(
+        '4. open_ticket("#db", "ok") if $3 != None\n<END_OF_STEP>'
+    )

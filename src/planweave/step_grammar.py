@@ -230,35 +230,60 @@ def _condition(
 ) -> list[str]:
     """The typed condition's rules: up to `terms` comparisons joined by `and`/`or`, each
     maybe after `not`, each with one kind of operand on the left (`_kind`), compared only
-    with what that kind can equal or be ordered with."""
+    with what that kind can equal or be ordered with, a parameter among them (`$1 ==
+    {version}`), never with itself (the 1.5B model wrote `$1 == $1` for "if production runs
+    <version>")."""
     p = prefix
-    groups = _groups(earlier, earlier.focus) or _groups(earlier, None)
+    by_task = _groups(earlier, earlier.focus) or _groups(earlier, None)
+    groups = {
+        kind: [s for spelled in tasks.values() for s in spelled] for kind, tasks in by_task.items()
+    }
     if params:
         groups["param"] = _params(params)
     rules = [f"{p}-g-{kind} ::= " + " | ".join(spelled) for kind, spelled in groups.items()]
 
-    def one_of(*options: str) -> str:
-        """The rules `options` name: `@kind` a group's (where the step has one), others as
-        written."""
-        kept = [f"{p}-g-{o[1:]}" if o[:1] == "@" else o for o in options]
-        kept = [k for k, o in zip(kept, options, strict=True) if o[:1] != "@" or o[1:] in groups]
+    def one_of(*options: str, other: tuple[str, int] | None = None) -> str:
+        """The rules `options` name: `@kind` a group's (where the step has one; without task
+        `other`'s own references, for that kind), others as written."""
+        kept = []
+        for o in options:
+            if o[:1] != "@":
+                kept.append(o)
+            elif other is not None and o[1:] == other[0]:
+                if len(by_task[other[0]]) > 1:
+                    kept.append(f"{p}-g-{o[1:]}-not-{other[1]}")
+            elif o[1:] in groups:
+                kept.append(f"{p}-g-{o[1:]}")
         return "( " + " | ".join(kept) + " )"
 
     order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
     number, text = f"{p}-number", f"{p}-text"
-    shapes = {
-        "num": f"{p}-g-num {order} {one_of(number, '@num', '@any')}",
-        "text": f"{p}-g-text ( ( {same} | {within} ) {one_of(text, '@text', '@any')} )?",
-        "bool": f"{p}-g-bool ( {same} {one_of('bool', '@bool', '@any')} )?",
-        "any": (
-            f"{p}-g-any ( ( {order} | {within} ) "
-            f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool')} )?"
-        ),
-        # Whether it ran ("if the logs were rotated"); `not` before it, whether it did not (the
-        # 1.5B model wrote `$3 == None` for "if replication was restarted").
-        "maybe": f'{p}-g-maybe " != None"',
-        "param": f"{p}-g-param ( ( {order} | {within} ) ( {number} | {text} | bool ) )?",
+    # What a whole number, text or bool result is compared with, by kind: `@kind` a group.
+    rights = {
+        "num": (order, (number, "@num", "@any", "@param"), False),
+        "text": (f"( {same} | {within} )", (text, "@text", "@any", "@param"), True),
+        "bool": (same, ("bool", "@bool", "@any", "@param"), True),
     }
+    shapes: dict[str, str] = {}
+    for kind, (op, options, optional) in rights.items():
+        tasks = by_task.get(kind, {})
+        each = []
+        for i, spelled in tasks.items():
+            if len(tasks) > 1:
+                others = [s for j, sp in tasks.items() if j != i for s in sp]
+                rules.append(f"{p}-g-{kind}-not-{i} ::= " + " | ".join(others))
+            right = f"{op} {one_of(*options, other=(kind, i))}"
+            each.append(f"( {' | '.join(spelled)} ) " + (f"( {right} )?" if optional else right))
+        if each:
+            shapes[kind] = " | ".join(each)
+    shapes["any"] = (
+        f"{p}-g-any ( ( {order} | {within} ) "
+        f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool', '@param')} )?"
+    )
+    # Whether it ran ("if the logs were rotated"); `not` before it, whether it did not (the
+    # 1.5B model wrote `$3 == None` for "if replication was restarted").
+    shapes["maybe"] = f'{p}-g-maybe " != None"'
+    shapes["param"] = f"{p}-g-param ( ( {order} | {within} ) ( {number} | {text} | bool ) )?"
     compared = [shape for kind, shape in shapes.items() if kind in groups]
     if "text" in groups or "any" in groups:
         compared.append(f"{text} ( {within} ) {one_of('@text', '@any')}")
@@ -276,10 +301,10 @@ def _condition(
 
 def _groups(
     earlier: Earlier, focus: Mapping[int, tuple[str, ...] | None] | None
-) -> dict[str, list[str]]:
-    """The references a condition may test, by kind (`_kind`): every earlier task's, or those
-    in `focus`, each read by the fields it gives."""
-    groups: dict[str, list[str]] = {}
+) -> dict[str, dict[int, list[str]]]:
+    """The references a condition may test, by kind (`_kind`), by task: every earlier
+    task's, or those in `focus`, each read by the fields it gives."""
+    groups: dict[str, dict[int, list[str]]] = {}
     for i, tool in sorted(earlier.tools.items()):
         kind = _kind(tool, i in earlier.skippable)
         if kind is None or (focus is not None and i not in focus):
@@ -288,8 +313,10 @@ def _groups(
         n = literal(str(i))
         outer = _tail(tool, inner=False, condition=True, only=only) if kind == "any" else ""
         inner = _tail(tool, inner=True, condition=True, only=only) if kind == "any" else ""
-        groups.setdefault(kind, []).append(f'"$" {n} {outer}'.rstrip())
-        groups[kind].append(" ".join(x for x in ('"${"', n, inner, '"}"') if x))
+        groups.setdefault(kind, {})[i] = [
+            f'"$" {n} {outer}'.rstrip(),
+            " ".join(x for x in ('"${"', n, inner, '"}"') if x),
+        ]
     return groups
 
 

@@ -65,7 +65,8 @@ _JOINED_RE = re.compile(r"\b(and|or)\b", re.IGNORECASE)
 _COLON_CLAUSE_RE = re.compile(r"^((?:[^:.]|\.(?=\d)){3,200}):\s+\S")
 _COMPARES_RE = re.compile(
     r"\b(above|below|over|under|exceeds?|exceeding|more than|less than|fewer than|at least"
-    r"|at most|greater than|higher than|lower than|equals?)\b|[<>≤≥]",
+    r"|at most|greater than|higher than|lower than|equals?"
+    r"|or (less|more|fewer|greater|lower|higher))\b|[<>≤≥]",
     re.IGNORECASE,
 )
 _PLACEHOLDER_RE = re.compile(r"<[^<>\n]{1,80}>")
@@ -282,7 +283,7 @@ def step_request(
     first_id = len(so_far) + 1
     fixed = fixed_condition(step, so_far)
     earlier = earlier_tasks(tools, so_far)
-    earlier = dataclasses.replace(earlier, focus=condition_focus(step.clause, earlier.tools))
+    earlier = dataclasses.replace(earlier, focus=_focus(step, earlier))
     rules = (
         step_grammar(
             _offered(tools, step),
@@ -327,6 +328,17 @@ def _offered(tools: ToolRegistry, step: Step) -> ToolRegistry:
     `disk_usage`), so naming one keeps every tool offered."""
     named = [t for t in named_tools(step.action, tools.values()) if t.side_effects]
     return ToolRegistry(*named) if named else tools
+
+
+def _focus(step: Step, earlier: Earlier) -> dict[int, tuple[str, ...] | None] | None:
+    """The earlier tasks `step`'s condition reads (`step_words.condition_focus`); where its
+    clause writes a number, not those a run may skip while others remain (a skipped task is
+    only tested against None; the 1.5B model wrote `$4 != None` for "if the lag is 30 seconds
+    or less" where task 4 read the lag again after a restart)."""
+    focus = condition_focus(step.clause, earlier.tools)
+    if focus and _NUMBER_RE.search(step.clause):
+        return {i: f for i, f in focus.items() if i not in earlier.skippable} or focus
+    return focus
 
 
 def _bound(tools: ToolRegistry, names: list[str]) -> dict[str, list[str]]:
