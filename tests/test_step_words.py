@@ -185,7 +185,7 @@ def test_an_argument_stands_for_the_parameter_its_name_says(
 
 def test_an_argument_that_stands_for_a_parameter_takes_it_not_an_example_value() -> None:
     """The 1.5B model passed `username="user"` and `flag_key="my-flag"` for `<user>`, `<flag>`."""
-    bound = {"username": ["user"]}
+    bound = {"username": ["{user}"]}
     grammar = Grammar(
         step_grammar(TOOLS, first_id=1, lines=1, params=["user"], conditional=False, bound=bound)
     )
@@ -345,3 +345,148 @@ def test_a_clause_with_a_number_reads_a_result_every_run_has() -> None:
     assert Grammar(request.grammar or "").accepts(
         '4. open_ticket("#db", "ok") if $3 != None\n<END_OF_STEP>'
     )
+
+
+def test_a_step_that_says_to_decide_asks_its_own_words() -> None:
+    """ "Decide from the log line whether the failure is a timeout or a crash": the 1.5B model
+    asked "What is the most frequent error line...?" and the decision read a crash as a
+    timeout.  The step's words are the question, its `<service>` the parameter."""
+    from planweave.builtin.decide import decide
+
+    tools = ToolRegistry([failed_signins, restart_service, decide])
+    step = Step(2, "Decide from <service>'s log whether the failure is a timeout or a crash.")
+    request = step_request(
+        tools,
+        step.text,
+        ["service"],
+        ["1. failed_signins({service})"],
+        step,
+        grammar=True,
+        plan_answers=False,
+    )
+    grammar = Grammar(request.grammar or "")
+    asked = '"Decide from {service}\'s log whether the failure is a timeout or a crash."'
+    assert grammar.accepts(f'2. decide({asked}, $1, options=["timeout", "crash"])\n<END_OF_STEP>')
+    assert grammar.accepts(
+        f'2. decide(question={asked}, input=$1, options=["timeout", "crash"])\n<END_OF_STEP>'
+    )
+    assert not grammar.accepts(
+        '2. decide("What is the error line?", $1, options=["timeout", "crash"])\n<END_OF_STEP>'
+    )
+    # A step that decides nothing leaves the question free.
+    step = Step(2, "Look at the failed sign-ins once more.")
+    request = step_request(
+        tools,
+        step.text,
+        ["service"],
+        ["1. failed_signins({service})"],
+        step,
+        grammar=True,
+        plan_answers=False,
+    )
+    assert Grammar(request.grammar or "").accepts(
+        '2. decide("What is the error line?", $1, options=["a", "b"])\n<END_OF_STEP>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "clause", "terms", "action"),
+    [
+        (
+            "If production runs <version>, the smoke tests passed and the error rate is under "
+            "1 %, mark the release <service> <version> as verified.",
+            " production runs <version>, the smoke tests passed and the error rate is under 1 %",
+            3,
+            " mark the release <service> <version> as verified.",
+        ),
+        (
+            "If the disk is over 90 %, rotate the logs and restart it, then post.",
+            " the disk is over 90 %",
+            1,
+            " rotate the logs and restart it, then post.",
+        ),
+        ("If the lag is 30 seconds or less, post.", " the lag is 30 seconds or less", 1, " post."),
+        (
+            "If A is up, the B is 2.5 or more, and its C is down, page them.",
+            " A is up, the B is 2.5 or more, and its C is down",
+            3,
+            " page them.",
+        ),
+    ],
+)
+def test_a_condition_s_clause_goes_on_over_its_list(
+    text: str, clause: str, terms: int, action: str
+) -> None:
+    """ "If production runs <version>, the smoke tests passed and ...": the clause ended at the
+    first comma, so the 1.5B model was allowed one comparison for three conditions."""
+    step = Step(4, text)
+    assert (step.clause, step.terms, step.action) == (clause, terms, action)
+
+
+@tool
+def job_status(job: str) -> dict[str, Any]:
+    """A batch job's last run: state, exit_code and attempts so far."""
+    return {"state": "failed", "exit_code": 1, "attempts": 3}
+
+
+@tool
+def backup_age(database: str) -> dict[str, Any]:
+    """The latest backup of a database: backup_id and age_h (hours since it was taken)."""
+    return {"backup_id": "b-1", "age_h": 30}
+
+
+@tool
+def checksum_matches(backup_id: str) -> bool:
+    """Whether a backup's checksum matches its manifest."""
+    return True
+
+
+def test_a_condition_reads_more_than_its_clause_names_when_it_says_more() -> None:
+    """ "Tried 3 times or more" is `attempts`, which no word names: held to `exit_code`, the
+    1.5B model could not write the second comparison.  "24 hours old or less and its checksum
+    matches" names only the checksum, a bool: the age is another task's."""
+    tools = ToolRegistry([job_status, backup_age, checksum_matches, open_ticket])
+    step = Step(2, "If the exit code is not 137 and it was tried 3 times or more, open a ticket.")
+    request = step_request(
+        tools, step.text, ["job"], ["1. job_status({job})"], step, grammar=True, plan_answers=False
+    )
+    assert Grammar(request.grammar or "").accepts(
+        '2. open_ticket("ops", "{job}") if $1.exit_code != 137 and $1.attempts >= 3\n<END_OF_STEP>'
+    )
+    one = Step(2, "If the exit code is 137, open a ticket.")
+    request = step_request(
+        tools, one.text, ["job"], ["1. job_status({job})"], one, grammar=True, plan_answers=False
+    )
+    assert not Grammar(request.grammar or "").accepts(
+        '2. open_ticket("ops", "{job}") if $1.attempts == 137\n<END_OF_STEP>'
+    )
+    step = Step(3, "If it is 24 hours old or less and its checksum matches, open a ticket.")
+    so_far = ["1. backup_age({db})", "2. checksum_matches($1.backup_id)"]
+    request = step_request(tools, step.text, ["db"], so_far, step, grammar=True, plan_answers=False)
+    assert Grammar(request.grammar or "").accepts(
+        '3. open_ticket("dba", "{db}") if $1.age_h <= 24 and $2\n<END_OF_STEP>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "conditional", "terms"),
+    [
+        # What the condition means, after a comma, is the condition's too.
+        (
+            "If it serves one thing to all, meaning its rollout is at 0% or at 100%, mark it.",
+            True,
+            3,
+        ),
+        # A clause about several results may compare each pair.
+        ("If the three answers are not all the same, open a ticket.", True, 3),
+        ("If they are equal, post it.", True, 1),
+        # Words in parentheses are an aside, not a condition.
+        ("Read the key (its id, age, when it was last used).", False, 1),
+        ("If the exit code is 137 (killed for memory), rerun it.", True, 1),
+    ],
+)
+def test_what_a_step_s_words_make_of_its_condition(
+    text: str, conditional: bool, terms: int
+) -> None:
+    step = Step(3, text)
+    assert (step.conditional, step.terms) == (conditional, terms)

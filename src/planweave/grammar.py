@@ -136,11 +136,12 @@ class _Rules:
         return "value"
 
     def _argument(self, param: Param) -> str:
-        """The rule for one argument's values: a named plan's parameter (or a reference) where
-        `bound` names the parameters an argument of this name stands for, else by its type."""
+        """The rule for one argument's values: the values `bound` gives an argument of this
+        name (as a plan writes them: `{user}`, a quoted text) or a reference, else by its
+        type."""
         named = self._bound.get(param.name)
         if named:
-            return "( " + " | ".join([*(literal("{" + n + "}") for n in named), "ref"]) + " )"
+            return "( " + " | ".join([*(literal(n) for n in named), "ref"]) + " )"
         return self.value(param.annotation)
 
     def call(self, index: int, tool: Tool) -> str:
@@ -205,7 +206,8 @@ def call_rules(
     tools: ToolRegistry, bound: Mapping[str, Sequence[str]] | None = None
 ) -> tuple[str, list[str]]:
     """The rule naming every tool's call and the rules they use; `bound`: by argument name,
-    the named plan's parameters that argument takes (nothing else but a reference)."""
+    the values that argument takes, as a plan writes them (`{user}`: a named plan's parameter),
+    nothing else but a reference."""
     rules = _Rules(bound)
     names = [rules.call(i, t) for i, t in enumerate(tools.values(), 1)]
     return " | ".join(names) if names else '"join()"', rules.rules

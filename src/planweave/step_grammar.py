@@ -60,7 +60,8 @@ def step_grammar(
     (the module's docstring); a condition compares with `numbers` only (the runbook's; any
     number without them), with texts of up to three of `words` (the runbook's and its tools'
     descriptions'; any text without them) and joins at most `terms` comparisons.  `bound`: by
-    argument name, the parameters such an argument takes (`step_words.named_params`)."""
+    argument name, the values such an argument takes, as a plan writes them (`{user}`;
+    `grammar.call_rules`)."""
     calls, rules = call_rules(tools, bound)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []

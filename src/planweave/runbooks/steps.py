@@ -10,6 +10,7 @@ compile's does."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ..errors import UserError
 from ..llm.base import LLMRequest, Message
 from ..plan import END_OF_PLAN
 from ..prompts import step_messages
+from ..returns import tool_fields
 from ..step_grammar import END_OF_STEP, Earlier, step_grammar
 from ..step_words import condition_focus, named_params, named_tools
 from ..tools import Tool, ToolRegistry
@@ -39,6 +41,8 @@ __all__ = [
     "task_lines",
 ]
 
+DECIDE = "decide"  # the built-in tool that asks the model to choose (`builtin.decide`)
+MAX_QUESTION = 400  # a step's words longer than this are not taken as its question
 MAX_STEPS = 30  # numbered steps compiled one by one; a longer runbook compiles in one request
 # Tasks one step may become.  One: allowed three, the 1.5B model wrote the next steps' tasks
 # under each step too (seventeen tasks for a six-step runbook).
@@ -47,6 +51,7 @@ STEP_MAX_TOKENS = 384  # one step's reply, at most
 _STEP_RE = re.compile(r"^ ?(\d{1,3})[.)][ \t]+(\S.*)$")
 _TASK_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*\S")
 _JOIN_RE = re.compile(r"^\s*\d{1,4}\s*[.:)]\s*join\(")
+_ASIDE_RE = re.compile(r"\([^()\n]{0,200}\)")  # words in parentheses
 _CONDITIONAL_RE = re.compile(r"\b(if|otherwise|unless|only|else|when)\b", re.IGNORECASE)
 # A step (or the part of one) that is done in every case the ones just above it are not.
 _OTHERWISE_RE = re.compile(
@@ -58,7 +63,23 @@ _OTHERWISE_SPLIT_RE = re.compile(r"(?<=[.;,])\s+(?=(otherwise|else)\b)", re.IGNO
 _CLAUSE_RE = re.compile(
     r"\b(if|unless|when|only)\b(.*?)(?:[,:;](?=\s|$)|\.(?!\d)|$)", re.IGNORECASE
 )
-_JOINED_RE = re.compile(r"\b(and|or)\b", re.IGNORECASE)
+# Words that join two conditions ("30 seconds or less" is one).
+_JOINED_RE = re.compile(
+    r"\b(and|or(?! (less|more|fewer|greater|lower|higher|above|below|over|under)\b))\b",
+    re.IGNORECASE,
+)
+# A condition's list going on after a comma: a part that starts like a statement, not an action.
+# ("meaning ..." says what the condition is).
+_LIST_GOES_ON_RE = re.compile(
+    r"\s*(?:(?:and|or)\s+)?(?:(?:the|its|their|it|they|there|no|all|both|each|every"
+    r"|meaning|namely|that is)\b|<[^<>\n]{1,80}>)",
+    re.IGNORECASE,
+)
+# A clause about several results at once ("if the three answers are not all the same").
+_QUANTIFIED_RE = re.compile(r"\b(all|both|every|each|either|neither|none)\b", re.IGNORECASE)
+_PART_RE = re.compile(r"(?:[^,.;:]|\.(?=\d)){0,300}")  # up to the next comma, at most 300
+# A list's comma (not 10,000's, nor one before "and").
+_LISTED_RE = re.compile(r",(?=\s)(?!\s*(?:and|or)\b)", re.IGNORECASE)
 # A terse step's condition before a colon ("Forecast above 100% and the env is sandbox: stop
 # it"): a clause that compares, then what to do.
 # One sentence (not "Read the log. Steps 1-3 are independent: run them together").
@@ -114,15 +135,18 @@ class Step:
         "when", or a comparing clause before a colon): only then may its task have a
         condition.  Allowed one on every step, the 1.5B model gave one to steps that run always
         (`recent_deploys(...) if ${1} > 10.0`)."""
-        return _CONDITIONAL_RE.search(self.text) is not None or self._colon_clause() is not None
+        said = _ASIDE_RE.sub(" ", self.text)  # not "(its key id, when it was last used)"
+        return _CONDITIONAL_RE.search(said) is not None or self._colon_clause() is not None
 
     @property
     def clause(self) -> str:
-        """The words of its condition: the clause after "if" ("unless", "when", "only"), or
-        the comparing clause before a colon; its whole text when it has neither."""
-        m = _CLAUSE_RE.search(self.text)
-        if m:
-            return m.group(2)
+        """The words of its condition: the clause after "if" ("unless", "when", "only") with
+        the list it goes on with ("If production runs <version>, the smoke tests passed and
+        the error rate is under 1 %, mark ..."), or the comparing clause before a colon; its
+        whole text when it has neither."""
+        span = _clause_span(self.text)
+        if span is not None:
+            return self.text[span[1] : span[2]]
         return self._colon_clause() or self.text
 
     @property
@@ -132,10 +156,10 @@ class Step:
         system status check is impaired, deregister <instance>" names no status check, "do not
         restart it" no restart)."""
         text = self.text
-        m = _CLAUSE_RE.search(text)
+        span = _clause_span(text)
         colon = self._colon_clause()
-        if m:
-            text = text[: m.start()] + text[m.end() :]
+        if span is not None:
+            text = text[: span[0]] + text[span[3] :]
         elif colon is not None:
             text = text[len(colon) + 1 :]
         if _FOLLOWS_RE.match(text):
@@ -158,9 +182,33 @@ class Step:
     @property
     def terms(self) -> int:
         """How many comparisons its condition may join: one more than the `and`s and `or`s of
-        its condition's clause (the 1.5B model padded `if $1 > 30` with `and $2 > 30 and
-        $3 > 30`), at most `MAX_TERMS`."""
-        return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(self.clause)))
+        its condition's clause and the commas of its list (the 1.5B model padded `if $1 > 30`
+        with `and $2 > 30 and $3 > 30`), at most `MAX_TERMS`; all of them where the clause
+        speaks of all ("if the three answers are not all the same")."""
+        clause = self.clause
+        if _QUANTIFIED_RE.search(clause):  # `$1 == $2 and $2 == $3`
+            return MAX_TERMS
+        listed = len(_LISTED_RE.findall(clause)) if _clause_span(self.text) is not None else 0
+        return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(clause)) + listed)
+
+
+def _clause_span(text: str) -> tuple[int, int, int, int] | None:
+    """Where the clause of a step's condition is (`Step.clause`): the start of its word, the
+    start and end of its words, and the end of what it takes (its comma too); None without
+    one.  It goes on over each comma a list of conditions goes on after ("..., the smoke
+    tests passed and the error rate is under 1 %, mark ..."): a part that starts like a
+    statement (`_LIST_GOES_ON_RE`) and ends at a comma, the action after it."""
+    m = _CLAUSE_RE.search(text)
+    if m is None:
+        return None
+    end = m.end(2)
+    while text[end : end + 1] == ",":
+        part = _PART_RE.match(text, end + 1)
+        after = part.end() if part else end + 1
+        if text[after : after + 1] != "," or not _LIST_GOES_ON_RE.match(text, end + 1):
+            break
+        end = after
+    return m.start(), m.start(2), end, max(m.end(), end + 1)
 
 
 def step_parts(step: Step) -> list[Step]:
@@ -295,7 +343,7 @@ def step_request(
             numbers=runbook_numbers(runbook),
             words=condition_words(runbook, earlier.tools.values()),
             terms=step.terms,
-            bound=_bound(tools, names),
+            bound=_bound(tools, names, step),
         )
         if grammar
         else None
@@ -331,21 +379,58 @@ def _offered(tools: ToolRegistry, step: Step) -> ToolRegistry:
 
 
 def _focus(step: Step, earlier: Earlier) -> dict[int, tuple[str, ...] | None] | None:
-    """The earlier tasks `step`'s condition reads (`step_words.condition_focus`); where its
-    clause writes a number, not those a run may skip while others remain (a skipped task is
-    only tested against None; the 1.5B model wrote `$4 != None` for "if the lag is 30 seconds
-    or less" where task 4 read the lag again after a restart)."""
+    """The earlier tasks `step`'s condition reads (`step_words.condition_focus`), made wider
+    where the clause says more than they give: every field of theirs where it names fewer
+    fields than it has comparisons ("tried 3 times or more" is `attempts`: the 1.5B model was
+    held to `exit_code`), every task where it writes a number that none of them holds ("24
+    hours old or less and its checksum matches" named only the checksum).  Where it writes a
+    number, not those a run may skip while others remain (a skipped task is only tested
+    against None; the 1.5B model wrote `$4 != None` for "if the lag is 30 seconds or less"
+    where task 4 read the lag again after a restart)."""
     focus = condition_focus(step.clause, earlier.tools)
-    if focus and _NUMBER_RE.search(step.clause):
+    if not focus:
+        return focus
+    named = [f for f in focus.values() if f is not None]
+    if named and sum(len(f) for f in named) < step.terms:
+        focus = dict.fromkeys(focus)
+    if _NUMBER_RE.search(step.clause):
+        if not any(_numeric(earlier.tools.get(i)) for i in focus):
+            return None
         return {i: f for i, f in focus.items() if i not in earlier.skippable} or focus
     return focus
 
 
-def _bound(tools: ToolRegistry, names: list[str]) -> dict[str, list[str]]:
-    """By argument name, the runbook parameters an argument of that name takes
-    (`step_words.named_params`: `username=` takes `{user}`)."""
+def _numeric(tool: Tool | None) -> bool:
+    """Whether a task calling `tool` may give a number to compare: a number, or a record."""
+    if tool is None or tool.returns in (int, float):
+        return True
+    return tool.returns not in (str, bool) and tool_fields(tool) is not None
+
+
+def _bound(tools: ToolRegistry, names: list[str], step: Step) -> dict[str, list[str]]:
+    """By argument name, the values an argument of that name takes, as a plan writes them:
+    the runbook parameters it stands for (`step_words.named_params`: `username=` takes
+    `{user}`), and for a step that says to decide, `decide`'s question as the step words it
+    (the 1.5B model asked "What is the most frequent error line...?" for "Decide from the log
+    line whether the failure is a timeout or a crash", and the decision read the crash as a
+    timeout)."""
     arguments = {p.name for t in tools.values() for p in t.params}
-    return {a: found for a in sorted(arguments) if (found := named_params(a, names))}
+    bound = {
+        a: ["{" + p + "}" for p in found]
+        for a in sorted(arguments)
+        if (found := named_params(a, names))
+    }
+    asks = tools.get(DECIDE)
+    if asks is not None and named_tools(step.action, [asks]) and len(step.text) <= MAX_QUESTION:
+        question = _PLACEHOLDER_RE.sub(lambda m: _param(m, names), step.text)
+        bound["question"] = [json.dumps(question, ensure_ascii=False)]
+    return bound
+
+
+def _param(m: re.Match[str], names: list[str]) -> str:
+    """`<service>` as the parameter `{service}` where it is one, else as written."""
+    name = m.group()[1:-1]
+    return "{" + name + "}" if name in names else m.group()
 
 
 def fixed_condition(step: Step, so_far: list[str]) -> str | None:
