@@ -11,7 +11,7 @@ repair, it wrote the same condition again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .grammar import COMMON_RULES, call_rules, literal, reading_rules
@@ -259,24 +259,7 @@ def _condition(
 
     order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
     number, text = f"{p}-number", f"{p}-text"
-    # What a whole number, text or bool result is compared with, by kind: `@kind` a group.
-    rights = {
-        "num": (order, (number, "@num", "@any", "@param"), False),
-        "text": (f"( {same} | {within} )", (text, "@text", "@any", "@param"), True),
-        "bool": (same, ("bool", "@bool", "@any", "@param"), True),
-    }
-    shapes: dict[str, str] = {}
-    for kind, (op, options, optional) in rights.items():
-        tasks = by_task.get(kind, {})
-        each = []
-        for i, spelled in tasks.items():
-            if len(tasks) > 1:
-                others = [s for j, sp in tasks.items() if j != i for s in sp]
-                rules.append(f"{p}-g-{kind}-not-{i} ::= " + " | ".join(others))
-            right = f"{op} {one_of(*options, other=(kind, i))}"
-            each.append(f"( {' | '.join(spelled)} ) " + (f"( {right} )?" if optional else right))
-        if each:
-            shapes[kind] = " | ".join(each)
+    shapes = _whole(p, by_task, one_of, rules)
     shapes["any"] = (
         f"{p}-g-any ( ( {order} | {within} ) "
         f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool', '@param')} )?"
@@ -298,6 +281,35 @@ def _condition(
         *constants.rules(p),
         *rules,
     ]
+
+
+def _whole(
+    p: str,
+    by_task: dict[str, dict[int, list[str]]],
+    one_of: Callable[..., str],
+    rules: list[str],
+) -> dict[str, str]:
+    """The comparisons of a whole number, text or bool result, by kind: each task's with a
+    constant, a parameter or another task's (`rules` gets the rules of the others)."""
+    order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
+    rights = {
+        "num": (order, (f"{p}-number", "@num", "@any", "@param"), False),
+        "text": (f"( {same} | {within} )", (f"{p}-text", "@text", "@any", "@param"), True),
+        "bool": (same, ("bool", "@bool", "@any", "@param"), True),
+    }
+    shapes: dict[str, str] = {}
+    for kind, (op, options, optional) in rights.items():
+        tasks = by_task.get(kind, {})
+        each = []
+        for i, spelled in tasks.items():
+            if len(tasks) > 1:
+                others = [s for j, sp in tasks.items() if j != i for s in sp]
+                rules.append(f"{p}-g-{kind}-not-{i} ::= " + " | ".join(others))
+            right = f"{op} {one_of(*options, other=(kind, i))}"
+            each.append(f"( {' | '.join(spelled)} ) " + (f"( {right} )?" if optional else right))
+        if each:
+            shapes[kind] = " | ".join(each)
+    return shapes
 
 
 def _groups(
