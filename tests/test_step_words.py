@@ -490,3 +490,40 @@ def test_what_a_step_s_words_make_of_its_condition(
 ) -> None:
     step = Step(3, text)
     assert (step.conditional, step.terms) == (conditional, terms)
+
+
+@pytest.mark.parametrize(
+    ("text", "joiner"),
+    [
+        ("If the three answers are not all the same, open a ticket.", "or"),
+        ("If they are all the same, post it.", "and"),
+        ("If any of the checks failed, page.", "or"),
+        ("If both checks passed, mark it.", "and"),
+        ("If the disk is full or the logs are big, rotate.", None),
+        ("If all checks passed and the rate is low, mark it.", None),
+        ("If the disk is full, rotate.", None),
+    ],
+)
+def test_a_clause_about_all_or_some_joins_with_and_or_or(text: str, joiner: str | None) -> None:
+    """ "If the three answers are not all the same": the 1.5B model wrote `$2 != $3 and $3 !=
+    $1 and $1 != $2` (all differ), so two answers alike and one apart opened no ticket."""
+    assert Step(4, text).joiner == joiner
+
+
+def test_a_step_grammar_joins_with_the_one_word_it_is_given() -> None:
+    earlier = Earlier({1: deployed_version, 2: deployed_version, 3: deployed_version})
+    tools = ToolRegistry([restart_service])
+
+    def grammar(joiner: str | None) -> Grammar:
+        return Grammar(
+            step_grammar(tools, first_id=4, lines=1, params=["s"], earlier=earlier, joiner=joiner)
+        )
+
+    some = "4. restart_service({s}) if $1 != $2 or $2 != $3\n<END_OF_STEP>"
+    every = "4. restart_service({s}) if $1 != $2 and $2 != $3\n<END_OF_STEP>"
+    assert grammar("or").accepts(some)
+    assert not grammar("or").accepts(every)
+    assert grammar("and").accepts(every)
+    assert not grammar("and").accepts(some)
+    assert grammar(None).accepts(some)
+    assert grammar(None).accepts(every)

@@ -53,6 +53,7 @@ def step_grammar(
     words: Sequence[str] | None = None,
     terms: int = 3,
     bound: Mapping[str, Sequence[str]] | None = None,
+    joiner: str | None = None,
 ) -> str:
     """Up to `lines` task lines numbered from `first_id`, each reading only earlier tasks'
     results (and the parameters, `{name}`), with an optional condition where the step is
@@ -61,7 +62,8 @@ def step_grammar(
     number without them), with texts of up to three of `words` (the runbook's and its tools'
     descriptions'; any text without them) and joins at most `terms` comparisons.  `bound`: by
     argument name, the values such an argument takes, as a plan writes them (`{user}`;
-    `grammar.call_rules`)."""
+    `grammar.call_rules`).  `joiner`: "and" or "or", the one word a condition joins its
+    comparisons with (None: either)."""
     calls, rules = call_rules(tools, bound)
     names = " | ".join(literal(p) for p in params)
     out: list[str] = []
@@ -75,6 +77,8 @@ def step_grammar(
             read = _typed(read, prefix, earlier.upto(k), names, constants, terms)
         else:
             read = [_terms(r, prefix, terms) for r in read]
+        if joiner is not None:
+            read = [_joined(r, prefix, joiner) for r in read]
         out += read
         cond = f" {prefix}-condition?" if ids and conditional else ""
         out.append(f'line-{k} ::= {literal(f"{k}. ")} {prefix}-call{cond} "\\n"')
@@ -91,6 +95,15 @@ def _terms(rule: str, prefix: str, terms: int) -> str:
     if not rule.startswith(f"{prefix}-condition ::= ") or terms == 3:
         return rule
     return rule.replace("{0,2}", f"{{0,{max(terms, 1) - 1}}}")
+
+
+def _joined(rule: str, prefix: str, joiner: str) -> str:
+    """`rule`, joining a condition's comparisons with `joiner` only where it is the rule that
+    joins them."""
+    either = '" and " | " or "'
+    if rule.startswith((f"{prefix}-condition ::= ", f"{prefix}-cond-join ::= ")):
+        return rule.replace(either, literal(f" {joiner} "))
+    return rule
 
 
 def _tail(

@@ -77,6 +77,10 @@ _LIST_GOES_ON_RE = re.compile(
 )
 # A clause about several results at once ("if the three answers are not all the same").
 _QUANTIFIED_RE = re.compile(r"\b(all|both|every|each|either|neither|none)\b", re.IGNORECASE)
+# One about some of them: its comparisons are joined by "or".
+_SOME_RE = re.compile(
+    r"\bnot (all|both|every|each)\b|\b(any|some|either)\b|\bone of\b", re.IGNORECASE
+)
 _PART_RE = re.compile(r"(?:[^,.;:]|\.(?=\d)){0,300}")  # up to the next comma, at most 300
 # A list's comma (not 10,000's, nor one before "and").
 _LISTED_RE = re.compile(r",(?=\s)(?!\s*(?:and|or)\b)", re.IGNORECASE)
@@ -186,10 +190,24 @@ class Step:
         with `and $2 > 30 and $3 > 30`), at most `MAX_TERMS`; all of them where the clause
         speaks of all ("if the three answers are not all the same")."""
         clause = self.clause
-        if _QUANTIFIED_RE.search(clause):  # `$1 == $2 and $2 == $3`
+        if _QUANTIFIED_RE.search(clause) or _SOME_RE.search(clause):  # `$1 == $2 and $2 == $3`
             return MAX_TERMS
         listed = len(_LISTED_RE.findall(clause)) if _clause_span(self.text) is not None else 0
         return min(MAX_TERMS, 1 + len(_JOINED_RE.findall(clause)) + listed)
+
+    @property
+    def joiner(self) -> str | None:
+        """The one word its condition joins comparisons with where its clause speaks of all
+        without joining words of its own: "or" for "not all" ("if the three answers are not
+        all the same": some pair differs; the 1.5B model wrote `$2 != $3 and $3 != $1 and
+        $1 != $2`, all of them differ), "any", "some" or "either"; "and" for "all", "both",
+        "every", "each", "none"; None (either word) otherwise."""
+        clause = self.clause
+        if _JOINED_RE.search(clause):
+            return None
+        if _SOME_RE.search(clause):
+            return "or"
+        return "and" if _QUANTIFIED_RE.search(clause) else None
 
 
 def _clause_span(text: str) -> tuple[int, int, int, int] | None:
@@ -343,6 +361,7 @@ def step_request(
             numbers=runbook_numbers(runbook),
             words=condition_words(runbook, earlier.tools.values()),
             terms=step.terms,
+            joiner=step.joiner,
             bound=_bound(tools, names, step),
         )
         if grammar
