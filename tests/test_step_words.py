@@ -527,3 +527,75 @@ def test_a_step_grammar_joins_with_the_one_word_it_is_given() -> None:
     assert not grammar("and").accepts(some)
     assert grammar(None).accepts(some)
     assert grammar(None).accepts(every)
+
+
+@tool
+def top_cost(account: str) -> dict[str, Any]:
+    """The account's top cost driver: resource_id, env and monthly_cost."""
+    return {"resource_id": "i-1", "env": "sandbox", "monthly_cost": 900}
+
+
+@tool(side_effects=True)
+def stop_resource(account: str, resource_id: str) -> str:
+    """Stop a resource."""
+    return f"stopped {resource_id}"
+
+
+@tool(side_effects=True)
+def post(channel: str, message: str) -> str:
+    """Post a message to a channel."""
+    return "posted"
+
+
+def test_an_argument_named_like_a_field_takes_that_field() -> None:
+    """The 1.5B model passed `resource_id=$1.env` beside `$1.resource_id`."""
+    tools = ToolRegistry([top_cost, stop_resource, new_key])
+    step = Step(2, "If it is in the sandbox, stop that resource.")
+    request = step_request(
+        tools, step.text, ["acct"], ["1. top_cost({acct})"], step, grammar=True, plan_answers=False
+    )
+    grammar = Grammar(request.grammar or "")
+    assert grammar.accepts(
+        '2. stop_resource({acct}, $1.resource_id) if $1.env == "sandbox"\n<END_OF_STEP>'
+    )
+    assert not grammar.accepts(
+        '2. stop_resource({acct}, $1.env) if $1.env == "sandbox"\n<END_OF_STEP>'
+    )
+    assert grammar.accepts('2. stop_resource({acct}, "i-9") if $1.env == "sandbox"\n<END_OF_STEP>')
+    # A result that is no record may stand for it too: the new id, not the old one's field.
+    so_far = ["1. top_cost({acct})", "2. new_key({acct})"]
+    step = Step(3, "Stop the resource the new key names.")
+    request = step_request(
+        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
+    )
+    assert Grammar(request.grammar or "").accepts("3. stop_resource({acct}, $2)\n<END_OF_STEP>")
+
+
+@tool(side_effects=True)
+def new_key(account: str) -> str:
+    """Create an API key; returns its id."""
+    return "k-2"
+
+
+def test_a_step_that_always_runs_reads_no_task_a_run_may_skip() -> None:
+    """ "Post to #finops: the forecast and the top driver" after a stop that runs only over
+    budget: the 1.5B model wrote `${2}` of the stop into the message, so the message, meant for
+    every run, was skipped with the stop."""
+    tools = ToolRegistry([top_cost, stop_resource, post])
+    so_far = ["1. top_cost({acct})", '2. stop_resource({acct}, $1.resource_id) if $1.env == "x"']
+    step = Step(3, "Post to #finops the top driver's cost.")
+    request = step_request(
+        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
+    )
+    grammar = Grammar(request.grammar or "")
+    assert grammar.accepts('3. post("#finops", "top: ${1.monthly_cost}")\n<END_OF_STEP>')
+    assert not grammar.accepts('3. post("#finops", "top: ${2}")\n<END_OF_STEP>')
+    assert not grammar.accepts('3. post("#finops", $2)\n<END_OF_STEP>')
+    # A step with a condition of its own may read it.
+    step = Step(3, "If the resource was stopped, post to #finops what was stopped.")
+    request = step_request(
+        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
+    )
+    assert Grammar(request.grammar or "").accepts(
+        '3. post("#finops", "stopped: ${2}") if $2 != None\n<END_OF_STEP>'
+    )

@@ -76,6 +76,10 @@ def _python_literal(value: Any) -> str | None:
     return None  # bytes and enum members have no spelling in a plan
 
 
+# A value of these types written as it is, not a reference.
+_PLAIN: dict[Any, str] = {str: "string", int: "int", float: "number", bool: "bool"}
+
+
 class _Rules:
     """The grammar rules for one registry's calls, each typed rule written once."""
 
@@ -140,9 +144,14 @@ class _Rules:
         name (as a plan writes them: `{user}`, a quoted text) or a reference, else by its
         type."""
         named = self._bound.get(param.name)
-        if named:
-            return "( " + " | ".join([*(literal(n) for n in named), "ref"]) + " )"
-        return self.value(param.annotation)
+        if not named:
+            return self.value(param.annotation)
+        plain = _PLAIN.get(param.annotation)
+        if any(n.startswith("$") for n in named) and plain is not None:
+            # A result's field named like the argument: that field or a value, no other
+            # result (the 1.5B model passed `resource_id=$2.env` beside `$2.resource_id`).
+            return "( " + " | ".join([*(literal(n) for n in named), plain]) + " )"
+        return "( " + " | ".join([*(literal(n) for n in named), "ref"]) + " )"
 
     def call(self, index: int, tool: Tool) -> str:
         """The rule for a call of `tool`: some arguments positional, the rest by keyword (in
@@ -207,7 +216,8 @@ def call_rules(
 ) -> tuple[str, list[str]]:
     """The rule naming every tool's call and the rules they use; `bound`: by argument name,
     the values that argument takes, as a plan writes them (`{user}`: a named plan's parameter),
-    nothing else but a reference."""
+    nothing else but a reference; where one is a result's field (`$2.resource_id`), nothing
+    else but a value of the argument's type."""
     rules = _Rules(bound)
     names = [rules.call(i, t) for i, t in enumerate(tools.values(), 1)]
     return " | ".join(names) if names else '"join()"', rules.rules

@@ -33,12 +33,16 @@ class Earlier:
     # The tasks a condition reads, each with the fields it may (None: any of its own); None:
     # every task (`step_words.condition_focus`).
     focus: Mapping[int, tuple[str, ...] | None] | None = None
+    # Tasks the step may not read at all: those a run may skip, read by a step that always
+    # runs (reading one, it would be skipped with it).
+    unread: frozenset[int] = frozenset()
 
     def upto(self, k: int) -> Earlier:
-        """Those before task `k`."""
-        tools = {i: self.tools.get(i) for i in range(1, k)}
+        """Those before task `k` that the step may read."""
+        tools = {i: self.tools.get(i) for i in range(1, k) if i not in self.unread}
         focus = None if self.focus is None else {i: f for i, f in self.focus.items() if i < k}
-        return Earlier(tools, frozenset(i for i in self.skippable if i < k), focus or None)
+        skippable = frozenset(i for i in self.skippable if i < k)
+        return Earlier(tools, skippable, focus or None, self.unread)
 
 
 def step_grammar(

@@ -350,6 +350,10 @@ def step_request(
     fixed = fixed_condition(step, so_far)
     earlier = earlier_tasks(tools, so_far)
     earlier = dataclasses.replace(earlier, focus=_focus(step, earlier))
+    if not step.conditional and fixed is None and set(earlier.tools) - earlier.skippable:
+        # A step that always runs reads no task a run may skip: the 1.5B model wrote a
+        # notice that always goes out with `${3}` of a stop that runs only over budget.
+        earlier = dataclasses.replace(earlier, unread=earlier.skippable)
     rules = (
         step_grammar(
             _offered(tools, step),
@@ -362,7 +366,7 @@ def step_request(
             words=condition_words(runbook, earlier.tools.values()),
             terms=step.terms,
             joiner=step.joiner,
-            bound=_bound(tools, names, step),
+            bound=_bound(tools, names, step, earlier),
         )
         if grammar
         else None
@@ -426,19 +430,28 @@ def _numeric(tool: Tool | None) -> bool:
     return tool.returns not in (str, bool) and tool_fields(tool) is not None
 
 
-def _bound(tools: ToolRegistry, names: list[str], step: Step) -> dict[str, list[str]]:
+def _bound(
+    tools: ToolRegistry, names: list[str], step: Step, earlier: Earlier
+) -> dict[str, list[str]]:
     """By argument name, the values an argument of that name takes, as a plan writes them:
     the runbook parameters it stands for (`step_words.named_params`: `username=` takes
-    `{user}`), and for a step that says to decide, `decide`'s question as the step words it
-    (the 1.5B model asked "What is the most frequent error line...?" for "Decide from the log
-    line whether the failure is a timeout or a crash", and the decision read the crash as a
-    timeout)."""
+    `{user}`), else the earlier results' fields of its name (`resource_id=` takes
+    `$2.resource_id`, a result that is no record, or a value), and for a step that says to
+    decide, `decide`'s question as the step words it (the 1.5B model asked "What is the most
+    frequent error line...?" for "Decide from the log line whether the failure is a timeout
+    or a crash", and the decision read the crash as a timeout)."""
     arguments = {p.name for t in tools.values() for p in t.params}
-    bound = {
-        a: ["{" + p + "}" for p in found]
-        for a in sorted(arguments)
-        if (found := named_params(a, names))
-    }
+    readable = {i: t for i, t in sorted(earlier.tools.items()) if i not in earlier.unread}
+    fields = [(i, f) for i, t in readable.items() if t is not None for f in tool_fields(t) or ()]
+    # A whole result that is no record may stand for it too (`key_id=$3`, the new key's id,
+    # beside the old one's `$1.key_id`).
+    whole = [f"${i}" for i, t in readable.items() if t is not None and not tool_fields(t)]
+    bound: dict[str, list[str]] = {}
+    for a in sorted(arguments):
+        if found := named_params(a, names):
+            bound[a] = ["{" + p + "}" for p in found]
+        elif read := [f"${i}.{f}" for i, f in fields if f == a]:
+            bound[a] = read + whole
     asks = tools.get(DECIDE)
     if asks is not None and named_tools(step.action, [asks]) and len(step.text) <= MAX_QUESTION:
         question = _PLACEHOLDER_RE.sub(lambda m: _param(m, names), step.text)
