@@ -569,6 +569,36 @@ def test_an_argument_named_like_a_field_takes_that_field() -> None:
         tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
     )
     assert Grammar(request.grammar or "").accepts("3. stop_resource({acct}, $2)\n<END_OF_STEP>")
+    # Not one of another type (a true or false for an id).
+    so_far = ["1. top_cost({acct})", "2. in_sandbox({acct})"]
+    request = step_request(
+        ToolRegistry([top_cost, stop_resource, in_sandbox]),
+        step.text,
+        ["acct"],
+        so_far,
+        step,
+        grammar=True,
+        plan_answers=False,
+    )
+    assert not Grammar(request.grammar or "").accepts("3. stop_resource({acct}, $2)\n<END_OF_STEP>")
+
+
+@tool
+def in_sandbox(account: str) -> bool:
+    """Whether the account is a sandbox."""
+    return True
+
+
+def test_in_tests_a_text_or_a_list_never_a_bool() -> None:
+    """The 1.5B model wrote `${1.resource_id} in $2` of a true or false."""
+    earlier = Earlier({1: top_cost, 2: in_sandbox})
+    grammar = Grammar(
+        step_grammar(ToolRegistry([post]), first_id=3, lines=1, params=["a"], earlier=earlier)
+    )
+    end = "\n<END_OF_STEP>"
+    assert not grammar.accepts(f'3. post("#x", "y") if $1.resource_id in $2{end}')
+    assert grammar.accepts(f'3. post("#x", "y") if $1.resource_id in $1.env{end}')
+    assert grammar.accepts(f'3. post("#x", "y") if $1.resource_id == $2{end}')
 
 
 @tool(side_effects=True)

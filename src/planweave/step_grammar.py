@@ -277,9 +277,12 @@ def _condition(
     order, same, within = f"{p}-order", f"{p}-same", '" in " | " not in "'
     number, text = f"{p}-number", f"{p}-text"
     shapes = _whole(p, by_task, one_of, rules)
+    # `in` only where the other side may hold it (a text, a list): the 1.5B model wrote
+    # `${1.key_id} in $2` of a leak scan's true or false.
     shapes["any"] = (
-        f"{p}-g-any ( ( {order} | {within} ) "
-        f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool', '@param')} )?"
+        f"{p}-g-any ( {order} "
+        f"{one_of(number, text, 'bool', _NONE, '@any', '@num', '@text', '@bool', '@param')}"
+        f" | ( {within} ) {one_of(text, '@any', '@text', '@param')} )?"
     )
     # Whether it ran ("if the logs were rotated"); `not` before it, whether it did not (the
     # 1.5B model wrote `$3 == None` for "if replication was restarted").

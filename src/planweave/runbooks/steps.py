@@ -444,14 +444,16 @@ def _bound(
     readable = {i: t for i, t in sorted(earlier.tools.items()) if i not in earlier.unread}
     fields = [(i, f) for i, t in readable.items() if t is not None for f in tool_fields(t) or ()]
     # A whole result that is no record may stand for it too (`key_id=$3`, the new key's id,
-    # beside the old one's `$1.key_id`).
-    whole = [f"${i}" for i, t in readable.items() if t is not None and not tool_fields(t)]
+    # beside the old one's `$1.key_id`), where it is of the argument's type (not a leak
+    # scan's true or false for a key id).
+    whole = [(i, t.returns) for i, t in readable.items() if t is not None and not tool_fields(t)]
     bound: dict[str, list[str]] = {}
     for a in sorted(arguments):
         if found := named_params(a, names):
             bound[a] = ["{" + p + "}" for p in found]
         elif read := [f"${i}.{f}" for i, f in fields if f == a]:
-            bound[a] = read + whole
+            types = {p.annotation for t in tools.values() for p in t.params if p.name == a}
+            bound[a] = read + [f"${i}" for i, returns in whole if returns in types]
     asks = tools.get(DECIDE)
     if asks is not None and named_tools(step.action, [asks]) and len(step.text) <= MAX_QUESTION:
         question = _PLACEHOLDER_RE.sub(lambda m: _param(m, names), step.text)
