@@ -12,6 +12,7 @@ import pytest
 from branch_tools import FINISH
 from gbnf import Grammar
 from planweave import Runtime, Script, ScriptedLLM
+from planweave.llm.base import LLMRequest
 from planweave.returns import described_fields, tool_fields
 from planweave.runbooks.steps import Step, fixed_condition, runbook_steps, step_request
 from planweave.step_grammar import Earlier, step_grammar
@@ -94,6 +95,13 @@ TOOLS = ToolRegistry(
 )
 
 
+def _request(
+    tools: ToolRegistry, runbook: str, params: list[str], so_far: list[str], step: Step
+) -> LLMRequest:
+    """`step`'s planner request, with its grammar."""
+    return step_request(tools, runbook, params, so_far, step, grammar=True, plan_answers=False)
+
+
 @pytest.mark.parametrize(
     ("a", "b", "same"),
     [
@@ -137,27 +145,17 @@ def test_a_step_s_action_leaves_out_its_condition_and_what_it_says_not_to_do() -
     assert "deregister" in step.action
     crash = Step(6, "If it is a crash, page the on-call engineer. Do not restart it.")
     assert [t.name for t in named_tools(crash.action, TOOLS.values())] == []
-    request = step_request(
-        TOOLS,
-        "# x\n",
-        ["service"],
-        ["1. status_checks({service})"],
-        crash,
-        grammar=True,
-        plan_answers=False,
-    )
+    request = _request(TOOLS, "# x\n", ["service"], ["1. status_checks({service})"], crash)
     grammar = Grammar(request.grammar or "")
     assert grammar.accepts('2. page_oncall({service}, "crash")\n<END_OF_STEP>')
     # Where it names an action, that action only.
     ticket = Step(3, "If there were more than 20 attempts, open a ticket for security.")
-    request = step_request(
+    request = _request(
         TOOLS,
         "# x\n1. a\n2. b\n3. c 20\n",
         ["user"],
         ["1. failed_signins({user})", "2. failed_signins({user})"],
         ticket,
-        grammar=True,
-        plan_answers=False,
     )
     grammar = Grammar(request.grammar or "")
     assert grammar.accepts('3. open_ticket("security", "x") if $2.attempts > 20\n<END_OF_STEP>')
@@ -335,13 +333,13 @@ def test_a_clause_with_a_number_reads_a_result_every_run_has() -> None:
         "3. lag_seconds({r}) if $2 != None",
     ]
     step = Step(4, "If the lag is 30 seconds or less, open a ticket in #db saying so.")
-    request = step_request(tools, step.text, ["r"], so_far, step, grammar=True, plan_answers=False)
+    request = _request(tools, step.text, ["r"], so_far, step)
     grammar = Grammar(request.grammar or "")
     assert grammar.accepts('4. open_ticket("#db", "ok") if $1 <= 30\n<END_OF_STEP>')
     assert not grammar.accepts('4. open_ticket("#db", "ok") if $3 != None\n<END_OF_STEP>')
     # Without a number the clause may well ask whether the restart's reading happened.
     step = Step(4, "If the lag was read again, open a ticket in #db saying so.")
-    request = step_request(tools, step.text, ["r"], so_far, step, grammar=True, plan_answers=False)
+    request = _request(tools, step.text, ["r"], so_far, step)
     assert Grammar(request.grammar or "").accepts(
         '4. open_ticket("#db", "ok") if $3 != None\n<END_OF_STEP>'
     )
@@ -355,15 +353,7 @@ def test_a_step_that_says_to_decide_asks_its_own_words() -> None:
 
     tools = ToolRegistry([failed_signins, restart_service, decide])
     step = Step(2, "Decide from <service>'s log whether the failure is a timeout or a crash.")
-    request = step_request(
-        tools,
-        step.text,
-        ["service"],
-        ["1. failed_signins({service})"],
-        step,
-        grammar=True,
-        plan_answers=False,
-    )
+    request = _request(tools, step.text, ["service"], ["1. failed_signins({service})"], step)
     grammar = Grammar(request.grammar or "")
     asked = '"Decide from {service}\'s log whether the failure is a timeout or a crash."'
     assert grammar.accepts(f'2. decide({asked}, $1, options=["timeout", "crash"])\n<END_OF_STEP>')
@@ -375,15 +365,7 @@ def test_a_step_that_says_to_decide_asks_its_own_words() -> None:
     )
     # A step that decides nothing leaves the question free.
     step = Step(2, "Look at the failed sign-ins once more.")
-    request = step_request(
-        tools,
-        step.text,
-        ["service"],
-        ["1. failed_signins({service})"],
-        step,
-        grammar=True,
-        plan_answers=False,
-    )
+    request = _request(tools, step.text, ["service"], ["1. failed_signins({service})"], step)
     assert Grammar(request.grammar or "").accepts(
         '2. decide("What is the error line?", $1, options=["a", "b"])\n<END_OF_STEP>'
     )
@@ -447,22 +429,18 @@ def test_a_condition_reads_more_than_its_clause_names_when_it_says_more() -> Non
     matches" names only the checksum, a bool: the age is another task's."""
     tools = ToolRegistry([job_status, backup_age, checksum_matches, open_ticket])
     step = Step(2, "If the exit code is not 137 and it was tried 3 times or more, open a ticket.")
-    request = step_request(
-        tools, step.text, ["job"], ["1. job_status({job})"], step, grammar=True, plan_answers=False
-    )
+    request = _request(tools, step.text, ["job"], ["1. job_status({job})"], step)
     assert Grammar(request.grammar or "").accepts(
         '2. open_ticket("ops", "{job}") if $1.exit_code != 137 and $1.attempts >= 3\n<END_OF_STEP>'
     )
     one = Step(2, "If the exit code is 137, open a ticket.")
-    request = step_request(
-        tools, one.text, ["job"], ["1. job_status({job})"], one, grammar=True, plan_answers=False
-    )
+    request = _request(tools, one.text, ["job"], ["1. job_status({job})"], one)
     assert not Grammar(request.grammar or "").accepts(
         '2. open_ticket("ops", "{job}") if $1.attempts == 137\n<END_OF_STEP>'
     )
     step = Step(3, "If it is 24 hours old or less and its checksum matches, open a ticket.")
     so_far = ["1. backup_age({db})", "2. checksum_matches($1.backup_id)"]
-    request = step_request(tools, step.text, ["db"], so_far, step, grammar=True, plan_answers=False)
+    request = _request(tools, step.text, ["db"], so_far, step)
     assert Grammar(request.grammar or "").accepts(
         '3. open_ticket("dba", "{db}") if $1.age_h <= 24 and $2\n<END_OF_STEP>'
     )
@@ -551,9 +529,7 @@ def test_an_argument_named_like_a_field_takes_that_field() -> None:
     """The 1.5B model passed `resource_id=$1.env` beside `$1.resource_id`."""
     tools = ToolRegistry([top_cost, stop_resource, new_key])
     step = Step(2, "If it is in the sandbox, stop that resource.")
-    request = step_request(
-        tools, step.text, ["acct"], ["1. top_cost({acct})"], step, grammar=True, plan_answers=False
-    )
+    request = _request(tools, step.text, ["acct"], ["1. top_cost({acct})"], step)
     grammar = Grammar(request.grammar or "")
     assert grammar.accepts(
         '2. stop_resource({acct}, $1.resource_id) if $1.env == "sandbox"\n<END_OF_STEP>'
@@ -565,20 +541,12 @@ def test_an_argument_named_like_a_field_takes_that_field() -> None:
     # A result that is no record may stand for it too: the new id, not the old one's field.
     so_far = ["1. top_cost({acct})", "2. new_key({acct})"]
     step = Step(3, "Stop the resource the new key names.")
-    request = step_request(
-        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
-    )
+    request = _request(tools, step.text, ["acct"], so_far, step)
     assert Grammar(request.grammar or "").accepts("3. stop_resource({acct}, $2)\n<END_OF_STEP>")
     # Not one of another type (a true or false for an id).
     so_far = ["1. top_cost({acct})", "2. in_sandbox({acct})"]
-    request = step_request(
-        ToolRegistry([top_cost, stop_resource, in_sandbox]),
-        step.text,
-        ["acct"],
-        so_far,
-        step,
-        grammar=True,
-        plan_answers=False,
+    request = _request(
+        ToolRegistry([top_cost, stop_resource, in_sandbox]), step.text, ["acct"], so_far, step
     )
     assert not Grammar(request.grammar or "").accepts("3. stop_resource({acct}, $2)\n<END_OF_STEP>")
 
@@ -614,18 +582,14 @@ def test_a_step_that_always_runs_reads_no_task_a_run_may_skip() -> None:
     tools = ToolRegistry([top_cost, stop_resource, post])
     so_far = ["1. top_cost({acct})", '2. stop_resource({acct}, $1.resource_id) if $1.env == "x"']
     step = Step(3, "Post to #finops the top driver's cost.")
-    request = step_request(
-        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
-    )
+    request = _request(tools, step.text, ["acct"], so_far, step)
     grammar = Grammar(request.grammar or "")
     assert grammar.accepts('3. post("#finops", "top: ${1.monthly_cost}")\n<END_OF_STEP>')
     assert not grammar.accepts('3. post("#finops", "top: ${2}")\n<END_OF_STEP>')
     assert not grammar.accepts('3. post("#finops", $2)\n<END_OF_STEP>')
     # A step with a condition of its own may read it.
     step = Step(3, "If the resource was stopped, post to #finops what was stopped.")
-    request = step_request(
-        tools, step.text, ["acct"], so_far, step, grammar=True, plan_answers=False
-    )
+    request = _request(tools, step.text, ["acct"], so_far, step)
     assert Grammar(request.grammar or "").accepts(
         '3. post("#finops", "stopped: ${2}") if $2 != None\n<END_OF_STEP>'
     )

@@ -37,6 +37,11 @@ class Earlier:
     # runs (reading one, it would be skipped with it).
     unread: frozenset[int] = frozenset()
 
+    @property
+    def readable(self) -> dict[int, Tool | None]:
+        """The tools of the tasks the step may read, by id."""
+        return {i: t for i, t in sorted(self.tools.items()) if i not in self.unread}
+
     def upto(self, k: int) -> Earlier:
         """Those before task `k` that the step may read."""
         tools = {i: self.tools.get(i) for i in range(1, k) if i not in self.unread}

@@ -441,7 +441,7 @@ def _bound(
     frequent error line...?" for "Decide from the log line whether the failure is a timeout
     or a crash", and the decision read the crash as a timeout)."""
     arguments = {p.name for t in tools.values() for p in t.params}
-    readable = {i: t for i, t in sorted(earlier.tools.items()) if i not in earlier.unread}
+    readable = earlier.readable
     fields = [(i, f) for i, t in readable.items() if t is not None for f in tool_fields(t) or ()]
     # A whole result that is no record may stand for it too (`key_id=$3`, the new key's id,
     # beside the old one's `$1.key_id`), where it is of the argument's type (not a leak
